@@ -1,0 +1,168 @@
+//! Gatehouse actors: one `ractor` actor per user serializes that user's state changes
+//! (sessions, profile), so concurrent requests can never interleave inside one change.
+//!
+//! Actors are spawned on first use, registered by name (`{system}/user:{id}`), supervised by one
+//! supervisor per [`Actors`] system, and stop themselves after an idle period, so memory follows
+//! the active set of users, not the total. They keep no cached data: every change re-reads the
+//! store, which is what lets several processes share one store (the store's conditional writes
+//! guard the invariants across processes).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+mod user;
+
+use chrono::Duration as ChronoDuration;
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use std::sync::Arc;
+use std::time::Duration;
+use storage::{Clock, DynStore, StoreError};
+
+pub use user::{NewSession, UserHandle, UserPatch};
+
+/// The one error type of the actors crate.
+#[derive(Debug, thiserror::Error)]
+pub enum ActorError {
+    #[error("not found")]
+    NotFound,
+    #[error("conflict: {0}")]
+    Conflict(&'static str),
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+impl From<StoreError> for ActorError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => Self::NotFound,
+            StoreError::Conflict(what) => Self::Conflict(what),
+            StoreError::ConcurrentModification => Self::Unavailable("concurrent modification".into()),
+            StoreError::Unavailable(m) => Self::Unavailable(m),
+            StoreError::Internal(m) => Self::Internal(m),
+        }
+    }
+}
+
+/// Session lifetimes (DESIGN §5); every value is configuration.
+#[derive(Debug, Clone)]
+pub struct SessionPolicy {
+    /// Lifetime of a session (default 7 days).
+    pub expires_in: ChronoDuration,
+    /// A session older than this since its last update is extended (default 1 day).
+    pub update_age: ChronoDuration,
+    /// Lifetime of a `rememberMe: false` session (default 1 day); it is never extended.
+    pub dont_remember_expires_in: ChronoDuration,
+}
+
+impl Default for SessionPolicy {
+    fn default() -> Self {
+        Self {
+            expires_in: ChronoDuration::days(7),
+            update_age: ChronoDuration::days(1),
+            dont_remember_expires_in: ChronoDuration::days(1),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ActorConfig {
+    /// An actor that received no message for this long stops.
+    pub idle_timeout: Duration,
+    /// How long a caller waits for an actor's answer before giving up with `Unavailable`.
+    pub call_timeout: Duration,
+    pub sessions: SessionPolicy,
+}
+
+impl Default for ActorConfig {
+    fn default() -> Self {
+        Self {
+            idle_timeout: Duration::from_secs(60),
+            call_timeout: Duration::from_secs(10),
+            sessions: SessionPolicy::default(),
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    pub store: DynStore,
+    pub clock: Arc<dyn Clock>,
+    pub config: ActorConfig,
+}
+
+/// The actor system of one server: its supervisor and what every actor shares.
+#[derive(Clone)]
+pub struct Actors {
+    shared: Arc<Shared>,
+    /// Distinguishes this system's names in ractor's process-wide registry.
+    prefix: Arc<str>,
+    supervisor: ActorRef<()>,
+}
+
+/// Supervises user actors: a crashed actor is logged and simply respawned by the next request
+/// (it holds no state worth restoring; the store has it all).
+struct Supervisor;
+
+impl Actor for Supervisor {
+    type Msg = ();
+    type State = ();
+    type Arguments = ();
+
+    async fn pre_start(&self, _: ActorRef<()>, _: ()) -> Result<(), ActorProcessingErr> {
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        _: ActorRef<()>,
+        event: SupervisionEvent,
+        _: &mut (),
+    ) -> Result<(), ActorProcessingErr> {
+        if let SupervisionEvent::ActorFailed(who, err) = event {
+            tracing::error!(actor = ?who.get_name(), error = %err, "actor failed; it will be respawned on next use");
+        }
+        Ok(())
+    }
+}
+
+impl Actors {
+    pub async fn start(
+        store: DynStore,
+        clock: Arc<dyn Clock>,
+        config: ActorConfig,
+    ) -> Result<Self, ActorError> {
+        let (supervisor, _) = Actor::spawn(None, Supervisor, ())
+            .await
+            .map_err(|e| ActorError::Internal(e.to_string()))?;
+        Ok(Self {
+            shared: Arc::new(Shared {
+                store,
+                clock,
+                config,
+            }),
+            prefix: storage::random_string(12).into(),
+            supervisor,
+        })
+    }
+
+    /// The handle through which every change of this user goes.
+    pub fn user(&self, id: storage::UserId) -> UserHandle {
+        UserHandle::new(self.clone(), id)
+    }
+
+    /// How many user actors are alive right now.
+    pub fn live_actors(&self) -> usize {
+        self.supervisor.get_children().len()
+    }
+
+    /// Stops every actor (after the messages they are processing).
+    pub async fn shutdown(&self) {
+        for child in self.supervisor.get_children() {
+            child.stop(None);
+        }
+        self.supervisor.stop(None);
+    }
+
+    pub(crate) fn name(&self, kind: &str, id: &str) -> String {
+        format!("{}/{kind}:{id}", self.prefix)
+    }
+}

@@ -1,0 +1,320 @@
+//! The user actor: owns the changes of one user's sessions and profile.
+use crate::{ActorError, Actors, Shared};
+use chrono::{DateTime, Utc};
+use ractor::rpc::CallResult;
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SpawnErr};
+use std::sync::Arc;
+use std::time::Duration;
+use storage::{Session, SessionId, User, UserId};
+use tokio::time::Instant;
+
+type Reply<T> = RpcReplyPort<Result<T, ActorError>>;
+
+/// What a new session records about the request that created it.
+#[derive(Debug, Clone, Default)]
+pub struct NewSession {
+    pub ip_address: Option<String>,
+    pub user_agent: Option<String>,
+    /// `rememberMe: false`: a shorter session that is never extended.
+    pub dont_remember: bool,
+}
+
+/// A change of the user's profile; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct UserPatch {
+    pub name: Option<String>,
+    pub image: Option<Option<String>>,
+    pub email: Option<String>,
+    pub email_verified: Option<bool>,
+}
+
+pub(crate) enum UserMsg {
+    CreateSession(NewSession, Reply<Session>),
+    RefreshSession {
+        token: String,
+        dont_remember: bool,
+        reply: Reply<Option<Session>>,
+    },
+    RevokeSession(String, Reply<bool>),
+    RevokeSessions {
+        keep: Option<String>,
+        reply: Reply<u64>,
+    },
+    UpdateUser(UserPatch, Reply<User>),
+    IdleCheck,
+}
+
+struct UserActor {
+    shared: Arc<Shared>,
+}
+
+struct UserState {
+    id: UserId,
+    last_active: Instant,
+}
+
+impl Actor for UserActor {
+    type Msg = UserMsg;
+    type State = UserState;
+    type Arguments = UserId;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<UserMsg>,
+        id: UserId,
+    ) -> Result<UserState, ActorProcessingErr> {
+        let idle = self.shared.config.idle_timeout;
+        // The interval task ends by itself when the actor stops (sending then fails).
+        myself.send_interval((idle / 2).max(Duration::from_millis(10)), || {
+            UserMsg::IdleCheck
+        });
+        Ok(UserState {
+            id,
+            last_active: Instant::now(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<UserMsg>,
+        msg: UserMsg,
+        state: &mut UserState,
+    ) -> Result<(), ActorProcessingErr> {
+        if !matches!(msg, UserMsg::IdleCheck) {
+            state.last_active = Instant::now();
+        }
+        // A reply fails only when the caller gave up waiting; nothing to do then.
+        match msg {
+            UserMsg::CreateSession(new, reply) => {
+                let _ = reply.send(self.create_session(&state.id, new).await);
+            }
+            UserMsg::RefreshSession {
+                token,
+                dont_remember,
+                reply,
+            } => {
+                let _ = reply.send(self.refresh_session(&state.id, &token, dont_remember).await);
+            }
+            UserMsg::RevokeSession(token, reply) => {
+                let _ = reply.send(self.revoke_session(&state.id, &token).await);
+            }
+            UserMsg::RevokeSessions { keep, reply } => {
+                let r = self
+                    .shared
+                    .store
+                    .delete_user_sessions(&state.id, keep.as_deref())
+                    .await
+                    .map_err(Into::into);
+                let _ = reply.send(r);
+            }
+            UserMsg::UpdateUser(patch, reply) => {
+                let _ = reply.send(self.update_user(&state.id, patch).await);
+            }
+            UserMsg::IdleCheck => {
+                if state.last_active.elapsed() >= self.shared.config.idle_timeout {
+                    myself.stop(Some("idle".into()));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl UserActor {
+    fn now(&self) -> DateTime<Utc> {
+        self.shared.clock.now()
+    }
+
+    async fn create_session(&self, user: &UserId, new: NewSession) -> Result<Session, ActorError> {
+        let now = self.now();
+        let policy = &self.shared.config.sessions;
+        let lifetime = if new.dont_remember {
+            policy.dont_remember_expires_in
+        } else {
+            policy.expires_in
+        };
+        let session = Session {
+            id: SessionId::generate(),
+            token: storage::random_string(32),
+            user_id: user.clone(),
+            expires_at: now + lifetime,
+            ip_address: new.ip_address,
+            user_agent: new.user_agent,
+            created_at: now,
+            updated_at: now,
+            active_organization_id: None,
+            active_team_id: None,
+            impersonated_by: None,
+        };
+        self.shared.store.create_session(&session).await?;
+        Ok(session)
+    }
+
+    /// Extends the session when its last update is older than `update_age`. Returns the session
+    /// as it now is, or `None` when it is gone or expired (an expired one is deleted).
+    async fn refresh_session(
+        &self,
+        user: &UserId,
+        token: &str,
+        dont_remember: bool,
+    ) -> Result<Option<Session>, ActorError> {
+        let store = &self.shared.store;
+        let Some(mut session) = store.get_session(token).await? else {
+            return Ok(None);
+        };
+        if &session.user_id != user {
+            return Ok(None);
+        }
+        let now = self.now();
+        if session.expires_at <= now {
+            store.delete_session(token).await?;
+            return Ok(None);
+        }
+        let policy = &self.shared.config.sessions;
+        // Re-checked here, inside the actor: of concurrent refreshes only the first writes.
+        if dont_remember || session.updated_at + policy.update_age > now {
+            return Ok(Some(session));
+        }
+        session.expires_at = now + policy.expires_in;
+        session.updated_at = now;
+        match store.update_session(&session).await {
+            Ok(()) => Ok(Some(session)),
+            // Revoked meanwhile (e.g. by another process): it stays revoked.
+            Err(storage::StoreError::NotFound) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn revoke_session(&self, user: &UserId, token: &str) -> Result<bool, ActorError> {
+        let store = &self.shared.store;
+        match store.get_session(token).await? {
+            Some(s) if &s.user_id == user => Ok(store.delete_session(token).await?),
+            _ => Ok(false),
+        }
+    }
+
+    async fn update_user(&self, id: &UserId, patch: UserPatch) -> Result<User, ActorError> {
+        let store = &self.shared.store;
+        let mut user = store.get_user(id).await?.ok_or(ActorError::NotFound)?;
+        if let Some(name) = patch.name {
+            user.name = name;
+        }
+        if let Some(image) = patch.image {
+            user.image = image;
+        }
+        if let Some(email) = patch.email {
+            user.email = email.to_lowercase();
+        }
+        if let Some(v) = patch.email_verified {
+            user.email_verified = v;
+        }
+        user.updated_at = self.now();
+        store.update_user(&user).await?;
+        Ok(user)
+    }
+}
+
+/// A typed handle to one user's actor. Spawns the actor when it is not running, and retries
+/// when a message was dropped because the actor stopped (idle) just before handling it.
+#[derive(Clone)]
+pub struct UserHandle {
+    actors: Actors,
+    id: UserId,
+}
+
+impl UserHandle {
+    pub(crate) fn new(actors: Actors, id: UserId) -> Self {
+        Self { actors, id }
+    }
+
+    pub async fn create_session(&self, new: NewSession) -> Result<Session, ActorError> {
+        self.call(|r| UserMsg::CreateSession(new.clone(), r)).await
+    }
+
+    pub async fn refresh_session(
+        &self,
+        token: &str,
+        dont_remember: bool,
+    ) -> Result<Option<Session>, ActorError> {
+        self.call(|reply| UserMsg::RefreshSession {
+            token: token.to_owned(),
+            dont_remember,
+            reply,
+        })
+        .await
+    }
+
+    /// Deletes the session if it belongs to this user; returns whether it did.
+    pub async fn revoke_session(&self, token: &str) -> Result<bool, ActorError> {
+        self.call(|r| UserMsg::RevokeSession(token.to_owned(), r))
+            .await
+    }
+
+    /// Deletes all of the user's sessions but `keep`; returns how many.
+    pub async fn revoke_sessions(&self, keep: Option<&str>) -> Result<u64, ActorError> {
+        self.call(|reply| UserMsg::RevokeSessions {
+            keep: keep.map(str::to_owned),
+            reply,
+        })
+        .await
+    }
+
+    pub async fn update_user(&self, patch: UserPatch) -> Result<User, ActorError> {
+        self.call(|r| UserMsg::UpdateUser(patch.clone(), r)).await
+    }
+
+    async fn actor(&self) -> Result<ActorRef<UserMsg>, ActorError> {
+        let name = self.actors.name("user", &self.id.0);
+        if let Some(a) = ActorRef::<UserMsg>::where_is(&name) {
+            return Ok(a);
+        }
+        let actor = UserActor {
+            shared: self.actors.shared.clone(),
+        };
+        match Actor::spawn_linked(
+            Some(name.clone()),
+            actor,
+            self.id.clone(),
+            self.actors.supervisor.get_cell(),
+        )
+        .await
+        {
+            Ok((a, _)) => Ok(a),
+            // Another request spawned it first: use that one.
+            Err(SpawnErr::ActorAlreadyRegistered(_)) => ActorRef::<UserMsg>::where_is(&name)
+                .ok_or_else(|| ActorError::Unavailable("user actor restarting".into())),
+            Err(e) => Err(ActorError::Internal(e.to_string())),
+        }
+    }
+
+    async fn call<T: Send + 'static>(
+        &self,
+        build: impl Fn(Reply<T>) -> UserMsg,
+    ) -> Result<T, ActorError> {
+        let timeout = self.actors.shared.config.call_timeout;
+        let mut last = ActorError::Unavailable("user actor unavailable".into());
+        for attempt in 0..5u32 {
+            if attempt > 0 {
+                // The actor was stopping; give the registry a moment to forget its name.
+                tokio::time::sleep(Duration::from_millis(2 << attempt)).await;
+            }
+            let actor = match self.actor().await {
+                Ok(a) => a,
+                Err(e @ ActorError::Unavailable(_)) => {
+                    last = e;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            match actor.call(&build, Some(timeout)).await {
+                Ok(CallResult::Success(r)) => return r,
+                // Not processed (the actor stopped before reaching it): safe to send again.
+                Ok(CallResult::SenderError) | Err(_) => continue,
+                Ok(CallResult::Timeout) => {
+                    return Err(ActorError::Unavailable("user actor timed out".into()))
+                }
+            }
+        }
+        Err(last)
+    }
+}

@@ -1,0 +1,421 @@
+//! Configuration in layers: built-in defaults → TOML file (`--config PATH`) → `GATEHOUSE_…`
+//! environment variables. Every field can be set from the environment: nested keys are joined
+//! with `__` (e.g. `GATEHOUSE_SESSION__EXPIRES_IN=3600`).
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// A secret value: never printed by `Debug` or `Display`, and redacted when serialized.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Self {
+        Self(s.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("***")
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address the server listens on.
+    pub listen: String,
+    /// Public URL of the server (scheme, host, port); `https` turns on `Secure` cookies.
+    pub base_url: String,
+    /// Where the SQLite file, the generated secret (and later the outbox) live.
+    pub data_dir: PathBuf,
+    /// HMAC key for cookies; at least 32 bytes. Generated into the data dir when absent.
+    pub secret: Option<Secret>,
+    /// Origins allowed besides the base URL's own; `*` wildcards allowed (`https://*.example.com`).
+    pub trusted_origins: Vec<String>,
+    /// Cookie name prefix; `better-auth` keeps an existing app's cookie names.
+    pub cookie_prefix: String,
+    /// Bearer key for server-only calls (`Authorization: Bearer …`); absent: such calls refused.
+    pub server_key: Option<Secret>,
+    /// Largest accepted request body, in bytes.
+    pub max_body_bytes: usize,
+    pub session: SessionConfig,
+    pub password: PasswordConfig,
+    pub limits: LimitsConfig,
+    pub actors: ActorsConfig,
+    pub log: LogConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionConfig {
+    /// Session lifetime, seconds (7 days).
+    pub expires_in: u64,
+    /// A session is extended when its last update is older than this, seconds (1 day).
+    pub update_age: u64,
+    /// Sensitive actions need a session younger than this, seconds (1 day); 0 = off.
+    pub fresh_age: u64,
+    /// Lifetime of a `rememberMe: false` session, seconds (1 day).
+    pub dont_remember_expires_in: u64,
+    pub cookie_cache: CookieCacheConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CookieCacheConfig {
+    /// Off by default, as in better-auth.
+    pub enabled: bool,
+    /// Seconds a cached session is trusted without asking the store (5 minutes).
+    pub max_age: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PasswordConfig {
+    pub min_length: usize,
+    pub max_length: usize,
+    /// argon2id memory cost, KiB.
+    pub argon2_memory_kib: u32,
+    pub argon2_iterations: u32,
+    pub argon2_parallelism: u32,
+    /// Hashes computed at once; more wait (0 = one per CPU core).
+    pub max_concurrent_hashes: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Reset-password token lifetime, seconds.
+    pub reset_password_token_expires_in: u64,
+    /// Delete-account token lifetime, seconds.
+    pub delete_account_token_expires_in: u64,
+    /// Email verification token lifetime, seconds.
+    pub verification_token_expires_in: u64,
+    /// Invitation lifetime, seconds.
+    pub invitation_expires_in: u64,
+    /// Members per organization.
+    pub membership_limit: u32,
+    /// Organizations a user may create (absent: unlimited).
+    pub organization_limit: Option<u32>,
+    /// OAuth state lifetime, seconds.
+    pub state_expires_in: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ActorsConfig {
+    /// An actor with no message for this long stops, milliseconds.
+    pub idle_timeout_ms: u64,
+    /// How long a request waits for an actor, milliseconds.
+    pub call_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// `tracing` filter, e.g. `info` or `gatehouse=debug,info`; `RUST_LOG` wins when set.
+    pub level: String,
+    /// `text` or `json`.
+    pub format: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:3000".into(),
+            base_url: "http://localhost:3000".into(),
+            data_dir: PathBuf::from("./data"),
+            secret: None,
+            trusted_origins: Vec::new(),
+            cookie_prefix: "gatehouse".into(),
+            server_key: None,
+            max_body_bytes: 1024 * 1024,
+            session: SessionConfig::default(),
+            password: PasswordConfig::default(),
+            limits: LimitsConfig::default(),
+            actors: ActorsConfig::default(),
+            log: LogConfig::default(),
+        }
+    }
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            expires_in: 7 * 86400,
+            update_age: 86400,
+            fresh_age: 86400,
+            dont_remember_expires_in: 86400,
+            cookie_cache: CookieCacheConfig::default(),
+        }
+    }
+}
+
+impl Default for CookieCacheConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            max_age: 300,
+        }
+    }
+}
+
+impl Default for PasswordConfig {
+    fn default() -> Self {
+        Self {
+            min_length: 8,
+            max_length: 128,
+            argon2_memory_kib: 19456,
+            argon2_iterations: 2,
+            argon2_parallelism: 1,
+            max_concurrent_hashes: 0,
+        }
+    }
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            reset_password_token_expires_in: 3600,
+            delete_account_token_expires_in: 86400,
+            verification_token_expires_in: 3600,
+            invitation_expires_in: 172800,
+            membership_limit: 100,
+            organization_limit: None,
+            state_expires_in: 600,
+        }
+    }
+}
+
+impl Default for ActorsConfig {
+    fn default() -> Self {
+        Self {
+            idle_timeout_ms: 60_000,
+            call_timeout_ms: 10_000,
+        }
+    }
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            level: "info".into(),
+            format: "text".into(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {0}: {1}")]
+    Read(PathBuf, std::io::Error),
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+const ENV_PREFIX: &str = "GATEHOUSE_";
+
+impl Config {
+    /// Defaults, then the TOML file if given, then the environment.
+    pub fn load(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let mut merged = toml::Value::try_from(Config::default())
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        // The default has no secret; `Secret` serializes redacted, so never merge it back.
+        if let Some(file) = file {
+            let text =
+                std::fs::read_to_string(file).map_err(|e| ConfigError::Read(file.into(), e))?;
+            let value: toml::Value = toml::from_str(&text)
+                .map_err(|e| ConfigError::Invalid(format!("{}: {e}", file.display())))?;
+            merge(&mut merged, value);
+        }
+        merge(&mut merged, env_layer(env));
+        let config: Config = merged
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Invalid(e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Invalid(m));
+        let url = match url::Url::parse(&self.base_url) {
+            Ok(u) => u,
+            Err(e) => return bad(format!("base_url {:?}: {e}", self.base_url)),
+        };
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            return bad(format!("base_url {:?} must be an http(s) URL", self.base_url));
+        }
+        if let Some(s) = &self.secret {
+            if s.expose().len() < 32 {
+                return bad("secret must be at least 32 bytes long".into());
+            }
+        }
+        if let Some(k) = &self.server_key {
+            if k.expose().len() < 32 {
+                return bad("server_key must be at least 32 bytes long".into());
+            }
+        }
+        if self.password.min_length == 0 || self.password.min_length > self.password.max_length {
+            return bad("password.min_length must be between 1 and password.max_length".into());
+        }
+        if self.cookie_prefix.is_empty()
+            || !self
+                .cookie_prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return bad("cookie_prefix must be non-empty [A-Za-z0-9._-]".into());
+        }
+        if self.session.expires_in == 0 {
+            return bad("session.expires_in must be positive".into());
+        }
+        if !matches!(self.log.format.as_str(), "text" | "json") {
+            return bad("log.format must be text or json".into());
+        }
+        Ok(())
+    }
+
+    pub fn is_https(&self) -> bool {
+        self.base_url.starts_with("https://")
+    }
+}
+
+/// Turns `GATEHOUSE_A__B=v` into `{a: {b: v}}`. Values parse as TOML scalars (numbers,
+/// booleans) when they can, else as strings; `trusted_origins` is a comma-separated list.
+fn env_layer(env: impl IntoIterator<Item = (String, String)>) -> toml::Value {
+    let mut root = toml::Table::new();
+    for (key, raw) in env {
+        let Some(rest) = key.strip_prefix(ENV_PREFIX) else {
+            continue;
+        };
+        let path: Vec<String> = rest.split("__").map(|p| p.to_ascii_lowercase()).collect();
+        let leaf = path.last().map(String::as_str).unwrap_or_default();
+        let value = if leaf == "trusted_origins" {
+            toml::Value::Array(
+                raw.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| toml::Value::String(s.to_owned()))
+                    .collect(),
+            )
+        } else if matches!(leaf, "secret" | "server_key" | "listen" | "base_url" | "data_dir")
+        {
+            toml::Value::String(raw)
+        } else {
+            scalar(&raw)
+        };
+        let mut table = &mut root;
+        for (i, part) in path.iter().enumerate() {
+            if i + 1 == path.len() {
+                table.insert(part.clone(), value);
+                break;
+            }
+            let entry = table
+                .entry(part.clone())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            if !entry.is_table() {
+                *entry = toml::Value::Table(toml::Table::new());
+            }
+            match entry {
+                toml::Value::Table(t) => table = t,
+                _ => break,
+            }
+        }
+    }
+    toml::Value::Table(root)
+}
+
+fn scalar(raw: &str) -> toml::Value {
+    if let Ok(i) = raw.parse::<i64>() {
+        return toml::Value::Integer(i);
+    }
+    if let Ok(b) = raw.parse::<bool>() {
+        return toml::Value::Boolean(b);
+    }
+    if let Ok(f) = raw.parse::<f64>() {
+        return toml::Value::Float(f);
+    }
+    toml::Value::String(raw.to_owned())
+}
+
+fn merge(base: &mut toml::Value, over: toml::Value) {
+    match (base, over) {
+        (toml::Value::Table(b), toml::Value::Table(o)) => {
+            for (k, v) in o {
+                match b.get_mut(&k) {
+                    Some(existing) if existing.is_table() && v.is_table() => merge(existing, v),
+                    _ => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (b, o) => *b = o,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_then_file_then_env() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("g.toml");
+        std::fs::write(
+            &file,
+            "listen = \"0.0.0.0:9\"\ncookie_prefix = \"file\"\n[session]\nexpires_in = 10\n",
+        )
+        .unwrap();
+        let c = Config::load(
+            Some(&file),
+            env(&[
+                ("GATEHOUSE_COOKIE_PREFIX", "better-auth"),
+                ("GATEHOUSE_TRUSTED_ORIGINS", "https://a.example, https://*.b.example"),
+                ("GATEHOUSE_SESSION__UPDATE_AGE", "5"),
+                ("GATEHOUSE_SECRET", "0123456789012345678901234567890123"),
+                ("OTHER", "x"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.listen, "0.0.0.0:9");
+        assert_eq!(c.cookie_prefix, "better-auth");
+        assert_eq!(c.session.expires_in, 10);
+        assert_eq!(c.session.update_age, 5);
+        assert_eq!(c.session.fresh_age, 86400);
+        assert_eq!(c.trusted_origins, vec!["https://a.example", "https://*.b.example"]);
+        assert_eq!(c.secret.as_ref().unwrap().expose().len(), 34);
+        assert_eq!(format!("{:?}", c.secret), "Some(***)");
+    }
+
+    #[test]
+    fn short_secret_and_unknown_keys_are_refused() {
+        assert!(Config::load(None, env(&[("GATEHOUSE_SECRET", "short")])).is_err());
+        assert!(Config::load(None, env(&[("GATEHOUSE_NO_SUCH_KEY", "1")])).is_err());
+        assert!(Config::load(None, env(&[("GATEHOUSE_BASE_URL", "ftp://x")])).is_err());
+        let c = Config::load(None, env(&[])).unwrap();
+        assert_eq!(c.base_url, "http://localhost:3000");
+        assert_eq!(c.password.min_length, 8);
+        assert_eq!(c.password.max_length, 128);
+    }
+}

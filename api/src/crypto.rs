@@ -1,0 +1,195 @@
+//! Cookie signatures (HMAC-SHA256) and password hashing (argon2id).
+//!
+//! Hashing is CPU-bound and slow on purpose, so it runs on tokio's blocking pool behind a
+//! semaphore: a burst of sign-ins queues for a bounded number of hashing threads and never
+//! occupies the async workers that answer `get-session`.
+use crate::config::PasswordConfig;
+use argon2::password_hash::{PasswordHash, PasswordHasher as _, PasswordVerifier, SaltString};
+use argon2::{Algorithm, Argon2, Params, Version};
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Signs cookie values with the server secret.
+#[derive(Clone)]
+pub struct Signer {
+    key: Arc<[u8]>,
+}
+
+impl Signer {
+    pub fn new(secret: &str) -> Self {
+        Self {
+            key: secret.as_bytes().into(),
+        }
+    }
+
+    fn mac(&self) -> HmacSha256 {
+        // HMAC takes keys of any length; this cannot fail.
+        match HmacSha256::new_from_slice(&self.key) {
+            Ok(m) => m,
+            Err(_) => unreachable_hmac(),
+        }
+    }
+
+    /// base64 (standard, padded) HMAC-SHA256 of `value`: 44 characters.
+    pub fn signature(&self, value: &str) -> String {
+        let mut mac = self.mac();
+        mac.update(value.as_bytes());
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    }
+
+    /// `value.signature`, as better-auth signs cookies (before URL-encoding).
+    pub fn sign(&self, value: &str) -> String {
+        format!("{value}.{}", self.signature(value))
+    }
+
+    /// The value of a `value.signature` string when the signature is right (compared in
+    /// constant time), else `None`.
+    pub fn unsign<'a>(&self, signed: &'a str) -> Option<&'a str> {
+        let (value, sig) = signed.rsplit_once('.')?;
+        if sig.len() != 44 || !sig.ends_with('=') {
+            return None;
+        }
+        let sig = base64::engine::general_purpose::STANDARD.decode(sig).ok()?;
+        let mut mac = self.mac();
+        mac.update(value.as_bytes());
+        mac.verify_slice(&sig).ok().map(|_| value)
+    }
+}
+
+#[cold]
+fn unreachable_hmac() -> HmacSha256 {
+    // `new_from_slice` only fails for fixed-size-key MACs, which HMAC is not.
+    #[allow(clippy::panic)]
+    {
+        panic!("HMAC rejected its key")
+    }
+}
+
+/// argon2id hashing with bounded concurrency.
+#[derive(Clone)]
+pub struct PasswordHasher {
+    params: Params,
+    permits: Arc<Semaphore>,
+    /// A hash of a random password, verified against when a user does not exist, so an
+    /// unknown email costs the same time as a wrong password.
+    dummy: Arc<str>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HashError {
+    #[error("invalid argon2 parameters: {0}")]
+    Params(String),
+    #[error("hashing failed: {0}")]
+    Hash(String),
+}
+
+impl PasswordHasher {
+    pub fn new(cfg: &PasswordConfig) -> Result<Self, HashError> {
+        let params = Params::new(
+            cfg.argon2_memory_kib,
+            cfg.argon2_iterations,
+            cfg.argon2_parallelism,
+            None,
+        )
+        .map_err(|e| HashError::Params(e.to_string()))?;
+        let permits = match cfg.max_concurrent_hashes {
+            0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+            n => n,
+        };
+        let dummy = hash_blocking(&params, &storage::random_string(24))?;
+        Ok(Self {
+            params,
+            permits: Arc::new(Semaphore::new(permits)),
+            dummy: dummy.into(),
+        })
+    }
+
+    /// The PHC string of an argon2id hash of `password`.
+    pub async fn hash(&self, password: String) -> Result<String, HashError> {
+        let params = self.params.clone();
+        self.run(move || hash_blocking(&params, &password)).await
+    }
+
+    /// Whether `password` matches the PHC string `hash`. A malformed hash never matches.
+    pub async fn verify(&self, password: String, hash: String) -> Result<bool, HashError> {
+        self.run(move || Ok(verify_blocking(&password, &hash)))
+            .await
+    }
+
+    /// Spends the time of one verification and answers `false`.
+    pub async fn verify_dummy(&self, password: String) -> Result<bool, HashError> {
+        let dummy = self.dummy.to_string();
+        self.verify(password, dummy).await.map(|_| false)
+    }
+
+    async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> Result<T, HashError> + Send + 'static,
+    ) -> Result<T, HashError> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|e| HashError::Hash(e.to_string()))?;
+        tokio::task::spawn_blocking(f)
+            .await
+            .map_err(|e| HashError::Hash(e.to_string()))?
+    }
+}
+
+fn hash_blocking(params: &Params, password: &str) -> Result<String, HashError> {
+    let salt = SaltString::generate(&mut rand::rngs::OsRng);
+    Argon2::new(Algorithm::Argon2id, Version::V0x13, params.clone())
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| HashError::Hash(e.to_string()))
+}
+
+fn verify_blocking(password: &str, hash: &str) -> bool {
+    // The parameters are read from the PHC string, so hashes made under older settings verify.
+    match PasswordHash::new(hash) {
+        Ok(parsed) => Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok(),
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sign_and_unsign() {
+        let s = Signer::new("0123456789abcdef0123456789abcdef");
+        let signed = s.sign("tok");
+        assert_eq!(s.unsign(&signed), Some("tok"));
+        assert_eq!(s.unsign("tok"), None);
+        assert_eq!(s.unsign(&format!("{signed}x")), None);
+        let other = Signer::new("fedcba9876543210fedcba9876543210");
+        assert_eq!(other.unsign(&signed), None);
+        let tampered = signed.replacen("tok", "tak", 1);
+        assert_eq!(s.unsign(&tampered), None);
+    }
+
+    #[tokio::test]
+    async fn hash_and_verify() {
+        let cfg = PasswordConfig {
+            argon2_memory_kib: 1024,
+            argon2_iterations: 1,
+            ..PasswordConfig::default()
+        };
+        let h = PasswordHasher::new(&cfg).unwrap();
+        let hash = h.hash("correct horse".into()).await.unwrap();
+        assert!(hash.starts_with("$argon2id$v=19$m=1024,t=1,p=1$"));
+        assert!(h.verify("correct horse".into(), hash.clone()).await.unwrap());
+        assert!(!h.verify("wrong horse".into(), hash).await.unwrap());
+        assert!(!h.verify("x".into(), "not a hash".into()).await.unwrap());
+        assert!(!h.verify_dummy("x".into()).await.unwrap());
+    }
+}

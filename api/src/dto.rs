@@ -1,0 +1,144 @@
+//! Wire shapes (camelCase JSON, as better-auth answers), converted from storage records.
+use chrono::{DateTime, SecondsFormat, Utc};
+use poem_openapi::Object;
+use storage::{Session, User};
+
+/// ISO 8601 with milliseconds and `Z`, as JavaScript's `Date.toJSON()` writes it.
+pub fn iso(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "User", rename_all = "camelCase")]
+pub struct UserDto {
+    pub id: String,
+    pub email: String,
+    pub name: String,
+    pub image: Option<String>,
+    pub email_verified: bool,
+    /// ISO 8601 date-time.
+    pub created_at: String,
+    /// ISO 8601 date-time.
+    pub updated_at: String,
+    /// Global (admin plugin) role; `user` unless set.
+    pub role: String,
+    pub banned: bool,
+    pub ban_reason: Option<String>,
+    /// ISO 8601 date-time.
+    pub ban_expires: Option<String>,
+}
+
+impl From<&User> for UserDto {
+    fn from(u: &User) -> Self {
+        Self {
+            id: u.id.0.clone(),
+            email: u.email.clone(),
+            name: u.name.clone(),
+            image: u.image.clone(),
+            email_verified: u.email_verified,
+            created_at: iso(&u.created_at),
+            updated_at: iso(&u.updated_at),
+            role: u.role.clone().unwrap_or_else(|| "user".into()),
+            banned: u.banned,
+            ban_reason: u.ban_reason.clone(),
+            ban_expires: u.ban_expires.as_ref().map(iso),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "Session", rename_all = "camelCase")]
+pub struct SessionDto {
+    pub id: String,
+    pub token: String,
+    pub user_id: String,
+    /// ISO 8601 date-time.
+    pub expires_at: String,
+    pub ip_address: Option<String>,
+    pub user_agent: Option<String>,
+    /// ISO 8601 date-time.
+    pub created_at: String,
+    /// ISO 8601 date-time.
+    pub updated_at: String,
+    pub active_organization_id: Option<String>,
+    pub active_team_id: Option<String>,
+    pub impersonated_by: Option<String>,
+}
+
+impl From<&Session> for SessionDto {
+    fn from(s: &Session) -> Self {
+        Self {
+            id: s.id.0.clone(),
+            token: s.token.clone(),
+            user_id: s.user_id.0.clone(),
+            expires_at: iso(&s.expires_at),
+            ip_address: s.ip_address.clone(),
+            user_agent: s.user_agent.clone(),
+            created_at: iso(&s.created_at),
+            updated_at: iso(&s.updated_at),
+            active_organization_id: s.active_organization_id.as_ref().map(|x| x.0.clone()),
+            active_team_id: s.active_team_id.as_ref().map(|x| x.0.clone()),
+            impersonated_by: s.impersonated_by.as_ref().map(|x| x.0.clone()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "SessionWithUser")]
+pub struct SessionWithUser {
+    pub session: SessionDto,
+    pub user: UserDto,
+}
+
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "StatusResponse")]
+pub struct StatusResponse {
+    pub status: bool,
+}
+
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "SuccessResponse")]
+pub struct SuccessResponse {
+    pub success: bool,
+}
+
+/// A JSON string, strictly: unlike poem-openapi's `String`, a number or boolean is refused
+/// (better-auth's validation answers `VALIDATION_ERROR` for `"password": 5`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Text(pub String);
+
+impl poem_openapi::types::Type for Text {
+    const IS_REQUIRED: bool = true;
+    type RawValueType = String;
+    type RawElementValueType = String;
+
+    fn name() -> std::borrow::Cow<'static, str> {
+        String::name()
+    }
+    fn schema_ref() -> poem_openapi::registry::MetaSchemaRef {
+        String::schema_ref()
+    }
+    fn as_raw_value(&self) -> Option<&String> {
+        Some(&self.0)
+    }
+    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a String> + 'a> {
+        Box::new(std::iter::once(&self.0))
+    }
+}
+
+impl poem_openapi::types::ParseFromJSON for Text {
+    fn parse_from_json(value: Option<serde_json::Value>) -> poem_openapi::types::ParseResult<Self> {
+        match value {
+            Some(serde_json::Value::String(s)) => Ok(Text(s)),
+            other => Err(poem_openapi::types::ParseError::expected_type(
+                other.unwrap_or_default(),
+            )),
+        }
+    }
+}
+
+impl poem_openapi::types::ToJSON for Text {
+    fn to_json(&self) -> Option<serde_json::Value> {
+        Some(serde_json::Value::String(self.0.clone()))
+    }
+}

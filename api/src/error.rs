@@ -1,0 +1,265 @@
+//! The wire error: `{code, message}` (plus `details` for validation failures). This is the one
+//! place that decides which HTTP status each error code gets.
+use poem::http::StatusCode;
+use poem::{IntoResponse, Response};
+use poem_openapi::registry::{MetaMediaType, MetaResponse, MetaResponses, Registry};
+use poem_openapi::{ApiResponse, Object};
+use std::borrow::Cow;
+
+macro_rules! codes {
+    ($($variant:ident => ($code:literal, $status:ident, $msg:literal)),* $(,)?) => {
+        /// Every error code Gatehouse answers with.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Code { $($variant),* }
+
+        impl Code {
+            pub const ALL: &'static [Code] = &[$(Code::$variant),*];
+
+            /// The SCREAMING_SNAKE code clients match on.
+            pub fn code(self) -> &'static str {
+                match self { $(Code::$variant => $code),* }
+            }
+
+            /// The HTTP status of this code: the single mapping.
+            pub fn status(self) -> StatusCode {
+                match self { $(Code::$variant => StatusCode::$status),* }
+            }
+
+            /// The default message (better-auth's text where it has one, spec §8).
+            pub fn message(self) -> &'static str {
+                match self { $(Code::$variant => $msg),* }
+            }
+        }
+    };
+}
+
+codes! {
+    ValidationError => ("VALIDATION_ERROR", BAD_REQUEST, "Invalid body parameters"),
+    InvalidJson => ("INVALID_JSON", BAD_REQUEST, "Invalid JSON body"),
+    InvalidEmail => ("INVALID_EMAIL", BAD_REQUEST, "Invalid email"),
+    PasswordTooShort => ("PASSWORD_TOO_SHORT", BAD_REQUEST, "Password too short"),
+    PasswordTooLong => ("PASSWORD_TOO_LONG", BAD_REQUEST, "Password too long"),
+    SessionNotFound => ("SESSION_NOT_FOUND", BAD_REQUEST, "Session not found"),
+    FailedToGetSession => ("FAILED_TO_GET_SESSION", BAD_REQUEST, "Failed to get session"),
+    EmailCanNotBeUpdated => ("EMAIL_CAN_NOT_BE_UPDATED", BAD_REQUEST, "Email can not be updated"),
+    FieldNotAllowed => ("FIELD_NOT_ALLOWED", BAD_REQUEST, "Field is not allowed to be set"),
+    NoFieldsToUpdate => ("NO_FIELDS_TO_UPDATE", BAD_REQUEST, "No fields to update"),
+    InvalidEmailOrPassword => ("INVALID_EMAIL_OR_PASSWORD", UNAUTHORIZED, "Invalid email or password"),
+    Unauthorized => ("UNAUTHORIZED", UNAUTHORIZED, "Unauthorized"),
+    InvalidOrigin => ("INVALID_ORIGIN", FORBIDDEN, "Invalid origin"),
+    MissingOrNullOrigin => ("MISSING_OR_NULL_ORIGIN", FORBIDDEN, "Missing or null Origin"),
+    InvalidCallbackurl => ("INVALID_CALLBACKURL", FORBIDDEN, "Invalid callbackURL"),
+    InvalidRedirecturl => ("INVALID_REDIRECTURL", FORBIDDEN, "Invalid redirectURL"),
+    InvalidErrorCallbackurl => ("INVALID_ERROR_CALLBACKURL", FORBIDDEN, "Invalid errorCallbackURL"),
+    InvalidNewUserCallbackurl => ("INVALID_NEW_USER_CALLBACKURL", FORBIDDEN, "Invalid newUserCallbackURL"),
+    SessionNotFresh => ("SESSION_NOT_FRESH", FORBIDDEN, "Session is not fresh"),
+    NotFound => ("NOT_FOUND", NOT_FOUND, "Not found"),
+    MethodNotAllowed => ("METHOD_NOT_ALLOWED", METHOD_NOT_ALLOWED, "Method not allowed"),
+    PayloadTooLarge => ("PAYLOAD_TOO_LARGE", PAYLOAD_TOO_LARGE, "Request body is too large"),
+    UnsupportedMediaType => ("UNSUPPORTED_MEDIA_TYPE", UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json"),
+    UserAlreadyExists => ("USER_ALREADY_EXISTS", UNPROCESSABLE_ENTITY, "User already exists"),
+    FailedToCreateUser => ("FAILED_TO_CREATE_USER", UNPROCESSABLE_ENTITY, "Failed to create user"),
+    FailedToCreateSession => ("FAILED_TO_CREATE_SESSION", INTERNAL_SERVER_ERROR, "Failed to create session"),
+    InternalServerError => ("INTERNAL_SERVER_ERROR", INTERNAL_SERVER_ERROR, "Internal server error"),
+    ServiceUnavailable => ("SERVICE_UNAVAILABLE", SERVICE_UNAVAILABLE, "Service temporarily unavailable"),
+}
+
+/// The JSON body of every error.
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "Error")]
+pub struct ErrorBody {
+    /// Stable machine-readable code, e.g. `INVALID_EMAIL_OR_PASSWORD`.
+    pub code: String,
+    /// Human-readable message.
+    pub message: String,
+    /// For validation failures: what was wrong with which field.
+    #[oai(skip_serializing_if_is_none)]
+    pub details: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub code: Code,
+    pub message: Cow<'static, str>,
+    pub details: Option<Vec<String>>,
+    /// `Set-Cookie` values to send with the error (e.g. clearing a dead session's cookies).
+    pub cookies: Vec<String>,
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(code: Code) -> Self {
+        Self {
+            code,
+            message: Cow::Borrowed(code.message()),
+            details: None,
+            cookies: Vec::new(),
+        }
+    }
+
+    pub fn with_message(code: Code, message: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            message: message.into(),
+            ..Self::new(code)
+        }
+    }
+
+    pub fn validation(query: bool, details: Vec<String>) -> Self {
+        let message = if query {
+            "Invalid query parameters"
+        } else {
+            "Invalid body parameters"
+        };
+        Self {
+            details: (!details.is_empty()).then_some(details),
+            ..Self::with_message(Code::ValidationError, message)
+        }
+    }
+
+    /// Logs the cause (never sent to the client) and answers a generic 500.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error");
+        Self::new(Code::InternalServerError)
+    }
+
+    pub fn with_cookies(mut self, cookies: Vec<String>) -> Self {
+        self.cookies = cookies;
+        self
+    }
+
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody {
+            code: self.code.code().to_owned(),
+            message: self.message.to_string(),
+            details: self.details.clone(),
+        }
+    }
+}
+
+impl From<Code> for ApiError {
+    fn from(code: Code) -> Self {
+        Self::new(code)
+    }
+}
+
+impl From<actors::ActorError> for ApiError {
+    fn from(e: actors::ActorError) -> Self {
+        match e {
+            actors::ActorError::Unavailable(m) => {
+                tracing::warn!(cause = %m, "dependency unavailable");
+                Self::new(Code::ServiceUnavailable)
+            }
+            other => Self::internal(other),
+        }
+    }
+}
+
+impl From<storage::StoreError> for ApiError {
+    fn from(e: storage::StoreError) -> Self {
+        actors::ActorError::from(e).into()
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code.code(), self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl poem::error::ResponseError for ApiError {
+    fn status(&self) -> StatusCode {
+        self.code.status()
+    }
+
+    fn as_response(&self) -> Response {
+        let body = serde_json::to_vec(&self.body_json()).unwrap_or_default();
+        let mut resp = Response::builder()
+            .status(self.code.status())
+            .content_type("application/json")
+            .body(body);
+        for c in &self.cookies {
+            if let Ok(v) = poem::http::HeaderValue::from_str(c) {
+                resp.headers_mut().append(poem::http::header::SET_COOKIE, v);
+            }
+        }
+        resp
+    }
+}
+
+impl ApiError {
+    fn body_json(&self) -> serde_json::Value {
+        let mut v = serde_json::json!({ "code": self.code.code(), "message": self.message });
+        if let (Some(d), Some(obj)) = (&self.details, v.as_object_mut()) {
+            obj.insert("details".into(), serde_json::json!(d));
+        }
+        v
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        poem::error::ResponseError::as_response(&self)
+    }
+}
+
+impl ApiResponse for ApiError {
+    fn meta() -> MetaResponses {
+        let content = || {
+            vec![MetaMediaType {
+                content_type: "application/json; charset=utf-8",
+                schema: <ErrorBody as poem_openapi::types::Type>::schema_ref(),
+            }]
+        };
+        MetaResponses {
+            responses: vec![
+                MetaResponse {
+                    description: "Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN)",
+                    status: None,
+                    status_range: Some("4XX".into()),
+                    content: content(),
+                    headers: vec![],
+                },
+                MetaResponse {
+                    description: "Server error: `{code, message}`; the cause is logged, never sent",
+                    status: None,
+                    status_range: Some("5XX".into()),
+                    content: content(),
+                    headers: vec![],
+                },
+            ],
+        }
+    }
+
+    fn register(registry: &mut Registry) {
+        <ErrorBody as poem_openapi::types::Type>::register(registry);
+    }
+}
+
+/// Maps every error poem or poem-openapi raise before a handler runs (parse failures, unknown
+/// routes, size limits) onto the wire error, so no client input yields a non-JSON error or 500.
+pub fn from_poem_error(err: &poem::Error) -> ApiError {
+    use poem_openapi::error::{ContentTypeError, ParseParamError, ParseRequestPayloadError};
+    if let Some(e) = err.downcast_ref::<ApiError>() {
+        return e.clone();
+    }
+    if let Some(e) = err.downcast_ref::<ParseRequestPayloadError>() {
+        return ApiError::validation(false, vec![e.reason.clone()]);
+    }
+    if let Some(e) = err.downcast_ref::<ParseParamError>() {
+        return ApiError::validation(true, vec![format!("{}: {}", e.name, e.reason)]);
+    }
+    if err.downcast_ref::<ContentTypeError>().is_some() {
+        return ApiError::new(Code::UnsupportedMediaType);
+    }
+    match err.status() {
+        StatusCode::NOT_FOUND => ApiError::new(Code::NotFound),
+        StatusCode::METHOD_NOT_ALLOWED => ApiError::new(Code::MethodNotAllowed),
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(Code::PayloadTooLarge),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::new(Code::UnsupportedMediaType),
+        s if s.is_client_error() => ApiError::validation(false, vec![err.to_string()]),
+        _ => ApiError::internal(err),
+    }
+}

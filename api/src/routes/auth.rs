@@ -1,0 +1,250 @@
+//! Sign-up, sign-in and sign-out with email and password.
+use super::{normalize_email, Tag};
+use crate::dto::{SuccessResponse, Text, UserDto};
+use crate::error::{ApiError, ApiResult, Code};
+use crate::http::{client_ip, user_agent, PendingCookies};
+use crate::session::Authed;
+use crate::AppState;
+use actors::NewSession;
+use poem::web::Data;
+use poem::Request;
+use poem_openapi::payload::Json;
+use poem_openapi::{Object, OpenApi};
+use storage::{Account, AccountId, User, UserId, CREDENTIAL_PROVIDER};
+
+pub struct AuthApi;
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct SignUpBody {
+    name: Text,
+    email: Text,
+    password: Text,
+    image: Option<Text>,
+    /// Where the client goes after verifying the email; a trusted origin or a relative path.
+    #[oai(rename = "callbackURL")]
+    callback_url: Option<Text>,
+    /// `false`: a browser-session cookie and a shorter session.
+    remember_me: Option<bool>,
+}
+
+#[derive(Debug, Object)]
+struct SignUpResponse {
+    /// The new session's token (also set as the session cookie).
+    token: Option<String>,
+    user: UserDto,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct SignInBody {
+    email: Text,
+    password: Text,
+    /// Returned as `url` with `redirect: true`; a trusted origin or a relative path.
+    #[oai(rename = "callbackURL")]
+    callback_url: Option<Text>,
+    /// Default `true`. `false`: a browser-session cookie and a 1-day session.
+    remember_me: Option<bool>,
+}
+
+#[derive(Debug, Object)]
+struct SignInResponse {
+    /// `true` when a `callbackURL` was given: the client should go to `url`.
+    redirect: bool,
+    token: String,
+    url: Option<String>,
+    user: UserDto,
+}
+
+impl AppState {
+    fn check_password_length(&self, password: &str) -> ApiResult<()> {
+        let len = password.chars().count();
+        if len < self.config.password.min_length {
+            return Err(Code::PasswordTooShort.into());
+        }
+        if len > self.config.password.max_length {
+            return Err(Code::PasswordTooLong.into());
+        }
+        Ok(())
+    }
+
+    /// Creates a session through the user's actor and queues its cookies.
+    async fn start_session(
+        &self,
+        req: &Request,
+        cookies: &PendingCookies,
+        user: User,
+        remember_me: bool,
+    ) -> ApiResult<Authed> {
+        let new = NewSession {
+            ip_address: client_ip(req),
+            user_agent: user_agent(req),
+            dont_remember: !remember_me,
+        };
+        let session = self
+            .actors
+            .user(user.id.clone())
+            .create_session(new)
+            .await
+            .map_err(|e| match e {
+                actors::ActorError::NotFound => ApiError::new(Code::FailedToCreateSession),
+                other => other.into(),
+            })?;
+        let authed = Authed { session, user };
+        cookies.push(self.session_cookies(&authed, !remember_me));
+        Ok(authed)
+    }
+}
+
+#[OpenApi(tag = "Tag::Auth")]
+impl AuthApi {
+    /// Sign up with email and password
+    ///
+    /// Creates the user with a password credential and signs them in: answers the session token
+    /// and the user, and sets the session cookie. An email in use answers 422
+    /// `USER_ALREADY_EXISTS`.
+    #[oai(path = "/sign-up/email", method = "post", operation_id = "signUpEmail")]
+    async fn sign_up_email(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        cookies: &PendingCookies,
+        body: Json<SignUpBody>,
+    ) -> ApiResult<Json<SignUpResponse>> {
+        let body = body.0;
+        let email = normalize_email(&body.email.0).ok_or(Code::InvalidEmail)?;
+        state.check_password_length(&body.password.0)?;
+        state
+            .origins
+            .check_redirect(body.callback_url.as_ref().map(|t| t.0.as_str()), Code::InvalidCallbackurl)?;
+        if state.store.get_user_by_email(&email).await?.is_some() {
+            return Err(Code::UserAlreadyExists.into());
+        }
+        let hash = state
+            .hasher
+            .hash(body.password.0)
+            .await
+            .map_err(ApiError::internal)?;
+        let now = state.clock.now();
+        let user = User {
+            id: UserId::generate(),
+            email,
+            email_verified: false,
+            name: body.name.0,
+            image: body.image.map(|t| t.0),
+            role: None,
+            banned: false,
+            ban_reason: None,
+            ban_expires: None,
+            created_at: now,
+            updated_at: now,
+        };
+        let account = Account {
+            id: AccountId::generate(),
+            user_id: user.id.clone(),
+            provider_id: CREDENTIAL_PROVIDER.into(),
+            account_id: user.id.0.clone(),
+            password: Some(hash),
+            access_token: None,
+            refresh_token: None,
+            id_token: None,
+            access_token_expires_at: None,
+            refresh_token_expires_at: None,
+            scope: None,
+            created_at: now,
+            updated_at: now,
+        };
+        // The store's unique email decides a race between two sign-ups of one address.
+        state
+            .store
+            .create_user(&user, Some(&account))
+            .await
+            .map_err(|e| match e {
+                storage::StoreError::Conflict(_) => ApiError::new(Code::UserAlreadyExists),
+                other => other.into(),
+            })?;
+        tracing::info!(user = %user.id, "user signed up");
+        let authed = state
+            .start_session(&req, cookies, user, body.remember_me.unwrap_or(true))
+            .await?;
+        Ok(Json(SignUpResponse {
+            token: Some(authed.session.token.clone()),
+            user: UserDto::from(&authed.user),
+        }))
+    }
+
+    /// Sign in with email and password
+    ///
+    /// An unknown email and a wrong password both answer 401 `INVALID_EMAIL_OR_PASSWORD` after
+    /// the same work, so the answer and its timing do not reveal which accounts exist.
+    #[oai(path = "/sign-in/email", method = "post", operation_id = "signInEmail")]
+    async fn sign_in_email(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        cookies: &PendingCookies,
+        body: Json<SignInBody>,
+    ) -> ApiResult<Json<SignInResponse>> {
+        let body = body.0;
+        let email = normalize_email(&body.email.0).ok_or(Code::InvalidEmail)?;
+        state
+            .origins
+            .check_redirect(body.callback_url.as_ref().map(|t| t.0.as_str()), Code::InvalidCallbackurl)?;
+        let user = state.store.get_user_by_email(&email).await?;
+        let hash = match &user {
+            Some(u) => state
+                .store
+                .list_accounts(&u.id)
+                .await?
+                .into_iter()
+                .find(|a| a.provider_id == CREDENTIAL_PROVIDER)
+                .and_then(|a| a.password),
+            None => None,
+        };
+        let ok = match hash {
+            Some(h) => state.hasher.verify(body.password.0, h).await,
+            None => state.hasher.verify_dummy(body.password.0).await,
+        }
+        .map_err(ApiError::internal)?;
+        let (true, Some(user)) = (ok, user) else {
+            tracing::info!("sign-in refused: invalid email or password");
+            return Err(Code::InvalidEmailOrPassword.into());
+        };
+        let authed = state
+            .start_session(&req, cookies, user, body.remember_me.unwrap_or(true))
+            .await?;
+        tracing::info!(user = %authed.user.id, "user signed in");
+        Ok(Json(SignInResponse {
+            redirect: body.callback_url.is_some(),
+            token: authed.session.token.clone(),
+            url: body.callback_url.map(|t| t.0),
+            user: UserDto::from(&authed.user),
+        }))
+    }
+
+    /// Sign out
+    ///
+    /// Deletes the current session and clears the session cookies. Without a (validly signed)
+    /// session cookie it answers 400 `FAILED_TO_GET_SESSION`.
+    #[oai(path = "/sign-out", method = "post", operation_id = "signOut")]
+    async fn sign_out(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        cookies: &PendingCookies,
+    ) -> ApiResult<Json<SuccessResponse>> {
+        cookies.push(state.cookies.clear_all());
+        let token = state
+            .signed_token(req)
+            .ok_or(Code::FailedToGetSession)?;
+        if let Some(session) = state.store.get_session(&token).await? {
+            state
+                .actors
+                .user(session.user_id.clone())
+                .revoke_session(&token)
+                .await?;
+            state.note_revocation(&session.user_id);
+        }
+        Ok(Json(SuccessResponse { success: true }))
+    }
+}

@@ -1,0 +1,77 @@
+//! Health check and the HTML error page that redirects with `?error=` land on.
+use super::Tag;
+use poem_openapi::param::Query;
+use poem_openapi::payload::{Html, Json};
+use poem_openapi::{Object, OpenApi};
+
+pub struct MetaApi;
+
+#[derive(Debug, Object)]
+struct OkResponse {
+    ok: bool,
+}
+
+#[OpenApi(tag = "Tag::Meta")]
+impl MetaApi {
+    /// Health check
+    ///
+    /// Answers `{ok: true}` while the server accepts requests.
+    #[oai(path = "/ok", method = "get", operation_id = "ok")]
+    async fn ok(&self) -> Json<OkResponse> {
+        Json(OkResponse { ok: true })
+    }
+
+    /// Error page
+    ///
+    /// An HTML page showing the (escaped) error code, for flows that redirect with `?error=`.
+    #[oai(path = "/error", method = "get", operation_id = "error")]
+    async fn error(&self, error: Query<Option<String>>) -> Html<String> {
+        Html(error_page(error.0.as_deref().unwrap_or("unknown")))
+    }
+}
+
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#x27;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The error page: heading, generic message, the escaped code, and a link back to `/`.
+pub fn error_page(code: &str) -> String {
+    let code: String = escape(&code.chars().take(200).collect::<String>());
+    format!(
+        r#"<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Sign-in problem</title>
+<style>
+body {{ font-family: system-ui, sans-serif; background: #f6f7f9; color: #1d2330; display: grid; place-items: center; min-height: 100vh; margin: 0; }}
+main {{ background: #fff; border: 1px solid #e3e6ea; border-radius: 10px; padding: 2rem 2.5rem; max-width: 28rem; text-align: center; }}
+h1 {{ font-size: 1.4rem; margin: 0 0 .75rem; }}
+code {{ background: #f0f1f4; padding: .15rem .4rem; border-radius: 4px; }}
+a {{ display: inline-block; margin-top: 1.25rem; color: #fff; background: #1d2330; padding: .5rem 1rem; border-radius: 6px; text-decoration: none; }}
+</style>
+</head>
+<body>
+<main>
+<h1>Something went wrong</h1>
+<p>We could not complete your request. Please try again, or contact the application's support if the problem persists.</p>
+<p>Error code: <code>{code}</code></p>
+<a href="/">Return to Application</a>
+</main>
+</body>
+</html>
+"#
+    )
+}

@@ -1,0 +1,71 @@
+//! The HTTP operations, one `…Api` per OpenAPI tag. Handlers are thin: parse, one call to an
+//! actor or the store, a DTO.
+mod auth;
+mod meta;
+mod sessions;
+mod user;
+
+pub use auth::AuthApi;
+pub use meta::{error_page, MetaApi};
+pub use sessions::SessionApi;
+pub use user::UserApi;
+
+use poem_openapi::Tags;
+
+#[derive(Tags)]
+pub enum Tag {
+    /// Sign up, sign in and sign out with email and password.
+    Auth,
+    /// Reading, listing and revoking sessions.
+    Sessions,
+    /// The signed-in user's profile.
+    User,
+    /// Health and the error page.
+    Meta,
+}
+
+/// Lowercased email if it is a plausible address (RFC 5321 sizes, one `@`, a dotted domain of
+/// letters, digits and hyphens, no spaces or control characters); `None` otherwise.
+pub fn normalize_email(raw: &str) -> Option<String> {
+    let email = raw.trim().to_lowercase();
+    if email.len() > 254 {
+        return None;
+    }
+    let (local, domain) = email.split_once('@')?;
+    let local_ok = !local.is_empty()
+        && local.len() <= 64
+        && !local.starts_with('.')
+        && !local.ends_with('.')
+        && !local.contains("..")
+        && local
+            .chars()
+            .all(|c| c.is_alphanumeric() || "!#$%&'*+-/=?^_`{|}~.".contains(c));
+    let labels: Vec<&str> = domain.split('.').collect();
+    let domain_ok = labels.len() >= 2
+        && labels.iter().all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.chars().all(|c| c.is_alphanumeric() || c == '-')
+        })
+        && labels.last().is_some_and(|tld| tld.len() >= 2);
+    (local_ok && domain_ok).then_some(email)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_email;
+
+    #[test]
+    fn emails() {
+        assert_eq!(normalize_email(" Ann@Example.COM ").as_deref(), Some("ann@example.com"));
+        assert!(normalize_email("a.b+tag@sub.example.org").is_some());
+        for bad in [
+            "", "a", "a@", "@b.com", "a@b", "a@@b.com", "a b@c.com", "a@b..com", "a@-b.com",
+            ".a@b.com", "a@b.c", "a@b.com\n",
+        ] {
+            assert_eq!(normalize_email(bad), None, "{bad:?}");
+        }
+    }
+}

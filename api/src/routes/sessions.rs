@@ -1,0 +1,147 @@
+//! Reading, listing and revoking sessions.
+use super::Tag;
+use crate::dto::{Text, SessionDto, SessionWithUser, StatusResponse, UserDto};
+use crate::error::{ApiResult, Code};
+use crate::http::PendingCookies;
+use crate::session::{Auth, ResolveOptions};
+use crate::AppState;
+use poem::web::Data;
+use poem::Request;
+use poem_openapi::param::Query;
+use poem_openapi::payload::Json;
+use poem_openapi::{ApiResponse, Object, OpenApi};
+
+pub struct SessionApi;
+
+#[derive(ApiResponse)]
+enum GetSessionResponse {
+    /// The session and its user, or `null` when there is no valid session.
+    #[oai(status = 200)]
+    Ok(
+        Json<Option<SessionWithUser>>,
+        #[oai(header = "Cache-Control")] String,
+    ),
+}
+
+#[derive(Debug, Object)]
+struct RevokeSessionBody {
+    /// The token of one of the caller's sessions (as `list-sessions` shows it).
+    token: Text,
+}
+
+#[OpenApi(tag = "Tag::Sessions")]
+impl SessionApi {
+    /// Get the current session
+    ///
+    /// Answers `{session, user}` or `null`. A session whose last update is older than the update
+    /// age is extended (and its cookie re-set); an expired one is deleted and its cookies
+    /// cleared. `disableCookieCache` bypasses the cookie cache; `disableRefresh` never extends.
+    #[oai(path = "/get-session", method = "get", operation_id = "getSession")]
+    async fn get_session(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        cookies: &PendingCookies,
+        #[oai(name = "disableCookieCache")] disable_cookie_cache: Query<Option<bool>>,
+        #[oai(name = "disableRefresh")] disable_refresh: Query<Option<bool>>,
+    ) -> ApiResult<GetSessionResponse> {
+        let opts = ResolveOptions {
+            disable_cookie_cache: disable_cookie_cache.0.unwrap_or(false),
+            disable_refresh: disable_refresh.0.unwrap_or(false),
+        };
+        let found = state.resolve_session(req, cookies, opts).await?;
+        let body = found.map(|a| SessionWithUser {
+            session: SessionDto::from(&a.session),
+            user: UserDto::from(&a.user),
+        });
+        Ok(GetSessionResponse::Ok(Json(body), "no-store".into()))
+    }
+
+    /// List the caller's sessions
+    ///
+    /// Every unexpired session of the signed-in user, oldest first.
+    #[oai(path = "/list-sessions", method = "get", operation_id = "listSessions")]
+    async fn list_sessions(
+        &self,
+        state: Data<&AppState>,
+        auth: Auth,
+    ) -> ApiResult<Json<Vec<SessionDto>>> {
+        let now = state.clock.now();
+        let sessions = state.store.list_sessions(&auth.0.user.id).await?;
+        Ok(Json(
+            sessions
+                .iter()
+                .filter(|s| s.expires_at > now)
+                .map(SessionDto::from)
+                .collect(),
+        ))
+    }
+
+    /// Revoke one of the caller's sessions
+    ///
+    /// A token that is not one of the caller's sessions answers 400 `SESSION_NOT_FOUND`.
+    /// Revoking the current session also clears its cookies.
+    #[oai(path = "/revoke-session", method = "post", operation_id = "revokeSession")]
+    async fn revoke_session(
+        &self,
+        state: Data<&AppState>,
+        cookies: &PendingCookies,
+        auth: Auth,
+        body: Json<RevokeSessionBody>,
+    ) -> ApiResult<Json<StatusResponse>> {
+        let user = &auth.0.user.id;
+        let revoked = state
+            .actors
+            .user(user.clone())
+            .revoke_session(&body.0.token.0)
+            .await?;
+        if !revoked {
+            return Err(Code::SessionNotFound.into());
+        }
+        state.note_revocation(user);
+        if body.0.token.0 == auth.0.session.token {
+            cookies.push(state.cookies.clear_all());
+        }
+        Ok(Json(StatusResponse { status: true }))
+    }
+
+    /// Revoke all of the caller's sessions
+    ///
+    /// Including the current one, whose cookies are cleared.
+    #[oai(path = "/revoke-sessions", method = "post", operation_id = "revokeSessions")]
+    async fn revoke_sessions(
+        &self,
+        state: Data<&AppState>,
+        cookies: &PendingCookies,
+        auth: Auth,
+    ) -> ApiResult<Json<StatusResponse>> {
+        let user = &auth.0.user.id;
+        state.actors.user(user.clone()).revoke_sessions(None).await?;
+        state.note_revocation(user);
+        cookies.push(state.cookies.clear_all());
+        Ok(Json(StatusResponse { status: true }))
+    }
+
+    /// Revoke the caller's other sessions
+    ///
+    /// Every session of the signed-in user but the current one.
+    #[oai(
+        path = "/revoke-other-sessions",
+        method = "post",
+        operation_id = "revokeOtherSessions"
+    )]
+    async fn revoke_other_sessions(
+        &self,
+        state: Data<&AppState>,
+        auth: Auth,
+    ) -> ApiResult<Json<StatusResponse>> {
+        let user = &auth.0.user.id;
+        state
+            .actors
+            .user(user.clone())
+            .revoke_sessions(Some(&auth.0.session.token))
+            .await?;
+        state.note_revocation(user);
+        Ok(Json(StatusResponse { status: true }))
+    }
+}

@@ -1,0 +1,134 @@
+//! The signed-in user's profile.
+use super::Tag;
+use crate::dto::StatusResponse;
+use crate::error::{ApiError, ApiResult, Code};
+use crate::http::PendingCookies;
+use crate::session::{Auth, Authed};
+use crate::AppState;
+use actors::UserPatch;
+use poem::web::Data;
+use poem_openapi::payload::Json;
+use poem_openapi::registry::{MetaSchemaRef, Registry};
+use poem_openapi::types::{ParseError, ParseFromJSON, ParseResult, Type};
+use poem_openapi::{Object, OpenApi};
+use std::borrow::Cow;
+
+pub struct UserApi;
+
+/// The documented shape of the update-user body.
+#[derive(Debug, Object)]
+#[oai(rename = "UpdateUserBody")]
+struct UpdateUserFields {
+    /// The display name.
+    name: Option<String>,
+    /// An image URL, or `null` to remove it.
+    image: Option<String>,
+}
+
+/// The parsed update-user body. Parsed by hand so that a field the caller may not set here
+/// (`email`, `role`, …) gets its own clear error instead of being ignored.
+#[derive(Debug)]
+struct UpdateUserBody {
+    name: Option<String>,
+    image: Option<Option<String>>,
+    /// The first field that is not allowed, if any.
+    refused: Option<String>,
+}
+
+impl Type for UpdateUserBody {
+    const IS_REQUIRED: bool = true;
+    type RawValueType = Self;
+    type RawElementValueType = Self;
+
+    fn name() -> Cow<'static, str> {
+        UpdateUserFields::name()
+    }
+    fn schema_ref() -> MetaSchemaRef {
+        UpdateUserFields::schema_ref()
+    }
+    fn register(registry: &mut Registry) {
+        UpdateUserFields::register(registry)
+    }
+    fn as_raw_value(&self) -> Option<&Self> {
+        Some(self)
+    }
+    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
+        Box::new(self.as_raw_value().into_iter())
+    }
+}
+
+impl ParseFromJSON for UpdateUserBody {
+    fn parse_from_json(value: Option<serde_json::Value>) -> ParseResult<Self> {
+        let Some(serde_json::Value::Object(map)) = value else {
+            return Err(ParseError::custom("expected an object"));
+        };
+        let mut body = UpdateUserBody {
+            name: None,
+            image: None,
+            refused: None,
+        };
+        for (key, v) in map {
+            match (key.as_str(), v) {
+                ("name", serde_json::Value::String(s)) => body.name = Some(s),
+                ("name", _) => return Err(ParseError::custom("name: expected a string")),
+                ("image", serde_json::Value::String(s)) => body.image = Some(Some(s)),
+                ("image", serde_json::Value::Null) => body.image = Some(None),
+                ("image", _) => return Err(ParseError::custom("image: expected a string or null")),
+                _ => {
+                    if body.refused.is_none() || key == "email" {
+                        body.refused = Some(key);
+                    }
+                }
+            }
+        }
+        Ok(body)
+    }
+}
+
+#[OpenApi(tag = "Tag::User")]
+impl UserApi {
+    /// Update the caller's profile
+    ///
+    /// Sets `name` and/or `image`. `email` cannot be changed here (400
+    /// `EMAIL_CAN_NOT_BE_UPDATED`; use change-email), nor can any other field (400
+    /// `FIELD_NOT_ALLOWED`); an empty body answers 400 `NO_FIELDS_TO_UPDATE`.
+    #[oai(path = "/update-user", method = "post", operation_id = "updateUser")]
+    async fn update_user(
+        &self,
+        state: Data<&AppState>,
+        cookies: &PendingCookies,
+        auth: Auth,
+        body: Json<UpdateUserBody>,
+    ) -> ApiResult<Json<StatusResponse>> {
+        let body = body.0;
+        match body.refused.as_deref() {
+            Some("email") => return Err(Code::EmailCanNotBeUpdated.into()),
+            Some(field) => {
+                return Err(ApiError::with_message(
+                    Code::FieldNotAllowed,
+                    format!("{field} is not allowed to be set"),
+                ))
+            }
+            None => {}
+        }
+        if body.name.is_none() && body.image.is_none() {
+            return Err(Code::NoFieldsToUpdate.into());
+        }
+        let user = state
+            .actors
+            .user(auth.0.user.id.clone())
+            .update_user(UserPatch {
+                name: body.name,
+                image: body.image,
+                ..UserPatch::default()
+            })
+            .await?;
+        // A cached copy of the user in the cookie would now be stale: re-issue it.
+        let authed = Authed {
+            session: auth.0.session,
+            user,
+        };
+        cookies.push(state.cache_cookie(&authed));
+        Ok(Json(StatusResponse { status: true }))
+    }
+}

@@ -1,0 +1,267 @@
+//! Who is calling: the session cookie → signed token → session (+ optional cookie cache),
+//! with refresh, expiry and the cookies that go with them. Used by `get-session` directly and
+//! by every authenticated route through the [`Auth`] extractor.
+use crate::error::{ApiError, ApiResult, Code};
+use crate::http::{request_cookie, PendingCookies};
+use crate::AppState;
+use base64::Engine;
+use chrono::{DateTime, Utc};
+use poem::{Request, RequestBody};
+use poem_openapi::registry::{MetaSecurityScheme, Registry};
+use poem_openapi::{ApiExtractor, ApiExtractorType, ExtractParamOptions};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use storage::{Session, User, UserId};
+
+/// The signed-in caller.
+#[derive(Debug, Clone)]
+pub struct Authed {
+    pub session: Session,
+    pub user: User,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ResolveOptions {
+    pub disable_cookie_cache: bool,
+    pub disable_refresh: bool,
+}
+
+/// What the signed cookie cache carries.
+#[derive(Serialize, Deserialize)]
+struct CachedSession {
+    session: Session,
+    user: User,
+    /// When this cache entry stops being trusted (ms since the epoch).
+    expires: i64,
+    /// When it was written (ms), compared with the user's last revocation.
+    issued: i64,
+}
+
+/// Per-user time of the last revocation, so a cookie cache written before it is not trusted
+/// (revocation wins at once in this process, and within the cache max-age across processes).
+#[derive(Default)]
+pub struct Revocations(Mutex<HashMap<UserId, DateTime<Utc>>>);
+
+impl Revocations {
+    pub fn record(&self, user: &UserId, now: DateTime<Utc>, keep_for: chrono::Duration) {
+        if let Ok(mut m) = self.0.lock() {
+            if m.len() > 10_000 {
+                m.retain(|_, t| *t + keep_for > now);
+            }
+            m.insert(user.clone(), now);
+        }
+    }
+
+    fn revoked_since(&self, user: &UserId, issued: DateTime<Utc>) -> bool {
+        self.0
+            .lock()
+            .map(|m| m.get(user).is_some_and(|t| *t >= issued))
+            .unwrap_or(true)
+    }
+}
+
+impl AppState {
+    /// The session token from a correctly signed session cookie, if any.
+    pub fn signed_token(&self, req: &Request) -> Option<String> {
+        let raw = request_cookie(req, &self.cookies.session_token)?;
+        self.signer.unsign(&raw).map(str::to_owned)
+    }
+
+    fn dont_remember(&self, req: &Request) -> bool {
+        request_cookie(req, &self.cookies.dont_remember)
+            .is_some_and(|raw| self.signer.unsign(&raw) == Some("true"))
+    }
+
+    /// The `Set-Cookie` values for a new or refreshed session.
+    pub fn session_cookies(&self, authed: &Authed, dont_remember: bool) -> Vec<String> {
+        let n = &self.cookies;
+        let now = self.clock.now();
+        let max_age = if dont_remember {
+            None
+        } else {
+            Some((authed.session.expires_at - now).num_seconds().max(0) as u64)
+        };
+        let mut out = vec![n.set(&n.session_token, &self.signer.sign(&authed.session.token), max_age)];
+        if dont_remember {
+            out.push(n.set(&n.dont_remember, &self.signer.sign("true"), None));
+        }
+        out.extend(self.cache_cookie(authed));
+        out
+    }
+
+    /// The signed `session_data` cookie when the cookie cache is on and it fits in 4093 chars.
+    pub fn cache_cookie(&self, authed: &Authed) -> Option<String> {
+        let cfg = &self.config.session.cookie_cache;
+        if !cfg.enabled {
+            return None;
+        }
+        let now = self.clock.now();
+        let entry = CachedSession {
+            session: authed.session.clone(),
+            user: authed.user.clone(),
+            expires: (now + chrono::Duration::seconds(cfg.max_age as i64)).timestamp_millis(),
+            issued: now.timestamp_millis(),
+        };
+        let json = serde_json::to_vec(&entry).ok()?;
+        let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json);
+        let n = &self.cookies;
+        let cookie = n.set(&n.session_data, &self.signer.sign(&payload), Some(cfg.max_age));
+        let value_len = cookie.split(';').next().map_or(0, str::len);
+        (value_len <= 4093).then_some(cookie)
+    }
+
+    fn from_cache(&self, req: &Request, token: &str) -> Option<Authed> {
+        let raw = request_cookie(req, &self.cookies.session_data)?;
+        let payload = self.signer.unsign(&raw)?;
+        let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload)
+            .ok()?;
+        let entry: CachedSession = serde_json::from_slice(&json).ok()?;
+        let now = self.clock.now();
+        let issued = DateTime::from_timestamp_millis(entry.issued)?;
+        if entry.session.token != token
+            || entry.expires <= now.timestamp_millis()
+            || entry.session.expires_at <= now
+            || self.revocations.revoked_since(&entry.user.id, issued)
+        {
+            return None;
+        }
+        Some(Authed {
+            session: entry.session,
+            user: entry.user,
+        })
+    }
+
+    /// Resolves the caller's session. Cookies to set (refresh) or clear (a dead session) are
+    /// queued on `pending`. A missing or tampered cookie is simply no session.
+    pub async fn resolve_session(
+        &self,
+        req: &Request,
+        pending: &PendingCookies,
+        opts: ResolveOptions,
+    ) -> ApiResult<Option<Authed>> {
+        let Some(token) = self.signed_token(req) else {
+            return Ok(None);
+        };
+        if self.config.session.cookie_cache.enabled && !opts.disable_cookie_cache {
+            if let Some(hit) = self.from_cache(req, &token) {
+                return Ok(Some(hit));
+            }
+        }
+        let now = self.clock.now();
+        let Some(session) = self.store.get_session(&token).await? else {
+            pending.push(self.cookies.clear_all());
+            return Ok(None);
+        };
+        if session.expires_at <= now {
+            // Deleted through the owner's actor, like every session change.
+            self.actors.user(session.user_id.clone()).revoke_session(&token).await?;
+            pending.push(self.cookies.clear_all());
+            return Ok(None);
+        }
+        let Some(user) = self.store.get_user(&session.user_id).await? else {
+            pending.push(self.cookies.clear_all());
+            return Ok(None);
+        };
+        let dont_remember = self.dont_remember(req);
+        let update_age = chrono::Duration::seconds(self.config.session.update_age as i64);
+        let mut authed = Authed { session, user };
+        let due = authed.session.updated_at + update_age <= now;
+        if due && !dont_remember && !opts.disable_refresh {
+            match self
+                .actors
+                .user(authed.user.id.clone())
+                .refresh_session(&token, false)
+                .await?
+            {
+                Some(s) => {
+                    authed.session = s;
+                    pending.push(self.session_cookies(&authed, false));
+                    return Ok(Some(authed));
+                }
+                None => {
+                    pending.push(self.cookies.clear_all());
+                    return Ok(None);
+                }
+            }
+        }
+        if self.config.session.cookie_cache.enabled {
+            pending.push(self.cache_cookie(&authed));
+        }
+        Ok(Some(authed))
+    }
+
+    /// Remembers that `user`'s sessions were revoked now (see [`Revocations`]).
+    pub fn note_revocation(&self, user: &UserId) {
+        let keep = chrono::Duration::seconds(self.config.session.cookie_cache.max_age as i64);
+        self.revocations.record(user, self.clock.now(), keep);
+    }
+
+    /// Sensitive actions need a session younger than `fresh_age` (when it is non-zero).
+    pub fn require_fresh(&self, authed: &Authed) -> ApiResult<()> {
+        let fresh = self.config.session.fresh_age;
+        if fresh > 0
+            && authed.session.created_at + chrono::Duration::seconds(fresh as i64)
+                < self.clock.now()
+        {
+            return Err(ApiError::new(Code::SessionNotFresh));
+        }
+        Ok(())
+    }
+}
+
+/// A handler parameter that requires a signed-in caller: 401 `UNAUTHORIZED` otherwise.
+pub struct Auth(pub Authed);
+
+pub const SESSION_SCHEME: &str = "sessionCookie";
+
+impl<'a> ApiExtractor<'a> for Auth {
+    const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::SecurityScheme];
+    type ParamType = ();
+    type ParamRawType = ();
+
+    fn register(registry: &mut Registry) {
+        registry.create_security_scheme(
+            SESSION_SCHEME,
+            MetaSecurityScheme {
+                ty: "apiKey",
+                description: Some(
+                    "The signed session cookie `<prefix>.session_token` set by sign-in and \
+                     sign-up (`__Secure-` prefixed on https; prefix `gatehouse` by default).",
+                ),
+                name: Some("gatehouse.session_token"),
+                key_in: Some("cookie"),
+                scheme: None,
+                bearer_format: None,
+                flows: None,
+                openid_connect_url: None,
+            },
+        );
+    }
+
+    fn security_schemes() -> Vec<&'static str> {
+        vec![SESSION_SCHEME]
+    }
+
+    async fn from_request(
+        req: &'a Request,
+        _body: &mut RequestBody,
+        _opts: ExtractParamOptions<()>,
+    ) -> poem::Result<Self> {
+        let state = req
+            .data::<AppState>()
+            .ok_or_else(|| ApiError::internal("app state missing"))?;
+        let pending = req
+            .extensions()
+            .get::<PendingCookies>()
+            .ok_or_else(|| ApiError::internal("cookie middleware missing"))?;
+        match state
+            .resolve_session(req, pending, ResolveOptions::default())
+            .await?
+        {
+            Some(a) => Ok(Auth(a)),
+            None => Err(ApiError::new(Code::Unauthorized).into()),
+        }
+    }
+}
