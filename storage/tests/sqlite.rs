@@ -1,0 +1,27 @@
+//! The storage contract on the embedded backend: a real SQLite file in a temp dir per test.
+mod contract;
+
+use std::sync::Arc;
+use storage::sqlite::SqliteStore;
+
+async fn fresh() -> (contract::S, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("test.db")).await.unwrap();
+    (Arc::new(store), dir)
+}
+
+contract_tests!(fresh);
+
+#[tokio::test]
+async fn reopening_keeps_data_and_migrations_run_once() {
+    use storage::UserStore;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keep.db");
+    let u = contract::user("keep@example.com");
+    {
+        let s = SqliteStore::open(&path).await.unwrap();
+        s.create_user(&u, None).await.unwrap();
+    }
+    let s = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(s.get_user(&u.id).await.unwrap(), Some(u));
+}
