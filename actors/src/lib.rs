@@ -6,7 +6,10 @@
 //! the active set of users, not the total. They keep no cached data: every change re-reads the
 //! store, which is what lets several processes share one store (the store's conditional writes
 //! guard the invariants across processes).
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 
 mod user;
 
@@ -36,7 +39,9 @@ impl From<StoreError> for ActorError {
         match e {
             StoreError::NotFound => Self::NotFound,
             StoreError::Conflict(what) => Self::Conflict(what),
-            StoreError::ConcurrentModification => Self::Unavailable("concurrent modification".into()),
+            StoreError::ConcurrentModification => {
+                Self::Unavailable("concurrent modification".into())
+            }
             StoreError::Unavailable(m) => Self::Unavailable(m),
             StoreError::Internal(m) => Self::Internal(m),
         }

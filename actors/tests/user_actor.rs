@@ -52,7 +52,10 @@ async fn idle_actors_stop_and_live_count_returns_to_zero() {
     let sessions = join_all(tasks).await;
     assert_eq!(sessions.len(), 200);
     let live = actors.live_actors();
-    assert!(live > 150, "expected most actors alive right after use, got {live}");
+    assert!(
+        live > 150,
+        "expected most actors alive right after use, got {live}"
+    );
     let mut waited = 0;
     while actors.live_actors() > 0 && waited < 50 {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -92,7 +95,13 @@ async fn concurrent_changes_of_one_user_are_serialized() {
         r.unwrap();
     }
     assert_eq!(store.list_sessions(&u.id).await.unwrap().len(), 10);
-    assert!(store.get_user(&u.id).await.unwrap().unwrap().name.starts_with("name"));
+    assert!(store
+        .get_user(&u.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .name
+        .starts_with("name"));
     assert_eq!(actors.live_actors(), 1, "one actor per user");
 }
 
@@ -111,7 +120,10 @@ async fn a_session_revoked_while_being_refreshed_stays_revoked() {
         let refresh = tokio::spawn(async move { h1.refresh_session(&t1, false).await });
         let revoke = tokio::spawn(async move { h2.revoke_session(&t2).await });
         let refreshed = refresh.await.unwrap().unwrap();
-        assert!(revoke.await.unwrap().unwrap(), "revocation must find the session");
+        assert!(
+            revoke.await.unwrap().unwrap(),
+            "revocation must find the session"
+        );
         if let Some(r) = refreshed {
             assert!(r.expires_at > s.expires_at, "a refresh extends the session");
         }
@@ -129,7 +141,10 @@ async fn refresh_extends_only_when_due_and_deletes_expired() {
     assert_eq!(s.expires_at - s.created_at, ChronoDuration::days(7));
     // Not due yet: unchanged.
     clock.advance(ChronoDuration::hours(12));
-    assert_eq!(h.refresh_session(&s.token, false).await.unwrap(), Some(s.clone()));
+    assert_eq!(
+        h.refresh_session(&s.token, false).await.unwrap(),
+        Some(s.clone())
+    );
     // Due: extended to now + 7 days.
     clock.advance(ChronoDuration::hours(13));
     let r = h.refresh_session(&s.token, false).await.unwrap().unwrap();

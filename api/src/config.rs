@@ -256,7 +256,10 @@ impl Config {
             Err(e) => return bad(format!("base_url {:?}: {e}", self.base_url)),
         };
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return bad(format!("base_url {:?} must be an http(s) URL", self.base_url));
+            return bad(format!(
+                "base_url {:?} must be an http(s) URL",
+                self.base_url
+            ));
         }
         if let Some(s) = &self.secret {
             if s.expose().len() < 32 {
@@ -311,8 +314,10 @@ fn env_layer(env: impl IntoIterator<Item = (String, String)>) -> toml::Value {
                     .map(|s| toml::Value::String(s.to_owned()))
                     .collect(),
             )
-        } else if matches!(leaf, "secret" | "server_key" | "listen" | "base_url" | "data_dir")
-        {
+        } else if matches!(
+            leaf,
+            "secret" | "server_key" | "listen" | "base_url" | "data_dir"
+        ) {
             toml::Value::String(raw)
         } else {
             scalar(&raw)
@@ -391,7 +396,10 @@ mod tests {
             Some(&file),
             env(&[
                 ("GATEHOUSE_COOKIE_PREFIX", "better-auth"),
-                ("GATEHOUSE_TRUSTED_ORIGINS", "https://a.example, https://*.b.example"),
+                (
+                    "GATEHOUSE_TRUSTED_ORIGINS",
+                    "https://a.example, https://*.b.example",
+                ),
                 ("GATEHOUSE_SESSION__UPDATE_AGE", "5"),
                 ("GATEHOUSE_SECRET", "0123456789012345678901234567890123"),
                 ("OTHER", "x"),
@@ -403,7 +411,10 @@ mod tests {
         assert_eq!(c.session.expires_in, 10);
         assert_eq!(c.session.update_age, 5);
         assert_eq!(c.session.fresh_age, 86400);
-        assert_eq!(c.trusted_origins, vec!["https://a.example", "https://*.b.example"]);
+        assert_eq!(
+            c.trusted_origins,
+            vec!["https://a.example", "https://*.b.example"]
+        );
         assert_eq!(c.secret.as_ref().unwrap().expose().len(), 34);
         assert_eq!(format!("{:?}", c.secret), "Some(***)");
     }

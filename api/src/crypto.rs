@@ -187,7 +187,10 @@ mod tests {
         let h = PasswordHasher::new(&cfg).unwrap();
         let hash = h.hash("correct horse".into()).await.unwrap();
         assert!(hash.starts_with("$argon2id$v=19$m=1024,t=1,p=1$"));
-        assert!(h.verify("correct horse".into(), hash.clone()).await.unwrap());
+        assert!(h
+            .verify("correct horse".into(), hash.clone())
+            .await
+            .unwrap());
         assert!(!h.verify("wrong horse".into(), hash).await.unwrap());
         assert!(!h.verify("x".into(), "not a hash".into()).await.unwrap());
         assert!(!h.verify_dummy("x".into()).await.unwrap());

@@ -89,7 +89,10 @@ impl PendingCookies {
         }
     }
     fn take(&self) -> Vec<String> {
-        self.0.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default()
+        self.0
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default()
     }
 }
 
@@ -262,13 +265,10 @@ async fn limit_body(req: &mut Request, max: usize) -> Result<(), ApiError> {
         return Ok(());
     }
     let body = req.take_body();
-    let bytes = body
-        .into_bytes_limit(max)
-        .await
-        .map_err(|e| match e {
-            poem::error::ReadBodyError::PayloadTooLarge => ApiError::new(Code::PayloadTooLarge),
-            other => ApiError::validation(false, vec![other.to_string()]),
-        })?;
+    let bytes = body.into_bytes_limit(max).await.map_err(|e| match e {
+        poem::error::ReadBodyError::PayloadTooLarge => ApiError::new(Code::PayloadTooLarge),
+        other => ApiError::validation(false, vec![other.to_string()]),
+    })?;
     req.set_body(bytes);
     Ok(())
 }
@@ -317,7 +317,10 @@ mod tests {
     fn redirect_targets() {
         let t = TrustedOrigins::new(
             "http://localhost:3000",
-            &["https://app.example.com".into(), "https://*.trusted.dev".into()],
+            &[
+                "https://app.example.com".into(),
+                "https://*.trusted.dev".into(),
+            ],
         );
         for ok in [
             "/dashboard",
@@ -363,7 +366,9 @@ mod tests {
         );
         let s = CookieNames::new("gatehouse", true);
         assert_eq!(s.session_token, "__Secure-gatehouse.session_token");
-        assert!(s.set(&s.session_token, "v", Some(u64::MAX)).contains("Max-Age=34560000;"));
+        assert!(s
+            .set(&s.session_token, "v", Some(u64::MAX))
+            .contains("Max-Age=34560000;"));
         assert!(s.set(&s.session_token, "v", None).ends_with("; Secure"));
     }
 }

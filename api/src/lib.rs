@@ -1,6 +1,9 @@
 //! Gatehouse's HTTP API: better-auth's routes under `/api/auth`, the server's configuration,
 //! and how the pieces (store, actors, hashing, cookies) are wired into one application.
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 
 pub mod config;
 pub mod crypto;
@@ -59,10 +62,22 @@ pub enum StartError {
 }
 
 /// The OpenAPI service with every operation; also what `gatehouse openapi` prints.
-pub fn openapi_service(
-) -> OpenApiService<(routes::AuthApi, routes::SessionApi, routes::UserApi, routes::MetaApi), ()> {
+pub fn openapi_service() -> OpenApiService<
+    (
+        routes::AuthApi,
+        routes::SessionApi,
+        routes::UserApi,
+        routes::MetaApi,
+    ),
+    (),
+> {
     OpenApiService::new(
-        (routes::AuthApi, routes::SessionApi, routes::UserApi, routes::MetaApi),
+        (
+            routes::AuthApi,
+            routes::SessionApi,
+            routes::UserApi,
+            routes::MetaApi,
+        ),
         "Gatehouse",
         env!("CARGO_PKG_VERSION"),
     )
@@ -96,7 +111,8 @@ fn load_secret(config: &Config) -> Result<Secret, StartError> {
         Err(e) => return Err(StartError::Secret(format!("{}: {e}", path.display()))),
     }
     let secret = storage::random_string(64);
-    write_private(&path, &secret).map_err(|e| StartError::Secret(format!("{}: {e}", path.display())))?;
+    write_private(&path, &secret)
+        .map_err(|e| StartError::Secret(format!("{}: {e}", path.display())))?;
     tracing::warn!(
         path = %path.display(),
         "no secret configured: generated one and kept it in the data directory; set \
@@ -123,8 +139,9 @@ impl AppState {
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| StartError::DataDir(config.data_dir.display().to_string(), e))?;
         let secret = load_secret(&config)?;
-        let store: DynStore =
-            Arc::new(storage::sqlite::SqliteStore::open(config.data_dir.join("gatehouse.db")).await?);
+        let store: DynStore = Arc::new(
+            storage::sqlite::SqliteStore::open(config.data_dir.join("gatehouse.db")).await?,
+        );
         let actor_config = actors::ActorConfig {
             idle_timeout: Duration::from_millis(config.actors.idle_timeout_ms),
             call_timeout: Duration::from_millis(config.actors.call_timeout_ms),

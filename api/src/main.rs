@@ -65,7 +65,10 @@ fn main() -> ExitCode {
         };
     }
     init_logging(&config);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("gatehouse: cannot start the runtime: {e}");

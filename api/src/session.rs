@@ -82,7 +82,11 @@ impl AppState {
         } else {
             Some((authed.session.expires_at - now).num_seconds().max(0) as u64)
         };
-        let mut out = vec![n.set(&n.session_token, &self.signer.sign(&authed.session.token), max_age)];
+        let mut out = vec![n.set(
+            &n.session_token,
+            &self.signer.sign(&authed.session.token),
+            max_age,
+        )];
         if dont_remember {
             out.push(n.set(&n.dont_remember, &self.signer.sign("true"), None));
         }
@@ -106,12 +110,16 @@ impl AppState {
         let json = serde_json::to_vec(&entry).ok()?;
         let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json);
         let n = &self.cookies;
-        let cookie = n.set(&n.session_data, &self.signer.sign(&payload), Some(cfg.max_age));
+        let cookie = n.set(
+            &n.session_data,
+            &self.signer.sign(&payload),
+            Some(cfg.max_age),
+        );
         let value_len = cookie.split(';').next().map_or(0, str::len);
         (value_len <= 4093).then_some(cookie)
     }
 
-    fn from_cache(&self, req: &Request, token: &str) -> Option<Authed> {
+    fn cached_session(&self, req: &Request, token: &str) -> Option<Authed> {
         let raw = request_cookie(req, &self.cookies.session_data)?;
         let payload = self.signer.unsign(&raw)?;
         let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
@@ -145,7 +153,7 @@ impl AppState {
             return Ok(None);
         };
         if self.config.session.cookie_cache.enabled && !opts.disable_cookie_cache {
-            if let Some(hit) = self.from_cache(req, &token) {
+            if let Some(hit) = self.cached_session(req, &token) {
                 return Ok(Some(hit));
             }
         }
@@ -156,7 +164,10 @@ impl AppState {
         };
         if session.expires_at <= now {
             // Deleted through the owner's actor, like every session change.
-            self.actors.user(session.user_id.clone()).revoke_session(&token).await?;
+            self.actors
+                .user(session.user_id.clone())
+                .revoke_session(&token)
+                .await?;
             pending.push(self.cookies.clear_all());
             return Ok(None);
         }

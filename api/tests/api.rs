@@ -35,24 +35,35 @@ async fn sign_up_answers_token_user_and_session_cookie() {
     assert_eq!(user["id"].as_str().unwrap().len(), 32);
 
     let set = r.set_cookie("gatehouse.session_token").unwrap();
-    assert!(set.contains("; Max-Age=604800; Path=/; HttpOnly; SameSite=Lax"), "{set}");
+    assert!(
+        set.contains("; Max-Age=604800; Path=/; HttpOnly; SameSite=Lax"),
+        "{set}"
+    );
     assert!(!set.contains("Secure"));
     assert!(set.starts_with(&format!("gatehouse.session_token={token}.")));
     // The cookie value is the token signed with HMAC-SHA256, URL-encoded.
-    let signed = percent_encoding::percent_decode_str(set.split(';').next().unwrap().split_once('=').unwrap().1)
-        .decode_utf8()
-        .unwrap()
-        .into_owned();
+    let signed = percent_encoding::percent_decode_str(
+        set.split(';').next().unwrap().split_once('=').unwrap().1,
+    )
+    .decode_utf8()
+    .unwrap()
+    .into_owned();
     assert_eq!(h.state.signer.unsign(&signed), Some(token));
     assert!(r.set_cookie("gatehouse.dont_remember").is_none());
 
-    let s = h.get("/api/auth/get-session", Some(&r.cookie_header())).await.expect(200);
+    let s = h
+        .get("/api/auth/get-session", Some(&r.cookie_header()))
+        .await
+        .expect(200);
     assert_eq!(s.headers.get("cache-control").unwrap(), "no-store");
     let s = s.json();
     assert_eq!(s["session"]["token"], token);
     assert_eq!(s["session"]["userId"], user["id"]);
     assert_eq!(s["user"]["email"], "ann@example.com");
-    assert_eq!(s["session"]["activeOrganizationId"], serde_json::Value::Null);
+    assert_eq!(
+        s["session"]["activeOrganizationId"],
+        serde_json::Value::Null
+    );
 }
 
 #[tokio::test]
@@ -67,18 +78,55 @@ async fn sign_up_errors() {
         async move { h.post("/api/auth/sign-up/email", body, None).await }
     };
     h.sign_up("taken@example.com", "long-enough-pw").await;
-    let r = up(json!({"name": "X", "email": "TAKEN@example.com", "password": "long-enough-pw"})).await.expect(422);
-    assert_eq!(r.json(), json!({"code": "USER_ALREADY_EXISTS", "message": "User already exists"}));
-    assert_eq!(up(json!({"name": "X", "email": "nope", "password": "long-enough-pw"})).await.expect(400).code(), "INVALID_EMAIL");
-    assert_eq!(up(json!({"name": "X", "email": "a@b.com", "password": "123456789"})).await.expect(400).code(), "PASSWORD_TOO_SHORT");
-    assert_eq!(up(json!({"name": "X", "email": "a@b.com", "password": "x".repeat(21)})).await.expect(400).code(), "PASSWORD_TOO_LONG");
-    let r = up(json!({"email": "a@b.com", "password": "long-enough-pw"})).await.expect(400);
+    let r = up(json!({"name": "X", "email": "TAKEN@example.com", "password": "long-enough-pw"}))
+        .await
+        .expect(422);
+    assert_eq!(
+        r.json(),
+        json!({"code": "USER_ALREADY_EXISTS", "message": "User already exists"})
+    );
+    assert_eq!(
+        up(json!({"name": "X", "email": "nope", "password": "long-enough-pw"}))
+            .await
+            .expect(400)
+            .code(),
+        "INVALID_EMAIL"
+    );
+    assert_eq!(
+        up(json!({"name": "X", "email": "a@b.com", "password": "123456789"}))
+            .await
+            .expect(400)
+            .code(),
+        "PASSWORD_TOO_SHORT"
+    );
+    assert_eq!(
+        up(json!({"name": "X", "email": "a@b.com", "password": "x".repeat(21)}))
+            .await
+            .expect(400)
+            .code(),
+        "PASSWORD_TOO_LONG"
+    );
+    let r = up(json!({"email": "a@b.com", "password": "long-enough-pw"}))
+        .await
+        .expect(400);
     assert_eq!(r.code(), "VALIDATION_ERROR");
     assert_eq!(r.json()["message"], "Invalid body parameters");
-    assert_eq!(up(json!({"name": "X", "email": "a@b.com", "password": 1234567890})).await.expect(400).code(), "VALIDATION_ERROR");
-    assert_eq!(up(json!(["not", "an", "object"])).await.expect(400).code(), "VALIDATION_ERROR");
+    assert_eq!(
+        up(json!({"name": "X", "email": "a@b.com", "password": 1234567890}))
+            .await
+            .expect(400)
+            .code(),
+        "VALIDATION_ERROR"
+    );
+    assert_eq!(
+        up(json!(["not", "an", "object"])).await.expect(400).code(),
+        "VALIDATION_ERROR"
+    );
     let r = up(json!({"name": "X", "email": "a@b.com", "password": "long-enough-pw", "callbackURL": "https://evil.example/x"})).await.expect(403);
-    assert_eq!(r.json(), json!({"code": "INVALID_CALLBACKURL", "message": "Invalid callbackURL"}));
+    assert_eq!(
+        r.json(),
+        json!({"code": "INVALID_CALLBACKURL", "message": "Invalid callbackURL"})
+    );
     up(json!({"name": "X", "email": "a@b.com", "password": "long-enough-pw", "callbackURL": "/welcome"})).await.expect(200);
 }
 
@@ -100,7 +148,8 @@ async fn malformed_bodies_never_500() {
         let resp = poem::Endpoint::call(&*h.ep, req).await.unwrap();
         let status = resp.status().as_u16();
         assert!(status == 400 || status == 415, "{ct} {body:?} → {status}");
-        let v: serde_json::Value = serde_json::from_str(&resp.into_body().into_string().await.unwrap()).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&resp.into_body().into_string().await.unwrap()).unwrap();
         assert!(v["code"].is_string() && v["message"].is_string());
     }
 }
@@ -128,12 +177,17 @@ async fn sign_in_success_shapes_and_remember_me() {
     assert_eq!(b["redirect"], true);
     assert_eq!(b["url"], "/dashboard");
     let token_cookie = r.set_cookie("gatehouse.session_token").unwrap();
-    assert!(!token_cookie.contains("Max-Age"), "rememberMe:false is a browser-session cookie");
+    assert!(
+        !token_cookie.contains("Max-Age"),
+        "rememberMe:false is a browser-session cookie"
+    );
     let dr = r.set_cookie("gatehouse.dont_remember").unwrap();
     assert!(dr.starts_with("gatehouse.dont_remember=true.") && !dr.contains("Max-Age"));
     let s = h.session(&r.cookie_header()).await;
-    let created = chrono::DateTime::parse_from_rfc3339(s["session"]["createdAt"].as_str().unwrap()).unwrap();
-    let expires = chrono::DateTime::parse_from_rfc3339(s["session"]["expiresAt"].as_str().unwrap()).unwrap();
+    let created =
+        chrono::DateTime::parse_from_rfc3339(s["session"]["createdAt"].as_str().unwrap()).unwrap();
+    let expires =
+        chrono::DateTime::parse_from_rfc3339(s["session"]["expiresAt"].as_str().unwrap()).unwrap();
     assert_eq!(expires - created, Duration::days(1));
 }
 
@@ -141,19 +195,39 @@ async fn sign_in_success_shapes_and_remember_me() {
 async fn sign_in_errors_do_not_reveal_accounts() {
     let h = harness().await;
     h.sign_up("carol@example.com", PW).await;
-    let wrong = h.sign_in("carol@example.com", "wrong-password").await.expect(401);
+    let wrong = h
+        .sign_in("carol@example.com", "wrong-password")
+        .await
+        .expect(401);
     let unknown = h.sign_in("nobody@example.com", PW).await.expect(401);
     assert_eq!(wrong.text, unknown.text);
-    assert_eq!(wrong.json(), json!({"code": "INVALID_EMAIL_OR_PASSWORD", "message": "Invalid email or password"}));
+    assert_eq!(
+        wrong.json(),
+        json!({"code": "INVALID_EMAIL_OR_PASSWORD", "message": "Invalid email or password"})
+    );
     assert!(wrong.set_cookies().is_empty());
     let r = h.sign_in("not-an-email", PW).await.expect(400);
-    assert_eq!(r.json(), json!({"code": "INVALID_EMAIL", "message": "Invalid email"}));
+    assert_eq!(
+        r.json(),
+        json!({"code": "INVALID_EMAIL", "message": "Invalid email"})
+    );
     let r = h
-        .post("/api/auth/sign-in/email", json!({"email": "carol@example.com", "password": PW, "callbackURL": "//evil.example"}), None)
+        .post(
+            "/api/auth/sign-in/email",
+            json!({"email": "carol@example.com", "password": PW, "callbackURL": "//evil.example"}),
+            None,
+        )
         .await
         .expect(403);
     assert_eq!(r.code(), "INVALID_CALLBACKURL");
-    let r = h.post("/api/auth/sign-in/email", json!({"email": "carol@example.com"}), None).await.expect(400);
+    let r = h
+        .post(
+            "/api/auth/sign-in/email",
+            json!({"email": "carol@example.com"}),
+            None,
+        )
+        .await
+        .expect(400);
     assert_eq!(r.code(), "VALIDATION_ERROR");
 }
 
@@ -173,7 +247,10 @@ async fn bad_cookies_give_null_and_clear_only_real_dead_sessions() {
         Some(format!("gatehouse.session_token={}", other.sign(&token))),
         Some("gatehouse.session_token=%%%".to_owned()),
     ] {
-        let resp = h.get("/api/auth/get-session", cookie.as_deref()).await.expect(200);
+        let resp = h
+            .get("/api/auth/get-session", cookie.as_deref())
+            .await
+            .expect(200);
         assert_eq!(resp.text, "null", "{cookie:?}");
         assert!(resp.set_cookies().is_empty(), "{cookie:?}");
     }
@@ -181,24 +258,41 @@ async fn bad_cookies_give_null_and_clear_only_real_dead_sessions() {
     // Validly signed but unknown session: null and cookies cleared.
     let ghost = format!(
         "gatehouse.session_token={}",
-        percent_encoding::utf8_percent_encode(&h.state.signer.sign("no-such-session"), percent_encoding::NON_ALPHANUMERIC)
+        percent_encoding::utf8_percent_encode(
+            &h.state.signer.sign("no-such-session"),
+            percent_encoding::NON_ALPHANUMERIC
+        )
     );
-    let resp = h.get("/api/auth/get-session", Some(&ghost)).await.expect(200);
+    let resp = h
+        .get("/api/auth/get-session", Some(&ghost))
+        .await
+        .expect(200);
     assert_eq!(resp.text, "null");
     let cleared = resp.set_cookies();
     assert_eq!(cleared.len(), 3, "{cleared:?}");
     for name in ["session_token", "session_data", "dont_remember"] {
-        assert!(cleared.iter().any(|c| c.starts_with(&format!("gatehouse.{name}=;")) && c.contains("Max-Age=0")));
+        assert!(cleared
+            .iter()
+            .any(|c| c.starts_with(&format!("gatehouse.{name}=;")) && c.contains("Max-Age=0")));
     }
     // A protected route with it: 401 and cleared too.
-    let r = h.get("/api/auth/list-sessions", Some(&ghost)).await.expect(401);
-    assert_eq!(r.json(), json!({"code": "UNAUTHORIZED", "message": "Unauthorized"}));
+    let r = h
+        .get("/api/auth/list-sessions", Some(&ghost))
+        .await
+        .expect(401);
+    assert_eq!(
+        r.json(),
+        json!({"code": "UNAUTHORIZED", "message": "Unauthorized"})
+    );
     assert_eq!(r.set_cookies().len(), 3);
 
     // Expired: null, cleared, and deleted from the store.
     assert!(h.session(&good).await["session"].is_object());
     h.clock.advance(Duration::days(8));
-    let resp = h.get("/api/auth/get-session", Some(&good)).await.expect(200);
+    let resp = h
+        .get("/api/auth/get-session", Some(&good))
+        .await
+        .expect(200);
     assert_eq!(resp.text, "null");
     assert_eq!(resp.set_cookies().len(), 3);
     assert!(h.state.store.get_session(&token).await.unwrap().is_none());
@@ -208,8 +302,14 @@ async fn bad_cookies_give_null_and_clear_only_real_dead_sessions() {
 async fn revoked_cookie_gives_null() {
     let h = harness().await;
     let a = h.sign_up("erin@example.com", PW).await.cookie_header();
-    let b = h.sign_in("erin@example.com", PW).await.expect(200).cookie_header();
-    h.post("/api/auth/revoke-other-sessions", json!({}), Some(&a)).await.expect(200);
+    let b = h
+        .sign_in("erin@example.com", PW)
+        .await
+        .expect(200)
+        .cookie_header();
+    h.post("/api/auth/revoke-other-sessions", json!({}), Some(&a))
+        .await
+        .expect(200);
     assert_eq!(h.get("/api/auth/get-session", Some(&b)).await.text, "null");
     assert!(h.session(&a).await["session"].is_object());
 }
@@ -222,20 +322,47 @@ async fn session_refreshes_after_update_age() {
     let first = h.session(&cookie).await;
     // Within update age: nothing changes, no cookie re-set.
     h.clock.advance(Duration::hours(23));
-    let resp = h.get("/api/auth/get-session", Some(&cookie)).await.expect(200);
+    let resp = h
+        .get("/api/auth/get-session", Some(&cookie))
+        .await
+        .expect(200);
     assert!(resp.set_cookies().is_empty());
-    assert_eq!(resp.json()["session"]["expiresAt"], first["session"]["expiresAt"]);
+    assert_eq!(
+        resp.json()["session"]["expiresAt"],
+        first["session"]["expiresAt"]
+    );
     // Past it: with disableRefresh nothing changes either…
     h.clock.advance(Duration::hours(2));
-    let resp = h.get("/api/auth/get-session?disableRefresh=true", Some(&cookie)).await.expect(200);
-    assert_eq!(resp.json()["session"]["expiresAt"], first["session"]["expiresAt"]);
+    let resp = h
+        .get("/api/auth/get-session?disableRefresh=true", Some(&cookie))
+        .await
+        .expect(200);
+    assert_eq!(
+        resp.json()["session"]["expiresAt"],
+        first["session"]["expiresAt"]
+    );
     // …without it the session is extended to now + 7 days and the cookie re-set.
-    let resp = h.get("/api/auth/get-session", Some(&cookie)).await.expect(200);
-    let expires = resp.json()["session"]["expiresAt"].as_str().unwrap().to_owned();
-    assert_eq!(expires, gatehouse_api::dto::iso(&(storage::Clock::now(&*h.clock) + Duration::days(7))));
-    assert!(resp.set_cookie("gatehouse.session_token").unwrap().contains("Max-Age=604800"));
+    let resp = h
+        .get("/api/auth/get-session", Some(&cookie))
+        .await
+        .expect(200);
+    let expires = resp.json()["session"]["expiresAt"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        expires,
+        gatehouse_api::dto::iso(&(storage::Clock::now(&*h.clock) + Duration::days(7)))
+    );
+    assert!(resp
+        .set_cookie("gatehouse.session_token")
+        .unwrap()
+        .contains("Max-Age=604800"));
     // Bad query values are a query validation error.
-    let r = h.get("/api/auth/get-session?disableRefresh=maybe", Some(&cookie)).await.expect(400);
+    let r = h
+        .get("/api/auth/get-session?disableRefresh=maybe", Some(&cookie))
+        .await
+        .expect(400);
     assert_eq!(r.json()["message"], "Invalid query parameters");
 }
 
@@ -246,31 +373,92 @@ async fn list_and_revoke_sessions() {
     let b_resp = h.sign_in("gus@example.com", PW).await.expect(200);
     let b = b_resp.cookie_header();
     let b_token = b_resp.json()["token"].as_str().unwrap().to_owned();
-    let list = h.get("/api/auth/list-sessions", Some(&a)).await.expect(200).json();
+    let list = h
+        .get("/api/auth/list-sessions", Some(&a))
+        .await
+        .expect(200)
+        .json();
     assert_eq!(list.as_array().unwrap().len(), 2);
-    assert_eq!(h.get("/api/auth/list-sessions", None).await.expect(401).code(), "UNAUTHORIZED");
+    assert_eq!(
+        h.get("/api/auth/list-sessions", None)
+            .await
+            .expect(401)
+            .code(),
+        "UNAUTHORIZED"
+    );
 
     // Another user's session cannot be revoked (and is not revealed).
     let mallory = h.sign_up("mallory@example.com", PW).await.cookie_header();
-    let r = h.post("/api/auth/revoke-session", json!({"token": b_token}), Some(&mallory)).await.expect(400);
-    assert_eq!(r.json(), json!({"code": "SESSION_NOT_FOUND", "message": "Session not found"}));
+    let r = h
+        .post(
+            "/api/auth/revoke-session",
+            json!({"token": b_token}),
+            Some(&mallory),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.json(),
+        json!({"code": "SESSION_NOT_FOUND", "message": "Session not found"})
+    );
     assert!(h.session(&b).await["session"].is_object());
-    h.post("/api/auth/revoke-session", json!({"token": "unknown"}), Some(&a)).await.expect(400);
-    h.post("/api/auth/revoke-session", json!({}), Some(&a)).await.expect(400);
+    h.post(
+        "/api/auth/revoke-session",
+        json!({"token": "unknown"}),
+        Some(&a),
+    )
+    .await
+    .expect(400);
+    h.post("/api/auth/revoke-session", json!({}), Some(&a))
+        .await
+        .expect(400);
 
-    let r = h.post("/api/auth/revoke-session", json!({"token": b_token}), Some(&a)).await.expect(200);
+    let r = h
+        .post(
+            "/api/auth/revoke-session",
+            json!({"token": b_token}),
+            Some(&a),
+        )
+        .await
+        .expect(200);
     assert_eq!(r.json(), json!({"status": true}));
-    assert!(r.set_cookies().is_empty(), "revoking another session keeps ours");
+    assert!(
+        r.set_cookies().is_empty(),
+        "revoking another session keeps ours"
+    );
     assert_eq!(h.get("/api/auth/get-session", Some(&b)).await.text, "null");
-    assert_eq!(h.get("/api/auth/list-sessions", Some(&a)).await.json().as_array().unwrap().len(), 1);
+    assert_eq!(
+        h.get("/api/auth/list-sessions", Some(&a))
+            .await
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 
     let _c = h.sign_in("gus@example.com", PW).await.cookie_header();
-    let r = h.post("/api/auth/revoke-sessions", json!({}), Some(&a)).await.expect(200);
+    let r = h
+        .post("/api/auth/revoke-sessions", json!({}), Some(&a))
+        .await
+        .expect(200);
     assert_eq!(r.json(), json!({"status": true}));
     assert_eq!(r.set_cookies().len(), 3);
     assert_eq!(h.get("/api/auth/get-session", Some(&a)).await.text, "null");
-    let gus = h.state.store.get_user_by_email("gus@example.com").await.unwrap().unwrap();
-    assert!(h.state.store.list_sessions(&gus.id).await.unwrap().is_empty());
+    let gus = h
+        .state
+        .store
+        .get_user_by_email("gus@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(h
+        .state
+        .store
+        .list_sessions(&gus.id)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test]
@@ -279,13 +467,22 @@ async fn sign_out_deletes_the_session_and_clears_cookies() {
     let r = h.sign_up("hal@example.com", PW).await;
     let cookie = r.cookie_header();
     let token = r.json()["token"].as_str().unwrap().to_owned();
-    let out = h.post("/api/auth/sign-out", json!({}), Some(&cookie)).await.expect(200);
+    let out = h
+        .post("/api/auth/sign-out", json!({}), Some(&cookie))
+        .await
+        .expect(200);
     assert_eq!(out.json(), json!({"success": true}));
     assert_eq!(out.set_cookies().len(), 3);
     assert!(h.state.store.get_session(&token).await.unwrap().is_none());
-    assert_eq!(h.get("/api/auth/get-session", Some(&cookie)).await.text, "null");
+    assert_eq!(
+        h.get("/api/auth/get-session", Some(&cookie)).await.text,
+        "null"
+    );
     // No session cookie at all.
-    let r = h.call(Method::POST, "/api/auth/sign-out", None, None, &[]).await.expect(400);
+    let r = h
+        .call(Method::POST, "/api/auth/sign-out", None, None, &[])
+        .await
+        .expect(400);
     assert_eq!(r.code(), "FAILED_TO_GET_SESSION");
 }
 
@@ -293,21 +490,75 @@ async fn sign_out_deletes_the_session_and_clears_cookies() {
 async fn update_user_sets_only_allowed_fields() {
     let h = harness().await;
     let cookie = h.sign_up("ivy@example.com", PW).await.cookie_header();
-    let r = h.post("/api/auth/update-user", json!({"name": "Ivy B", "image": "https://i.example/ivy.png"}), Some(&cookie)).await.expect(200);
+    let r = h
+        .post(
+            "/api/auth/update-user",
+            json!({"name": "Ivy B", "image": "https://i.example/ivy.png"}),
+            Some(&cookie),
+        )
+        .await
+        .expect(200);
     assert_eq!(r.json(), json!({"status": true}));
     let s = h.session(&cookie).await;
     assert_eq!(s["user"]["name"], "Ivy B");
     assert_eq!(s["user"]["image"], "https://i.example/ivy.png");
-    h.post("/api/auth/update-user", json!({"image": null}), Some(&cookie)).await.expect(200);
-    assert_eq!(h.session(&cookie).await["user"]["image"], serde_json::Value::Null);
+    h.post(
+        "/api/auth/update-user",
+        json!({"image": null}),
+        Some(&cookie),
+    )
+    .await
+    .expect(200);
+    assert_eq!(
+        h.session(&cookie).await["user"]["image"],
+        serde_json::Value::Null
+    );
 
-    let r = h.post("/api/auth/update-user", json!({"email": "x@example.com"}), Some(&cookie)).await.expect(400);
-    assert_eq!(r.json(), json!({"code": "EMAIL_CAN_NOT_BE_UPDATED", "message": "Email can not be updated"}));
-    let r = h.post("/api/auth/update-user", json!({"name": "x", "role": "admin"}), Some(&cookie)).await.expect(400);
-    assert_eq!(r.json(), json!({"code": "FIELD_NOT_ALLOWED", "message": "role is not allowed to be set"}));
-    assert_eq!(h.post("/api/auth/update-user", json!({}), Some(&cookie)).await.expect(400).code(), "NO_FIELDS_TO_UPDATE");
-    assert_eq!(h.post("/api/auth/update-user", json!({"name": 5}), Some(&cookie)).await.expect(400).code(), "VALIDATION_ERROR");
-    assert_eq!(h.post("/api/auth/update-user", json!({"name": "x"}), None).await.expect(401).code(), "UNAUTHORIZED");
+    let r = h
+        .post(
+            "/api/auth/update-user",
+            json!({"email": "x@example.com"}),
+            Some(&cookie),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.json(),
+        json!({"code": "EMAIL_CAN_NOT_BE_UPDATED", "message": "Email can not be updated"})
+    );
+    let r = h
+        .post(
+            "/api/auth/update-user",
+            json!({"name": "x", "role": "admin"}),
+            Some(&cookie),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.json(),
+        json!({"code": "FIELD_NOT_ALLOWED", "message": "role is not allowed to be set"})
+    );
+    assert_eq!(
+        h.post("/api/auth/update-user", json!({}), Some(&cookie))
+            .await
+            .expect(400)
+            .code(),
+        "NO_FIELDS_TO_UPDATE"
+    );
+    assert_eq!(
+        h.post("/api/auth/update-user", json!({"name": 5}), Some(&cookie))
+            .await
+            .expect(400)
+            .code(),
+        "VALIDATION_ERROR"
+    );
+    assert_eq!(
+        h.post("/api/auth/update-user", json!({"name": "x"}), None)
+            .await
+            .expect(401)
+            .code(),
+        "UNAUTHORIZED"
+    );
     assert_eq!(h.session(&cookie).await["user"]["name"], "Ivy B");
 }
 
@@ -316,38 +567,125 @@ async fn origin_is_checked_for_cookie_bearing_posts() {
     let h = harness_with(|c| c.trusted_origins = vec!["https://*.app.example".into()]).await;
     let cookie = h.sign_up("jon@example.com", PW).await.cookie_header();
     let body = Some(json!({"name": "J"}));
-    let r = h.call(Method::POST, "/api/auth/update-user", body.clone(), Some(&cookie), &[]).await.expect(403);
-    assert_eq!(r.json(), json!({"code": "MISSING_OR_NULL_ORIGIN", "message": "Missing or null Origin"}));
-    let r = h.call(Method::POST, "/api/auth/update-user", body.clone(), Some(&cookie), &[("origin", "null")]).await.expect(403);
+    let r = h
+        .call(
+            Method::POST,
+            "/api/auth/update-user",
+            body.clone(),
+            Some(&cookie),
+            &[],
+        )
+        .await
+        .expect(403);
+    assert_eq!(
+        r.json(),
+        json!({"code": "MISSING_OR_NULL_ORIGIN", "message": "Missing or null Origin"})
+    );
+    let r = h
+        .call(
+            Method::POST,
+            "/api/auth/update-user",
+            body.clone(),
+            Some(&cookie),
+            &[("origin", "null")],
+        )
+        .await
+        .expect(403);
     assert_eq!(r.code(), "MISSING_OR_NULL_ORIGIN");
-    let r = h.call(Method::POST, "/api/auth/update-user", body.clone(), Some(&cookie), &[("origin", "https://evil.example")]).await.expect(403);
-    assert_eq!(r.json(), json!({"code": "INVALID_ORIGIN", "message": "Invalid origin"}));
-    h.call(Method::POST, "/api/auth/update-user", body.clone(), Some(&cookie), &[("origin", "https://web.app.example")]).await.expect(200);
-    h.call(Method::POST, "/api/auth/update-user", body.clone(), Some(&cookie), &[("referer", "http://localhost:3000/settings")]).await.expect(200);
+    let r = h
+        .call(
+            Method::POST,
+            "/api/auth/update-user",
+            body.clone(),
+            Some(&cookie),
+            &[("origin", "https://evil.example")],
+        )
+        .await
+        .expect(403);
+    assert_eq!(
+        r.json(),
+        json!({"code": "INVALID_ORIGIN", "message": "Invalid origin"})
+    );
+    h.call(
+        Method::POST,
+        "/api/auth/update-user",
+        body.clone(),
+        Some(&cookie),
+        &[("origin", "https://web.app.example")],
+    )
+    .await
+    .expect(200);
+    h.call(
+        Method::POST,
+        "/api/auth/update-user",
+        body.clone(),
+        Some(&cookie),
+        &[("referer", "http://localhost:3000/settings")],
+    )
+    .await
+    .expect(200);
     // Without cookies there is nothing to protect: sign-in from a script works.
-    h.call(Method::POST, "/api/auth/sign-in/email", Some(json!({"email": "jon@example.com", "password": PW})), None, &[]).await.expect(200);
+    h.call(
+        Method::POST,
+        "/api/auth/sign-in/email",
+        Some(json!({"email": "jon@example.com", "password": PW})),
+        None,
+        &[],
+    )
+    .await
+    .expect(200);
     // GETs are not checked.
-    h.get("/api/auth/list-sessions", Some(&cookie)).await.expect(200);
+    h.get("/api/auth/list-sessions", Some(&cookie))
+        .await
+        .expect(200);
 }
 
 #[tokio::test]
 async fn limits_unknown_routes_and_meta() {
     let h = harness_with(|c| c.max_body_bytes = 1024).await;
     let big = json!({"name": "x".repeat(2000), "email": "a@b.com", "password": PW});
-    let r = h.post("/api/auth/sign-up/email", big, None).await.expect(413);
+    let r = h
+        .post("/api/auth/sign-up/email", big, None)
+        .await
+        .expect(413);
     assert_eq!(r.code(), "PAYLOAD_TOO_LARGE");
     let r = h.get("/api/auth/no-such-route", None).await.expect(404);
-    assert_eq!(r.json(), json!({"code": "NOT_FOUND", "message": "Not found"}));
+    assert_eq!(
+        r.json(),
+        json!({"code": "NOT_FOUND", "message": "Not found"})
+    );
     h.get("/elsewhere", None).await.expect(404);
-    assert_eq!(h.get("/api/auth/ok", None).await.expect(200).json(), json!({"ok": true}));
-    let page = h.get("/api/auth/error?error=%3Cscript%3Ealert(1)%3C/script%3E", None).await.expect(200);
-    assert!(page.headers.get("content-type").unwrap().to_str().unwrap().starts_with("text/html"));
+    assert_eq!(
+        h.get("/api/auth/ok", None).await.expect(200).json(),
+        json!({"ok": true})
+    );
+    let page = h
+        .get(
+            "/api/auth/error?error=%3Cscript%3Ealert(1)%3C/script%3E",
+            None,
+        )
+        .await
+        .expect(200);
+    assert!(page
+        .headers
+        .get("content-type")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
     assert!(page.text.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
     assert!(!page.text.contains("<script>"));
     assert!(page.text.contains("href=\"/\""));
-    let page = h.get("/api/auth/error?error=invalid_token", None).await.expect(200);
+    let page = h
+        .get("/api/auth/error?error=invalid_token", None)
+        .await
+        .expect(200);
     assert!(page.text.contains("invalid_token"));
-    let spec = h.get("/api/auth/openapi.json", None).await.expect(200).json();
+    let spec = h
+        .get("/api/auth/openapi.json", None)
+        .await
+        .expect(200)
+        .json();
     assert_eq!(spec["openapi"].as_str().unwrap().chars().next(), Some('3'));
     let ui = h.get("/api/auth/reference", None).await.expect(200);
     assert!(ui.text.to_lowercase().contains("<html"));
@@ -357,7 +695,9 @@ async fn limits_unknown_routes_and_meta() {
 async fn cookie_cache_is_used_bypassed_and_loses_to_revocation() {
     let h = harness_with(|c| c.session.cookie_cache.enabled = true).await;
     let r = h.sign_up("kim@example.com", PW).await;
-    let data = r.set_cookie("gatehouse.session_data").expect("cache cookie set");
+    let data = r
+        .set_cookie("gatehouse.session_data")
+        .expect("cache cookie set");
     assert!(data.contains("Max-Age=300"));
     assert!(data.split(';').next().unwrap().len() <= 4093);
     let cookie = r.cookie_header();
@@ -367,17 +707,34 @@ async fn cookie_cache_is_used_bypassed_and_loses_to_revocation() {
     h.state.store.delete_session(&token).await.unwrap();
     assert_eq!(h.session(&cookie).await["session"]["token"], token.as_str());
     // …unless bypassed.
-    assert_eq!(h.get("/api/auth/get-session?disableCookieCache=true", Some(&cookie)).await.text, "null");
+    assert_eq!(
+        h.get(
+            "/api/auth/get-session?disableCookieCache=true",
+            Some(&cookie)
+        )
+        .await
+        .text,
+        "null"
+    );
     // After the cache's max-age it is not trusted either.
     h.clock.advance(Duration::seconds(301));
-    assert_eq!(h.get("/api/auth/get-session", Some(&cookie)).await.text, "null");
+    assert_eq!(
+        h.get("/api/auth/get-session", Some(&cookie)).await.text,
+        "null"
+    );
 
     // Revocation through this server wins at once, cache or not.
     let r = h.sign_in("kim@example.com", PW).await.expect(200);
     let a = r.cookie_header();
-    let b = h.sign_in("kim@example.com", PW).await.expect(200).cookie_header();
+    let b = h
+        .sign_in("kim@example.com", PW)
+        .await
+        .expect(200)
+        .cookie_header();
     h.clock.advance(Duration::milliseconds(5));
-    h.post("/api/auth/revoke-other-sessions", json!({}), Some(&a)).await.expect(200);
+    h.post("/api/auth/revoke-other-sessions", json!({}), Some(&a))
+        .await
+        .expect(200);
     assert_eq!(h.get("/api/auth/get-session", Some(&b)).await.text, "null");
     // A tampered cache cookie is ignored (falls back to the store).
     let tampered = a.replace("session_data=", "session_data=x");
@@ -392,12 +749,22 @@ async fn https_base_url_uses_secure_cookies_and_prefix_is_configurable() {
     })
     .await;
     let r = h
-        .call(Method::POST, "/api/auth/sign-up/email", Some(json!({"name": "L", "email": "l@example.com", "password": PW})), None, &[])
+        .call(
+            Method::POST,
+            "/api/auth/sign-up/email",
+            Some(json!({"name": "L", "email": "l@example.com", "password": PW})),
+            None,
+            &[],
+        )
         .await
         .expect(200);
     let c = r.set_cookie("__Secure-better-auth.session_token").unwrap();
     assert!(c.ends_with("; Secure"), "{c}");
-    let got = h.get("/api/auth/get-session", Some(&r.cookie_header())).await.expect(200).json();
+    let got = h
+        .get("/api/auth/get-session", Some(&r.cookie_header()))
+        .await
+        .expect(200)
+        .json();
     assert_eq!(got["user"]["email"], "l@example.com");
 }
 
@@ -407,13 +774,32 @@ async fn twenty_concurrent_sign_ups_of_one_email_one_wins() {
     let tasks = (0..20).map(|_| {
         let ep = h.ep.clone();
         tokio::spawn(async move {
-            call(&ep, Method::POST, "/api/auth/sign-up/email",
-                Some(json!({"name": "R", "email": "race@example.com", "password": PW})), None, &[]).await
+            call(
+                &ep,
+                Method::POST,
+                "/api/auth/sign-up/email",
+                Some(json!({"name": "R", "email": "race@example.com", "password": PW})),
+                None,
+                &[],
+            )
+            .await
         })
     });
-    let statuses: Vec<u16> = join_all(tasks).await.into_iter().map(|r| r.unwrap().status.as_u16()).collect();
-    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "{statuses:?}");
-    assert_eq!(statuses.iter().filter(|s| **s == 422).count(), 19, "{statuses:?}");
+    let statuses: Vec<u16> = join_all(tasks)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap().status.as_u16())
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 422).count(),
+        19,
+        "{statuses:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -433,18 +819,31 @@ async fn a_burst_of_sign_ins_does_not_stall_get_session() {
             let ep = h.ep.clone();
             let done = done.clone();
             tokio::spawn(async move {
-                let r = call(&ep, Method::POST, "/api/auth/sign-in/email",
-                    Some(json!({"email": "max@example.com", "password": PW})), None, &[]).await;
+                let r = call(
+                    &ep,
+                    Method::POST,
+                    "/api/auth/sign-in/email",
+                    Some(json!({"email": "max@example.com", "password": PW})),
+                    None,
+                    &[],
+                )
+                .await;
                 done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 r.status.as_u16()
             })
         })
         .collect();
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    let s = h.get("/api/auth/get-session", Some(&cookie)).await.expect(200);
+    let s = h
+        .get("/api/auth/get-session", Some(&cookie))
+        .await
+        .expect(200);
     assert!(s.json()["session"].is_object());
     let finished = done.load(std::sync::atomic::Ordering::SeqCst);
-    assert!(finished < 12, "get-session waited for the whole burst ({finished} sign-ins had finished)");
+    assert!(
+        finished < 12,
+        "get-session waited for the whole burst ({finished} sign-ins had finished)"
+    );
     for t in burst {
         assert_eq!(t.await.unwrap(), 200);
     }
@@ -453,30 +852,56 @@ async fn a_burst_of_sign_ins_does_not_stall_get_session() {
 #[test]
 fn every_error_code_has_its_pinned_status() {
     let expected: &[(&str, u16)] = &[
-        ("VALIDATION_ERROR", 400), ("INVALID_JSON", 400), ("INVALID_EMAIL", 400),
-        ("PASSWORD_TOO_SHORT", 400), ("PASSWORD_TOO_LONG", 400), ("SESSION_NOT_FOUND", 400),
-        ("FAILED_TO_GET_SESSION", 400), ("EMAIL_CAN_NOT_BE_UPDATED", 400),
-        ("FIELD_NOT_ALLOWED", 400), ("NO_FIELDS_TO_UPDATE", 400),
-        ("INVALID_EMAIL_OR_PASSWORD", 401), ("UNAUTHORIZED", 401),
-        ("INVALID_ORIGIN", 403), ("MISSING_OR_NULL_ORIGIN", 403), ("INVALID_CALLBACKURL", 403),
-        ("INVALID_REDIRECTURL", 403), ("INVALID_ERROR_CALLBACKURL", 403),
-        ("INVALID_NEW_USER_CALLBACKURL", 403), ("SESSION_NOT_FRESH", 403), ("NOT_FOUND", 404),
-        ("METHOD_NOT_ALLOWED", 405), ("PAYLOAD_TOO_LARGE", 413), ("UNSUPPORTED_MEDIA_TYPE", 415),
-        ("USER_ALREADY_EXISTS", 422), ("FAILED_TO_CREATE_USER", 422),
-        ("FAILED_TO_CREATE_SESSION", 500), ("INTERNAL_SERVER_ERROR", 500),
+        ("VALIDATION_ERROR", 400),
+        ("INVALID_JSON", 400),
+        ("INVALID_EMAIL", 400),
+        ("PASSWORD_TOO_SHORT", 400),
+        ("PASSWORD_TOO_LONG", 400),
+        ("SESSION_NOT_FOUND", 400),
+        ("FAILED_TO_GET_SESSION", 400),
+        ("EMAIL_CAN_NOT_BE_UPDATED", 400),
+        ("FIELD_NOT_ALLOWED", 400),
+        ("NO_FIELDS_TO_UPDATE", 400),
+        ("INVALID_EMAIL_OR_PASSWORD", 401),
+        ("UNAUTHORIZED", 401),
+        ("INVALID_ORIGIN", 403),
+        ("MISSING_OR_NULL_ORIGIN", 403),
+        ("INVALID_CALLBACKURL", 403),
+        ("INVALID_REDIRECTURL", 403),
+        ("INVALID_ERROR_CALLBACKURL", 403),
+        ("INVALID_NEW_USER_CALLBACKURL", 403),
+        ("SESSION_NOT_FRESH", 403),
+        ("NOT_FOUND", 404),
+        ("METHOD_NOT_ALLOWED", 405),
+        ("PAYLOAD_TOO_LARGE", 413),
+        ("UNSUPPORTED_MEDIA_TYPE", 415),
+        ("USER_ALREADY_EXISTS", 422),
+        ("FAILED_TO_CREATE_USER", 422),
+        ("FAILED_TO_CREATE_SESSION", 500),
+        ("INTERNAL_SERVER_ERROR", 500),
         ("SERVICE_UNAVAILABLE", 503),
     ];
-    assert_eq!(Code::ALL.len(), expected.len(), "a new code needs its status pinned here");
+    assert_eq!(
+        Code::ALL.len(),
+        expected.len(),
+        "a new code needs its status pinned here"
+    );
     for code in Code::ALL {
-        let want = expected.iter().find(|(c, _)| *c == code.code()).unwrap_or_else(|| panic!("{code:?} not pinned"));
+        let want = expected
+            .iter()
+            .find(|(c, _)| *c == code.code())
+            .unwrap_or_else(|| panic!("{code:?} not pinned"));
         assert_eq!(code.status().as_u16(), want.1, "{code:?}");
     }
 }
 
 #[test]
 fn committed_openapi_document_matches_the_code() {
-    let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../openapi/openapi.json"))
-        .expect("openapi/openapi.json is committed");
+    let committed = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../openapi/openapi.json"
+    ))
+    .expect("openapi/openapi.json is committed");
     let generated = gatehouse_api::openapi_json();
     assert!(
         committed.trim_end() == generated.trim_end(),
@@ -487,11 +912,25 @@ fn committed_openapi_document_matches_the_code() {
     for (_, item) in doc["paths"].as_object().unwrap() {
         for (_, op) in item.as_object().unwrap() {
             ids.push(op["operationId"].as_str().unwrap().to_owned());
-            assert!(op["summary"].is_string(), "every operation documented: {op}");
+            assert!(
+                op["summary"].is_string(),
+                "every operation documented: {op}"
+            );
         }
     }
-    for id in ["signUpEmail", "signInEmail", "signOut", "getSession", "listSessions", "revokeSession",
-        "revokeSessions", "revokeOtherSessions", "updateUser", "ok", "error"] {
+    for id in [
+        "signUpEmail",
+        "signInEmail",
+        "signOut",
+        "getSession",
+        "listSessions",
+        "revokeSession",
+        "revokeSessions",
+        "revokeOtherSessions",
+        "updateUser",
+        "ok",
+        "error",
+    ] {
         assert!(ids.iter().any(|i| i == id), "missing operationId {id}");
     }
 }

@@ -5,7 +5,10 @@
 //! Invariants that must hold across server processes (unique email/slug/account, single-use
 //! tokens, no resurrection of a deleted session) are enforced here, by the store, and pinned by
 //! the contract suite in `tests/contract/`.
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 
 mod clock;
 mod entities;
@@ -87,8 +90,7 @@ pub trait SessionStore: Send + Sync {
     /// Returns whether a session was deleted.
     async fn delete_session(&self, token: &str) -> StoreResult<bool>;
     /// Deletes every session of the user except `keep` (if given); returns how many.
-    async fn delete_user_sessions(&self, user_id: &UserId, keep: Option<&str>)
-        -> StoreResult<u64>;
+    async fn delete_user_sessions(&self, user_id: &UserId, keep: Option<&str>) -> StoreResult<u64>;
     /// Removes sessions that expired before `now` (housekeeping; a TTL does it in ScyllaDB).
     async fn purge_expired_sessions(&self, now: DateTime<Utc>) -> StoreResult<u64>;
 }
@@ -122,8 +124,7 @@ pub trait OrganizationStore: Send + Sync {
     async fn create_member(&self, member: &Member) -> StoreResult<()>;
     async fn get_member(&self, org: &OrgId, user: &UserId) -> StoreResult<Option<Member>>;
     async fn get_member_by_id(&self, id: &MemberId) -> StoreResult<Option<Member>>;
-    async fn list_members(&self, org: &OrgId, limit: u32, offset: u32)
-        -> StoreResult<Vec<Member>>;
+    async fn list_members(&self, org: &OrgId, limit: u32, offset: u32) -> StoreResult<Vec<Member>>;
     async fn count_members(&self, org: &OrgId) -> StoreResult<u64>;
     async fn update_member_role(&self, id: &MemberId, role: &str) -> StoreResult<()>;
     async fn delete_member(&self, id: &MemberId) -> StoreResult<()>;
@@ -173,7 +174,12 @@ pub trait Store:
 {
 }
 impl<T> Store for T where
-    T: UserStore + AccountStore + SessionStore + VerificationStore + OrganizationStore + KeyPairStore
+    T: UserStore
+        + AccountStore
+        + SessionStore
+        + VerificationStore
+        + OrganizationStore
+        + KeyPairStore
 {
 }
 

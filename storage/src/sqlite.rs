@@ -503,10 +503,21 @@ impl UserStore for SqliteStore {
         self.write(move |conn| {
             let tx = conn.transaction().map_err(map_err)?;
             tx.execute(
-                &format!("INSERT INTO users ({USER_COLS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"),
+                &format!(
+                    "INSERT INTO users ({USER_COLS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"
+                ),
                 params![
-                    u.id.0, u.email, u.email_verified, u.name, u.image, u.role, u.banned,
-                    u.ban_reason, ms_opt(&u.ban_expires), ms(&u.created_at), ms(&u.updated_at)
+                    u.id.0,
+                    u.email,
+                    u.email_verified,
+                    u.name,
+                    u.image,
+                    u.role,
+                    u.banned,
+                    u.ban_reason,
+                    ms_opt(&u.ban_expires),
+                    ms(&u.created_at),
+                    ms(&u.updated_at)
                 ],
             )
             .map_err(unique("email"))?;
@@ -521,7 +532,12 @@ impl UserStore for SqliteStore {
     async fn get_user(&self, id: &UserId) -> StoreResult<Option<User>> {
         let id = id.0.clone();
         self.read(move |c| {
-            one(c, &format!("SELECT {USER_COLS} FROM users WHERE id = ?1"), [id], user_row)
+            one(
+                c,
+                &format!("SELECT {USER_COLS} FROM users WHERE id = ?1"),
+                [id],
+                user_row,
+            )
         })
         .await
     }
@@ -529,7 +545,12 @@ impl UserStore for SqliteStore {
     async fn get_user_by_email(&self, email: &str) -> StoreResult<Option<User>> {
         let email = email.to_lowercase();
         self.read(move |c| {
-            one(c, &format!("SELECT {USER_COLS} FROM users WHERE email = ?1"), [email], user_row)
+            one(
+                c,
+                &format!("SELECT {USER_COLS} FROM users WHERE email = ?1"),
+                [email],
+                user_row,
+            )
         })
         .await
     }
@@ -542,8 +563,16 @@ impl UserStore for SqliteStore {
                     "UPDATE users SET email=?2, email_verified=?3, name=?4, image=?5, role=?6, \
                      banned=?7, ban_reason=?8, ban_expires=?9, updated_at=?10 WHERE id=?1",
                     params![
-                        u.id.0, u.email, u.email_verified, u.name, u.image, u.role, u.banned,
-                        u.ban_reason, ms_opt(&u.ban_expires), ms(&u.updated_at)
+                        u.id.0,
+                        u.email,
+                        u.email_verified,
+                        u.name,
+                        u.image,
+                        u.role,
+                        u.banned,
+                        u.ban_reason,
+                        ms_opt(&u.ban_expires),
+                        ms(&u.updated_at)
                     ],
                 )
                 .map_err(unique("email"))?;
@@ -556,7 +585,9 @@ impl UserStore for SqliteStore {
         let id = id.0.clone();
         // Foreign keys cascade to sessions, accounts, members and team members.
         self.write(move |c| {
-            let n = c.execute("DELETE FROM users WHERE id = ?1", [id]).map_err(map_err)?;
+            let n = c
+                .execute("DELETE FROM users WHERE id = ?1", [id])
+                .map_err(map_err)?;
             touched(n)
         })
         .await
@@ -609,9 +640,15 @@ impl AccountStore for SqliteStore {
                      id_token=?5, access_token_expires_at=?6, refresh_token_expires_at=?7, \
                      scope=?8, updated_at=?9 WHERE id=?1",
                     params![
-                        a.id.0, a.password, a.access_token, a.refresh_token, a.id_token,
-                        ms_opt(&a.access_token_expires_at), ms_opt(&a.refresh_token_expires_at),
-                        a.scope, ms(&a.updated_at)
+                        a.id.0,
+                        a.password,
+                        a.access_token,
+                        a.refresh_token,
+                        a.id_token,
+                        ms_opt(&a.access_token_expires_at),
+                        ms_opt(&a.refresh_token_expires_at),
+                        a.scope,
+                        ms(&a.updated_at)
                     ],
                 )
                 .map_err(map_err)?;
@@ -623,7 +660,10 @@ impl AccountStore for SqliteStore {
     async fn delete_account(&self, id: &AccountId) -> StoreResult<()> {
         let id = id.0.clone();
         self.write(move |c| {
-            touched(c.execute("DELETE FROM accounts WHERE id = ?1", [id]).map_err(map_err)?)
+            touched(
+                c.execute("DELETE FROM accounts WHERE id = ?1", [id])
+                    .map_err(map_err)?,
+            )
         })
         .await
     }
@@ -661,7 +701,12 @@ impl SessionStore for SqliteStore {
     async fn get_session(&self, token: &str) -> StoreResult<Option<Session>> {
         let t = token.to_owned();
         self.read(move |c| {
-            one(c, &format!("SELECT {SESSION_COLS} FROM sessions WHERE token = ?1"), [t], session_row)
+            one(
+                c,
+                &format!("SELECT {SESSION_COLS} FROM sessions WHERE token = ?1"),
+                [t],
+                session_row,
+            )
         })
         .await
     }
@@ -688,7 +733,11 @@ impl SessionStore for SqliteStore {
                      updated_at=?5, active_organization_id=?6, active_team_id=?7, \
                      impersonated_by=?8 WHERE token=?1",
                     params![
-                        s.token, ms(&s.expires_at), s.ip_address, s.user_agent, ms(&s.updated_at),
+                        s.token,
+                        ms(&s.expires_at),
+                        s.ip_address,
+                        s.user_agent,
+                        ms(&s.updated_at),
                         s.active_organization_id.as_ref().map(|x| &x.0),
                         s.active_team_id.as_ref().map(|x| &x.0),
                         s.impersonated_by.as_ref().map(|x| &x.0)
@@ -703,16 +752,14 @@ impl SessionStore for SqliteStore {
     async fn delete_session(&self, token: &str) -> StoreResult<bool> {
         let t = token.to_owned();
         self.write(move |c| {
-            Ok(c.execute("DELETE FROM sessions WHERE token = ?1", [t]).map_err(map_err)? > 0)
+            Ok(c.execute("DELETE FROM sessions WHERE token = ?1", [t])
+                .map_err(map_err)?
+                > 0)
         })
         .await
     }
 
-    async fn delete_user_sessions(
-        &self,
-        user_id: &UserId,
-        keep: Option<&str>,
-    ) -> StoreResult<u64> {
+    async fn delete_user_sessions(&self, user_id: &UserId, keep: Option<&str>) -> StoreResult<u64> {
         let id = user_id.0.clone();
         let keep = keep.map(str::to_owned);
         self.write(move |c| {
@@ -744,9 +791,15 @@ impl VerificationStore for SqliteStore {
         let v = v.clone();
         self.write(move |c| {
             c.execute(
-                &format!("INSERT INTO verifications ({VERIFICATION_COLS}) VALUES (?1,?2,?3,?4,?5,?6)"),
+                &format!(
+                    "INSERT INTO verifications ({VERIFICATION_COLS}) VALUES (?1,?2,?3,?4,?5,?6)"
+                ),
                 params![
-                    v.id.0, v.identifier, v.value, ms(&v.expires_at), ms(&v.created_at),
+                    v.id.0,
+                    v.identifier,
+                    v.value,
+                    ms(&v.expires_at),
+                    ms(&v.created_at),
                     ms(&v.updated_at)
                 ],
             )
@@ -775,7 +828,9 @@ impl VerificationStore for SqliteStore {
         self.write(move |c| {
             one(
                 c,
-                &format!("DELETE FROM verifications WHERE identifier = ?1 RETURNING {VERIFICATION_COLS}"),
+                &format!(
+                    "DELETE FROM verifications WHERE identifier = ?1 RETURNING {VERIFICATION_COLS}"
+                ),
                 [i],
                 verification_row,
             )
@@ -786,7 +841,11 @@ impl VerificationStore for SqliteStore {
     async fn delete_verification(&self, identifier: &str) -> StoreResult<bool> {
         let i = identifier.to_owned();
         self.write(move |c| {
-            Ok(c.execute("DELETE FROM verifications WHERE identifier = ?1", [i]).map_err(map_err)? > 0)
+            Ok(
+                c.execute("DELETE FROM verifications WHERE identifier = ?1", [i])
+                    .map_err(map_err)?
+                    > 0,
+            )
         })
         .await
     }
@@ -794,7 +853,10 @@ impl VerificationStore for SqliteStore {
     async fn purge_expired_verifications(&self, now: DateTime<Utc>) -> StoreResult<u64> {
         self.write(move |c| {
             let n = c
-                .execute("DELETE FROM verifications WHERE expires_at <= ?1", [ms(&now)])
+                .execute(
+                    "DELETE FROM verifications WHERE expires_at <= ?1",
+                    [ms(&now)],
+                )
                 .map_err(map_err)?;
             Ok(n as u64)
         })
@@ -810,7 +872,14 @@ impl OrganizationStore for SqliteStore {
             let tx = c.transaction().map_err(map_err)?;
             tx.execute(
                 &format!("INSERT INTO organizations ({ORG_COLS}) VALUES (?1,?2,?3,?4,?5,?6)"),
-                params![o.id.0, o.name, o.slug, o.logo, o.metadata, ms(&o.created_at)],
+                params![
+                    o.id.0,
+                    o.name,
+                    o.slug,
+                    o.logo,
+                    o.metadata,
+                    ms(&o.created_at)
+                ],
             )
             .map_err(unique("slug"))?;
             insert_member(&tx, &m)?;
@@ -822,7 +891,12 @@ impl OrganizationStore for SqliteStore {
     async fn get_organization(&self, id: &OrgId) -> StoreResult<Option<Organization>> {
         let id = id.0.clone();
         self.read(move |c| {
-            one(c, &format!("SELECT {ORG_COLS} FROM organizations WHERE id = ?1"), [id], org_row)
+            one(
+                c,
+                &format!("SELECT {ORG_COLS} FROM organizations WHERE id = ?1"),
+                [id],
+                org_row,
+            )
         })
         .await
     }
@@ -830,7 +904,12 @@ impl OrganizationStore for SqliteStore {
     async fn get_organization_by_slug(&self, slug: &str) -> StoreResult<Option<Organization>> {
         let s = slug.to_owned();
         self.read(move |c| {
-            one(c, &format!("SELECT {ORG_COLS} FROM organizations WHERE slug = ?1"), [s], org_row)
+            one(
+                c,
+                &format!("SELECT {ORG_COLS} FROM organizations WHERE slug = ?1"),
+                [s],
+                org_row,
+            )
         })
         .await
     }
@@ -894,7 +973,9 @@ impl OrganizationStore for SqliteStore {
         self.read(move |c| {
             one(
                 c,
-                &format!("SELECT {MEMBER_COLS} FROM members WHERE organization_id = ?1 AND user_id = ?2"),
+                &format!(
+                    "SELECT {MEMBER_COLS} FROM members WHERE organization_id = ?1 AND user_id = ?2"
+                ),
                 [o, u],
                 member_row,
             )
@@ -905,17 +986,17 @@ impl OrganizationStore for SqliteStore {
     async fn get_member_by_id(&self, id: &MemberId) -> StoreResult<Option<Member>> {
         let id = id.0.clone();
         self.read(move |c| {
-            one(c, &format!("SELECT {MEMBER_COLS} FROM members WHERE id = ?1"), [id], member_row)
+            one(
+                c,
+                &format!("SELECT {MEMBER_COLS} FROM members WHERE id = ?1"),
+                [id],
+                member_row,
+            )
         })
         .await
     }
 
-    async fn list_members(
-        &self,
-        org: &OrgId,
-        limit: u32,
-        offset: u32,
-    ) -> StoreResult<Vec<Member>> {
+    async fn list_members(&self, org: &OrgId, limit: u32, offset: u32) -> StoreResult<Vec<Member>> {
         let o = org.0.clone();
         self.read(move |c| {
             all(
@@ -934,9 +1015,11 @@ impl OrganizationStore for SqliteStore {
     async fn count_members(&self, org: &OrgId) -> StoreResult<u64> {
         let o = org.0.clone();
         self.read(move |c| {
-            c.query_row("SELECT COUNT(*) FROM members WHERE organization_id = ?1", [o], |r| {
-                r.get::<_, i64>(0)
-            })
+            c.query_row(
+                "SELECT COUNT(*) FROM members WHERE organization_id = ?1",
+                [o],
+                |r| r.get::<_, i64>(0),
+            )
             .map(|n| n as u64)
             .map_err(map_err)
         })
@@ -958,15 +1041,21 @@ impl OrganizationStore for SqliteStore {
         let id = id.0.clone();
         self.write(move |c| {
             let tx = c.transaction().map_err(map_err)?;
-            let m = one(&tx, &format!("SELECT {MEMBER_COLS} FROM members WHERE id = ?1"), [&id], member_row)?
-                .ok_or(StoreError::NotFound)?;
+            let m = one(
+                &tx,
+                &format!("SELECT {MEMBER_COLS} FROM members WHERE id = ?1"),
+                [&id],
+                member_row,
+            )?
+            .ok_or(StoreError::NotFound)?;
             tx.execute(
                 "DELETE FROM team_members WHERE user_id = ?1 AND team_id IN \
                  (SELECT id FROM teams WHERE organization_id = ?2)",
                 [&m.user_id.0, &m.organization_id.0],
             )
             .map_err(map_err)?;
-            tx.execute("DELETE FROM members WHERE id = ?1", [&id]).map_err(map_err)?;
+            tx.execute("DELETE FROM members WHERE id = ?1", [&id])
+                .map_err(map_err)?;
             tx.commit().map_err(map_err)
         })
         .await
@@ -992,7 +1081,12 @@ impl OrganizationStore for SqliteStore {
     async fn get_invitation(&self, id: &InvitationId) -> StoreResult<Option<Invitation>> {
         let id = id.0.clone();
         self.read(move |c| {
-            one(c, &format!("SELECT {INVITATION_COLS} FROM invitations WHERE id = ?1"), [id], invitation_row)
+            one(
+                c,
+                &format!("SELECT {INVITATION_COLS} FROM invitations WHERE id = ?1"),
+                [id],
+                invitation_row,
+            )
         })
         .await
     }
@@ -1041,7 +1135,9 @@ impl OrganizationStore for SqliteStore {
                 return Ok(());
             }
             let exists: Option<i64> = c
-                .query_row("SELECT 1 FROM invitations WHERE id = ?1", [&id], |r| r.get(0))
+                .query_row("SELECT 1 FROM invitations WHERE id = ?1", [&id], |r| {
+                    r.get(0)
+                })
                 .optional()
                 .map_err(map_err)?;
             Err(if exists.is_some() {
@@ -1058,7 +1154,13 @@ impl OrganizationStore for SqliteStore {
         self.write(move |c| {
             c.execute(
                 &format!("INSERT INTO teams ({TEAM_COLS}) VALUES (?1,?2,?3,?4,?5)"),
-                params![t.id.0, t.name, t.organization_id.0, ms(&t.created_at), ms_opt(&t.updated_at)],
+                params![
+                    t.id.0,
+                    t.name,
+                    t.organization_id.0,
+                    ms(&t.created_at),
+                    ms_opt(&t.updated_at)
+                ],
             )
             .map_err(unique("team"))?;
             Ok(())
@@ -1069,7 +1171,12 @@ impl OrganizationStore for SqliteStore {
     async fn get_team(&self, id: &TeamId) -> StoreResult<Option<Team>> {
         let id = id.0.clone();
         self.read(move |c| {
-            one(c, &format!("SELECT {TEAM_COLS} FROM teams WHERE id = ?1"), [id], team_row)
+            one(
+                c,
+                &format!("SELECT {TEAM_COLS} FROM teams WHERE id = ?1"),
+                [id],
+                team_row,
+            )
         })
         .await
     }
@@ -1105,11 +1212,20 @@ impl OrganizationStore for SqliteStore {
         let id = id.0.clone();
         self.write(move |c| {
             let tx = c.transaction().map_err(map_err)?;
-            tx.execute("UPDATE members SET team_id = NULL WHERE team_id = ?1", [&id])
-                .map_err(map_err)?;
-            tx.execute("UPDATE sessions SET active_team_id = NULL WHERE active_team_id = ?1", [&id])
-                .map_err(map_err)?;
-            touched(tx.execute("DELETE FROM teams WHERE id = ?1", [&id]).map_err(map_err)?)?;
+            tx.execute(
+                "UPDATE members SET team_id = NULL WHERE team_id = ?1",
+                [&id],
+            )
+            .map_err(map_err)?;
+            tx.execute(
+                "UPDATE sessions SET active_team_id = NULL WHERE active_team_id = ?1",
+                [&id],
+            )
+            .map_err(map_err)?;
+            touched(
+                tx.execute("DELETE FROM teams WHERE id = ?1", [&id])
+                    .map_err(map_err)?,
+            )?;
             tx.commit().map_err(map_err)
         })
         .await
@@ -1131,8 +1247,11 @@ impl OrganizationStore for SqliteStore {
     async fn remove_team_member(&self, team: &TeamId, user: &UserId) -> StoreResult<bool> {
         let (t, u) = (team.0.clone(), user.0.clone());
         self.write(move |c| {
-            Ok(c.execute("DELETE FROM team_members WHERE team_id = ?1 AND user_id = ?2", [t, u])
-                .map_err(map_err)?
+            Ok(c.execute(
+                "DELETE FROM team_members WHERE team_id = ?1 AND user_id = ?2",
+                [t, u],
+            )
+            .map_err(map_err)?
                 > 0)
         })
         .await
@@ -1173,7 +1292,11 @@ impl OrganizationStore for SqliteStore {
             c.execute(
                 &format!("INSERT INTO organization_roles ({ROLE_COLS}) VALUES (?1,?2,?3,?4,?5,?6)"),
                 params![
-                    r.id.0, r.organization_id.0, r.role, r.permission, ms(&r.created_at),
+                    r.id.0,
+                    r.organization_id.0,
+                    r.role,
+                    r.permission,
+                    ms(&r.created_at),
                     ms_opt(&r.updated_at)
                 ],
             )
@@ -1226,7 +1349,10 @@ impl OrganizationStore for SqliteStore {
     async fn delete_role(&self, id: &RoleId) -> StoreResult<()> {
         let id = id.0.clone();
         self.write(move |c| {
-            touched(c.execute("DELETE FROM organization_roles WHERE id = ?1", [id]).map_err(map_err)?)
+            touched(
+                c.execute("DELETE FROM organization_roles WHERE id = ?1", [id])
+                    .map_err(map_err)?,
+            )
         })
         .await
     }

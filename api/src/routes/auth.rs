@@ -114,9 +114,10 @@ impl AuthApi {
         let body = body.0;
         let email = normalize_email(&body.email.0).ok_or(Code::InvalidEmail)?;
         state.check_password_length(&body.password.0)?;
-        state
-            .origins
-            .check_redirect(body.callback_url.as_ref().map(|t| t.0.as_str()), Code::InvalidCallbackurl)?;
+        state.origins.check_redirect(
+            body.callback_url.as_ref().map(|t| t.0.as_str()),
+            Code::InvalidCallbackurl,
+        )?;
         if state.store.get_user_by_email(&email).await?.is_some() {
             return Err(Code::UserAlreadyExists.into());
         }
@@ -165,7 +166,7 @@ impl AuthApi {
             })?;
         tracing::info!(user = %user.id, "user signed up");
         let authed = state
-            .start_session(&req, cookies, user, body.remember_me.unwrap_or(true))
+            .start_session(req, cookies, user, body.remember_me.unwrap_or(true))
             .await?;
         Ok(Json(SignUpResponse {
             token: Some(authed.session.token.clone()),
@@ -187,9 +188,10 @@ impl AuthApi {
     ) -> ApiResult<Json<SignInResponse>> {
         let body = body.0;
         let email = normalize_email(&body.email.0).ok_or(Code::InvalidEmail)?;
-        state
-            .origins
-            .check_redirect(body.callback_url.as_ref().map(|t| t.0.as_str()), Code::InvalidCallbackurl)?;
+        state.origins.check_redirect(
+            body.callback_url.as_ref().map(|t| t.0.as_str()),
+            Code::InvalidCallbackurl,
+        )?;
         let user = state.store.get_user_by_email(&email).await?;
         let hash = match &user {
             Some(u) => state
@@ -211,7 +213,7 @@ impl AuthApi {
             return Err(Code::InvalidEmailOrPassword.into());
         };
         let authed = state
-            .start_session(&req, cookies, user, body.remember_me.unwrap_or(true))
+            .start_session(req, cookies, user, body.remember_me.unwrap_or(true))
             .await?;
         tracing::info!(user = %authed.user.id, "user signed in");
         Ok(Json(SignInResponse {
@@ -234,9 +236,7 @@ impl AuthApi {
         cookies: &PendingCookies,
     ) -> ApiResult<Json<SuccessResponse>> {
         cookies.push(state.cookies.clear_all());
-        let token = state
-            .signed_token(req)
-            .ok_or(Code::FailedToGetSession)?;
+        let token = state.signed_token(req).ok_or(Code::FailedToGetSession)?;
         if let Some(session) = state.store.get_session(&token).await? {
             state
                 .actors

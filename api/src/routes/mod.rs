@@ -59,11 +59,24 @@ mod tests {
 
     #[test]
     fn emails() {
-        assert_eq!(normalize_email(" Ann@Example.COM ").as_deref(), Some("ann@example.com"));
+        assert_eq!(
+            normalize_email(" Ann@Example.COM ").as_deref(),
+            Some("ann@example.com")
+        );
         assert!(normalize_email("a.b+tag@sub.example.org").is_some());
         for bad in [
-            "", "a", "a@", "@b.com", "a@b", "a@@b.com", "a b@c.com", "a@b..com", "a@-b.com",
-            ".a@b.com", "a@b.c", "a\nb@c.com",
+            "",
+            "a",
+            "a@",
+            "@b.com",
+            "a@b",
+            "a@@b.com",
+            "a b@c.com",
+            "a@b..com",
+            "a@-b.com",
+            ".a@b.com",
+            "a@b.c",
+            "a\nb@c.com",
         ] {
             assert_eq!(normalize_email(bad), None, "{bad:?}");
         }

@@ -1,6 +1,6 @@
 //! Reading, listing and revoking sessions.
 use super::Tag;
-use crate::dto::{Text, SessionDto, SessionWithUser, StatusResponse, UserDto};
+use crate::dto::{SessionDto, SessionWithUser, StatusResponse, Text, UserDto};
 use crate::error::{ApiResult, Code};
 use crate::http::PendingCookies;
 use crate::session::{Auth, ResolveOptions};
@@ -81,7 +81,11 @@ impl SessionApi {
     ///
     /// A token that is not one of the caller's sessions answers 400 `SESSION_NOT_FOUND`.
     /// Revoking the current session also clears its cookies.
-    #[oai(path = "/revoke-session", method = "post", operation_id = "revokeSession")]
+    #[oai(
+        path = "/revoke-session",
+        method = "post",
+        operation_id = "revokeSession"
+    )]
     async fn revoke_session(
         &self,
         state: Data<&AppState>,
@@ -108,7 +112,11 @@ impl SessionApi {
     /// Revoke all of the caller's sessions
     ///
     /// Including the current one, whose cookies are cleared.
-    #[oai(path = "/revoke-sessions", method = "post", operation_id = "revokeSessions")]
+    #[oai(
+        path = "/revoke-sessions",
+        method = "post",
+        operation_id = "revokeSessions"
+    )]
     async fn revoke_sessions(
         &self,
         state: Data<&AppState>,
@@ -116,7 +124,11 @@ impl SessionApi {
         auth: Auth,
     ) -> ApiResult<Json<StatusResponse>> {
         let user = &auth.0.user.id;
-        state.actors.user(user.clone()).revoke_sessions(None).await?;
+        state
+            .actors
+            .user(user.clone())
+            .revoke_sessions(None)
+            .await?;
         state.note_revocation(user);
         cookies.push(state.cookies.clear_all());
         Ok(Json(StatusResponse { status: true }))

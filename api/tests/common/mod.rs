@@ -63,9 +63,11 @@ impl Resp {
 
 /// A fast-hashing test configuration; `tweak` adjusts it.
 pub fn test_config(dir: &std::path::Path, tweak: impl FnOnce(&mut Config)) -> Config {
-    let mut c = Config::default();
-    c.data_dir = dir.to_owned();
-    c.secret = Some(Secret::new("test-secret-0123456789abcdefghijklmnop"));
+    let mut c = Config {
+        data_dir: dir.to_owned(),
+        secret: Some(Secret::new("test-secret-0123456789abcdefghijklmnop")),
+        ..Config::default()
+    };
     c.password.argon2_memory_kib = 1024;
     c.password.argon2_iterations = 1;
     c.actors.idle_timeout_ms = 5_000;
@@ -109,8 +111,14 @@ impl H {
 
     /// A POST as a browser on the trusted origin sends it.
     pub async fn post(&self, path: &str, body: Value, cookie: Option<&str>) -> Resp {
-        self.call(Method::POST, path, Some(body), cookie, &[("origin", ORIGIN)])
-            .await
+        self.call(
+            Method::POST,
+            path,
+            Some(body),
+            cookie,
+            &[("origin", ORIGIN)],
+        )
+        .await
     }
 
     pub async fn sign_up(&self, email: &str, password: &str) -> Resp {
@@ -133,7 +141,10 @@ impl H {
     }
 
     pub async fn session(&self, cookie: &str) -> Value {
-        self.get("/api/auth/get-session", Some(cookie)).await.expect(200).json()
+        self.get("/api/auth/get-session", Some(cookie))
+            .await
+            .expect(200)
+            .json()
     }
 }
 

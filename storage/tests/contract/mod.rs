@@ -92,11 +92,20 @@ pub async fn users_roundtrip_and_unique_email(s: S) {
     let u = user("Ann@Example.com");
     s.create_user(&u, Some(&credential(&u))).await.unwrap();
     assert_eq!(s.get_user(&u.id).await.unwrap().as_ref(), Some(&u));
-    assert_eq!(s.get_user_by_email("ANN@example.COM").await.unwrap().as_ref(), Some(&u));
+    assert_eq!(
+        s.get_user_by_email("ANN@example.COM")
+            .await
+            .unwrap()
+            .as_ref(),
+        Some(&u)
+    );
     assert!(s.get_user(&UserId::generate()).await.unwrap().is_none());
 
     let dup = user("ann@example.com");
-    assert!(matches!(s.create_user(&dup, None).await, Err(StoreError::Conflict(_))));
+    assert!(matches!(
+        s.create_user(&dup, None).await,
+        Err(StoreError::Conflict(_))
+    ));
 
     let mut changed = u.clone();
     changed.name = "Annie".into();
@@ -110,8 +119,14 @@ pub async fn users_roundtrip_and_unique_email(s: S) {
     s.create_user(&other, None).await.unwrap();
     let mut steal = other.clone();
     steal.email = "ann@example.com".into();
-    assert!(matches!(s.update_user(&steal).await, Err(StoreError::Conflict(_))));
-    assert!(matches!(s.update_user(&user("ghost@example.com")).await, Err(StoreError::NotFound)));
+    assert!(matches!(
+        s.update_user(&steal).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert!(matches!(
+        s.update_user(&user("ghost@example.com")).await,
+        Err(StoreError::NotFound)
+    ));
 }
 
 pub async fn create_user_is_atomic_with_its_account(s: S) {
@@ -122,9 +137,16 @@ pub async fn create_user_is_atomic_with_its_account(s: S) {
     let b = user("b@example.com");
     let mut clash = credential(&b);
     clash.account_id = acc.account_id.clone();
-    assert!(matches!(s.create_user(&b, Some(&clash)).await, Err(StoreError::Conflict(_))));
+    assert!(matches!(
+        s.create_user(&b, Some(&clash)).await,
+        Err(StoreError::Conflict(_))
+    ));
     assert!(s.get_user(&b.id).await.unwrap().is_none());
-    assert!(s.get_user_by_email("b@example.com").await.unwrap().is_none());
+    assert!(s
+        .get_user_by_email("b@example.com")
+        .await
+        .unwrap()
+        .is_none());
 }
 
 pub async fn concurrent_sign_ups_of_one_email_one_wins(s: S) {
@@ -135,14 +157,22 @@ pub async fn concurrent_sign_ups_of_one_email_one_wins(s: S) {
             s.create_user(&u, Some(&credential(&u))).await
         })
     });
-    let results: Vec<_> = join_all(tasks).await.into_iter().map(|r| r.unwrap()).collect();
+    let results: Vec<_> = join_all(tasks)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
     let wins = results.iter().filter(|r| r.is_ok()).count();
     assert_eq!(wins, 1, "{results:?}");
     assert!(results
         .iter()
         .filter(|r| r.is_err())
         .all(|r| matches!(r, Err(StoreError::Conflict(_)))));
-    let winner = s.get_user_by_email("race@example.com").await.unwrap().unwrap();
+    let winner = s
+        .get_user_by_email("race@example.com")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(s.list_accounts(&winner.id).await.unwrap().len(), 1);
 }
 
@@ -156,18 +186,37 @@ pub async fn accounts(s: S) {
     gh.access_token = Some("gho_x".into());
     gh.scope = Some("read:user,user:email".into());
     s.create_account(&gh).await.unwrap();
-    assert!(matches!(s.create_account(&gh).await, Err(StoreError::Conflict(_))));
+    assert!(matches!(
+        s.create_account(&gh).await,
+        Err(StoreError::Conflict(_))
+    ));
     let list = s.list_accounts(&u.id).await.unwrap();
     assert_eq!(list.len(), 2);
-    assert_eq!(s.get_account_by_provider("github", "12345").await.unwrap().as_ref(), Some(&gh));
+    assert_eq!(
+        s.get_account_by_provider("github", "12345")
+            .await
+            .unwrap()
+            .as_ref(),
+        Some(&gh)
+    );
     let mut changed = gh.clone();
     changed.access_token = Some("gho_y".into());
     changed.access_token_expires_at = Some(now() + Duration::hours(8));
     s.update_account(&changed).await.unwrap();
-    assert_eq!(s.get_account_by_provider("github", "12345").await.unwrap(), Some(changed));
+    assert_eq!(
+        s.get_account_by_provider("github", "12345").await.unwrap(),
+        Some(changed)
+    );
     s.delete_account(&gh.id).await.unwrap();
-    assert!(s.get_account_by_provider("github", "12345").await.unwrap().is_none());
-    assert!(matches!(s.delete_account(&gh.id).await, Err(StoreError::NotFound)));
+    assert!(s
+        .get_account_by_provider("github", "12345")
+        .await
+        .unwrap()
+        .is_none());
+    assert!(matches!(
+        s.delete_account(&gh.id).await,
+        Err(StoreError::NotFound)
+    ));
     // Debug output never shows secrets.
     assert!(!format!("{cred:?}").contains("argon2"));
 }
@@ -191,7 +240,10 @@ pub async fn sessions_lifecycle(s: S) {
     s.update_session(&moved).await.unwrap();
     assert_eq!(s.get_session(&a.token).await.unwrap(), Some(moved));
 
-    assert_eq!(s.delete_user_sessions(&u.id, Some(&a.token)).await.unwrap(), 2);
+    assert_eq!(
+        s.delete_user_sessions(&u.id, Some(&a.token)).await.unwrap(),
+        2
+    );
     let left = s.list_sessions(&u.id).await.unwrap();
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].token, a.token);
@@ -221,9 +273,15 @@ pub async fn deleted_session_is_never_written_back(s: S) {
             Ok(()) | Err(StoreError::NotFound) => {}
             Err(e) => panic!("unexpected {e:?}"),
         }
-        assert!(s.get_session(&x.token).await.unwrap().is_none(), "revoked session came back");
+        assert!(
+            s.get_session(&x.token).await.unwrap().is_none(),
+            "revoked session came back"
+        );
     }
-    assert!(matches!(s.update_session(&session(&u)).await, Err(StoreError::NotFound)));
+    assert!(matches!(
+        s.update_session(&session(&u)).await,
+        Err(StoreError::NotFound)
+    ));
 }
 
 pub async fn purge_expired_sessions(s: S) {
@@ -250,14 +308,24 @@ pub async fn verifications_are_single_use(s: S) {
         updated_at: t,
     };
     s.create_verification(&v).await.unwrap();
-    assert!(matches!(s.create_verification(&v).await, Err(StoreError::Conflict(_))));
-    assert_eq!(s.get_verification(&v.identifier).await.unwrap().as_ref(), Some(&v));
+    assert!(matches!(
+        s.create_verification(&v).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(
+        s.get_verification(&v.identifier).await.unwrap().as_ref(),
+        Some(&v)
+    );
     let tasks = (0..20).map(|_| {
         let s = s.clone();
         let id = v.identifier.clone();
         tokio::spawn(async move { s.consume_verification(&id).await.unwrap() })
     });
-    let got: Vec<_> = join_all(tasks).await.into_iter().map(|r| r.unwrap()).collect();
+    let got: Vec<_> = join_all(tasks)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
     assert_eq!(got.iter().filter(|g| g.is_some()).count(), 1);
     assert_eq!(got.into_iter().flatten().next(), Some(v.clone()));
     assert!(s.get_verification(&v.identifier).await.unwrap().is_none());
@@ -278,7 +346,9 @@ pub async fn deleting_a_user_removes_what_belongs_to_it(s: S) {
     let o = org("gone-org");
     let owner = user("owner@example.com");
     s.create_user(&owner, None).await.unwrap();
-    s.create_organization(&o, &member(&o, &owner, "owner")).await.unwrap();
+    s.create_organization(&o, &member(&o, &owner, "owner"))
+        .await
+        .unwrap();
     let m = member(&o, &u, "member");
     s.create_member(&m).await.unwrap();
     s.delete_user(&u.id).await.unwrap();
@@ -288,8 +358,13 @@ pub async fn deleting_a_user_removes_what_belongs_to_it(s: S) {
     assert!(s.get_member_by_id(&m.id).await.unwrap().is_none());
     assert_eq!(s.count_members(&o.id).await.unwrap(), 1);
     // The email is free again.
-    s.create_user(&user("gone@example.com"), None).await.unwrap();
-    assert!(matches!(s.delete_user(&u.id).await, Err(StoreError::NotFound)));
+    s.create_user(&user("gone@example.com"), None)
+        .await
+        .unwrap();
+    assert!(matches!(
+        s.delete_user(&u.id).await,
+        Err(StoreError::NotFound)
+    ));
 }
 
 pub async fn organizations_and_members(s: S) {
@@ -301,20 +376,36 @@ pub async fn organizations_and_members(s: S) {
     let om = member(&o, &owner, "owner");
     s.create_organization(&o, &om).await.unwrap();
     assert_eq!(s.get_organization(&o.id).await.unwrap().as_ref(), Some(&o));
-    assert_eq!(s.get_organization_by_slug("acme").await.unwrap().as_ref(), Some(&o));
+    assert_eq!(
+        s.get_organization_by_slug("acme").await.unwrap().as_ref(),
+        Some(&o)
+    );
     assert!(matches!(
-        s.create_organization(&org("acme"), &member(&o, &owner, "owner")).await,
+        s.create_organization(&org("acme"), &member(&o, &owner, "owner"))
+            .await,
         Err(StoreError::Conflict(_))
     ));
     let bm = member(&o, &bob, "member");
     s.create_member(&bm).await.unwrap();
-    assert!(matches!(s.create_member(&member(&o, &bob, "admin")).await, Err(StoreError::Conflict(_))));
+    assert!(matches!(
+        s.create_member(&member(&o, &bob, "admin")).await,
+        Err(StoreError::Conflict(_))
+    ));
     assert_eq!(s.count_members(&o.id).await.unwrap(), 2);
     assert_eq!(s.list_members(&o.id, 1, 1).await.unwrap().len(), 1);
-    assert_eq!(s.get_member(&o.id, &bob.id).await.unwrap().as_ref(), Some(&bm));
+    assert_eq!(
+        s.get_member(&o.id, &bob.id).await.unwrap().as_ref(),
+        Some(&bm)
+    );
     s.update_member_role(&bm.id, "admin,member").await.unwrap();
-    assert_eq!(s.get_member_by_id(&bm.id).await.unwrap().unwrap().role, "admin,member");
-    assert_eq!(s.list_user_organizations(&bob.id).await.unwrap(), vec![o.clone()]);
+    assert_eq!(
+        s.get_member_by_id(&bm.id).await.unwrap().unwrap().role,
+        "admin,member"
+    );
+    assert_eq!(
+        s.list_user_organizations(&bob.id).await.unwrap(),
+        vec![o.clone()]
+    );
 
     let mut renamed = o.clone();
     renamed.name = "Acme Inc".into();
@@ -322,20 +413,35 @@ pub async fn organizations_and_members(s: S) {
     s.update_organization(&renamed).await.unwrap();
     assert!(s.get_organization_by_slug("acme").await.unwrap().is_none());
     let other = org("taken");
-    s.create_organization(&other, &member(&other, &owner, "owner")).await.unwrap();
+    s.create_organization(&other, &member(&other, &owner, "owner"))
+        .await
+        .unwrap();
     let mut clash = renamed.clone();
     clash.slug = "taken".into();
-    assert!(matches!(s.update_organization(&clash).await, Err(StoreError::Conflict(_))));
+    assert!(matches!(
+        s.update_organization(&clash).await,
+        Err(StoreError::Conflict(_))
+    ));
 
     let mut sess = session(&bob);
     sess.active_organization_id = Some(o.id.clone());
     s.create_session(&sess).await.unwrap();
     s.delete_member(&bm.id).await.unwrap();
-    assert!(matches!(s.delete_member(&bm.id).await, Err(StoreError::NotFound)));
+    assert!(matches!(
+        s.delete_member(&bm.id).await,
+        Err(StoreError::NotFound)
+    ));
     s.delete_organization(&o.id).await.unwrap();
     assert!(s.get_organization(&o.id).await.unwrap().is_none());
     assert!(s.get_member_by_id(&om.id).await.unwrap().is_none());
-    assert_eq!(s.get_session(&sess.token).await.unwrap().unwrap().active_organization_id, None);
+    assert_eq!(
+        s.get_session(&sess.token)
+            .await
+            .unwrap()
+            .unwrap()
+            .active_organization_id,
+        None
+    );
 }
 
 pub async fn concurrent_creates_of_one_slug_one_wins(s: S) {
@@ -346,10 +452,15 @@ pub async fn concurrent_creates_of_one_slug_one_wins(s: S) {
         let owner = owner.clone();
         tokio::spawn(async move {
             let o = org("same-slug");
-            s.create_organization(&o, &member(&o, &owner, "owner")).await
+            s.create_organization(&o, &member(&o, &owner, "owner"))
+                .await
         })
     });
-    let results: Vec<_> = join_all(tasks).await.into_iter().map(|r| r.unwrap()).collect();
+    let results: Vec<_> = join_all(tasks)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
     assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1);
     assert_eq!(s.list_user_organizations(&owner.id).await.unwrap().len(), 1);
 }
@@ -358,7 +469,9 @@ pub async fn invitations_transition_once(s: S) {
     let owner = user("inv@example.com");
     s.create_user(&owner, None).await.unwrap();
     let o = org("inv-org");
-    s.create_organization(&o, &member(&o, &owner, "owner")).await.unwrap();
+    s.create_organization(&o, &member(&o, &owner, "owner"))
+        .await
+        .unwrap();
     let inv = Invitation {
         id: InvitationId::generate(),
         organization_id: o.id.clone(),
@@ -371,24 +484,52 @@ pub async fn invitations_transition_once(s: S) {
         created_at: now(),
     };
     s.create_invitation(&inv).await.unwrap();
-    assert_eq!(s.get_invitation(&inv.id).await.unwrap().as_ref(), Some(&inv));
+    assert_eq!(
+        s.get_invitation(&inv.id).await.unwrap().as_ref(),
+        Some(&inv)
+    );
     assert_eq!(s.list_invitations(&o.id).await.unwrap().len(), 1);
-    assert_eq!(s.list_invitations_by_email("GUEST@example.com").await.unwrap().len(), 1);
+    assert_eq!(
+        s.list_invitations_by_email("GUEST@example.com")
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     let tasks = (0..20).map(|i| {
         let s = s.clone();
         let id = inv.id.clone();
-        let to = if i % 2 == 0 { InvitationStatus::Accepted } else { InvitationStatus::Rejected };
-        tokio::spawn(async move { s.transition_invitation(&id, InvitationStatus::Pending, to).await })
+        let to = if i % 2 == 0 {
+            InvitationStatus::Accepted
+        } else {
+            InvitationStatus::Rejected
+        };
+        tokio::spawn(async move {
+            s.transition_invitation(&id, InvitationStatus::Pending, to)
+                .await
+        })
     });
-    let results: Vec<_> = join_all(tasks).await.into_iter().map(|r| r.unwrap()).collect();
+    let results: Vec<_> = join_all(tasks)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
     assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1);
     assert!(results
         .iter()
         .filter(|r| r.is_err())
         .all(|r| matches!(r, Err(StoreError::ConcurrentModification))));
-    assert_ne!(s.get_invitation(&inv.id).await.unwrap().unwrap().status, InvitationStatus::Pending);
+    assert_ne!(
+        s.get_invitation(&inv.id).await.unwrap().unwrap().status,
+        InvitationStatus::Pending
+    );
     assert!(matches!(
-        s.transition_invitation(&InvitationId::generate(), InvitationStatus::Pending, InvitationStatus::Canceled).await,
+        s.transition_invitation(
+            &InvitationId::generate(),
+            InvitationStatus::Pending,
+            InvitationStatus::Canceled
+        )
+        .await,
         Err(StoreError::NotFound)
     ));
 }
@@ -409,7 +550,10 @@ pub async fn teams_and_roles(s: S) {
     s.create_team(&t).await.unwrap();
     let mut dup = t.clone();
     dup.id = TeamId::generate();
-    assert!(matches!(s.create_team(&dup).await, Err(StoreError::Conflict(_))));
+    assert!(matches!(
+        s.create_team(&dup).await,
+        Err(StoreError::Conflict(_))
+    ));
     let tm = TeamMember {
         id: TeamMemberId::generate(),
         team_id: t.id.clone(),
@@ -441,8 +585,14 @@ pub async fn teams_and_roles(s: S) {
     s.create_role(&r).await.unwrap();
     let mut dup = r.clone();
     dup.id = RoleId::generate();
-    assert!(matches!(s.create_role(&dup).await, Err(StoreError::Conflict(_))));
-    assert_eq!(s.get_role(&o.id, "billing").await.unwrap().as_ref(), Some(&r));
+    assert!(matches!(
+        s.create_role(&dup).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(
+        s.get_role(&o.id, "billing").await.unwrap().as_ref(),
+        Some(&r)
+    );
     let mut changed = r.clone();
     changed.permission = "{}".into();
     changed.updated_at = Some(now());
