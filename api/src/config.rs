@@ -49,6 +49,8 @@ pub struct Config {
     pub server_key: Option<Secret>,
     /// Largest accepted request body, in bytes.
     pub max_body_bytes: usize,
+    /// Behind a reverse proxy: take the client address from `X-Forwarded-For` / `X-Real-IP`.
+    pub trust_proxy: bool,
     pub session: SessionConfig,
     pub password: PasswordConfig,
     pub limits: LimitsConfig,
@@ -140,6 +142,7 @@ impl Default for Config {
             cookie_prefix: "gatehouse".into(),
             server_key: None,
             max_body_bytes: 1024 * 1024,
+            trust_proxy: false,
             session: SessionConfig::default(),
             password: PasswordConfig::default(),
             limits: LimitsConfig::default(),

@@ -223,15 +223,45 @@ fn glob(pattern: &[u8], text: &[u8]) -> bool {
 
 /// The outer middleware of every route: body limit, origin check, pending cookies, and the
 /// mapping of any error to the wire format.
-pub async fn middleware<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Response> {
+pub async fn middleware<E: Endpoint>(next: E, req: Request) -> poem::Result<Response> {
     let Some(state) = req.data::<AppState>().cloned() else {
         return Ok(ApiError::internal("app state missing").into_response());
     };
-    if let Err(e) = limit_body(&mut req, state.config.max_body_bytes).await {
-        return Ok(e.into_response());
+    // Only the path is recorded: queries may carry tokens, headers carry cookies.
+    let span = tracing::info_span!("request", method = %req.method(), path = %req.uri().path());
+    let started = std::time::Instant::now();
+    let cors_origin = req
+        .headers()
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .filter(|o| state.origins.is_trusted_url(o))
+        .map(str::to_owned);
+    let mut resp = tracing::Instrument::instrument(handle(next, req, &state), span.clone()).await;
+    if let Some(origin) = cors_origin {
+        add_cors(&mut resp, &origin);
     }
-    if let Err(e) = check_origin(&req, &state) {
-        return Ok(e.into_response());
+    span.in_scope(|| {
+        tracing::debug!(
+            status = resp.status().as_u16(),
+            micros = started.elapsed().as_micros() as u64,
+            "answered"
+        );
+    });
+    Ok(resp)
+}
+
+async fn handle<E: Endpoint>(next: E, mut req: Request, state: &AppState) -> Response {
+    if req.method() == Method::OPTIONS {
+        // CORS preflight: headers are added by the caller for trusted origins only.
+        return Response::builder()
+            .status(poem::http::StatusCode::NO_CONTENT)
+            .finish();
+    }
+    if let Err(e) = limit_body(&mut req, state.config.max_body_bytes).await {
+        return e.into_response();
+    }
+    if let Err(e) = check_origin(&req, state) {
+        return e.into_response();
     }
     let cookies = PendingCookies::default();
     req.extensions_mut().insert(cookies.clone());
@@ -239,16 +269,37 @@ pub async fn middleware<E: Endpoint>(next: E, mut req: Request) -> poem::Result<
         Ok(r) => r.into_response(),
         Err(e) => crate::error::from_poem_error(&e).into_response(),
     };
-    // poem-openapi turns handler errors into responses itself; give those our body too.
-    if let Some(e) = resp.data::<ApiError>().cloned() {
-        resp = e.into_response();
-    }
     for c in cookies.take() {
         if let Ok(v) = header::HeaderValue::from_str(&c) {
             resp.headers_mut().append(header::SET_COOKIE, v);
         }
     }
-    Ok(resp)
+    resp
+}
+
+/// Lets a browser app on a trusted origin call the API with its cookies.
+fn add_cors(resp: &mut Response, origin: &str) {
+    let h = resp.headers_mut();
+    if let Ok(v) = header::HeaderValue::from_str(origin) {
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, v);
+    }
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+        header::HeaderValue::from_static("true"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        header::HeaderValue::from_static("GET, POST, OPTIONS"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        header::HeaderValue::from_static("content-type, authorization"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        header::HeaderValue::from_static("600"),
+    );
+    h.append(header::VARY, header::HeaderValue::from_static("Origin"));
 }
 
 /// Reads the body up to the limit (also for chunked bodies without a length): 413 past it.
@@ -294,9 +345,22 @@ fn check_origin(req: &Request, state: &AppState) -> Result<(), ApiError> {
     }
 }
 
-/// The client's address as seen on the socket (a proxy's forwarded headers are not trusted
-/// unless configured; later).
+/// The client's address: the socket peer, or — only when `trust_proxy` is configured, i.e. a
+/// reverse proxy sets these headers — the first `X-Forwarded-For` entry or `X-Real-IP`.
 pub fn client_ip(req: &Request) -> Option<String> {
+    let trust_proxy = req.data::<AppState>().is_some_and(|s| s.config.trust_proxy);
+    if trust_proxy {
+        let forwarded = req
+            .headers()
+            .get("x-forwarded-for")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .or_else(|| req.headers().get("x-real-ip").and_then(|v| v.to_str().ok()))
+            .and_then(|v| v.trim().parse::<std::net::IpAddr>().ok());
+        if let Some(ip) = forwarded {
+            return Some(ip.to_string());
+        }
+    }
     req.remote_addr()
         .as_socket_addr()
         .map(|a| a.ip().to_string())

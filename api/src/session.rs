@@ -128,7 +128,9 @@ impl AppState {
         let entry: CachedSession = serde_json::from_slice(&json).ok()?;
         let now = self.clock.now();
         let issued = DateTime::from_timestamp_millis(entry.issued)?;
-        if entry.session.token != token
+        let same_token: bool =
+            subtle::ConstantTimeEq::ct_eq(entry.session.token.as_bytes(), token.as_bytes()).into();
+        if !same_token
             || entry.expires <= now.timestamp_millis()
             || entry.session.expires_at <= now
             || self.revocations.revoked_since(&entry.user.id, issued)

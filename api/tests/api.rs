@@ -934,3 +934,94 @@ fn committed_openapi_document_matches_the_code() {
         assert!(ids.iter().any(|i| i == id), "missing operationId {id}");
     }
 }
+
+#[tokio::test]
+async fn cors_for_trusted_origins_only() {
+    let h = harness_with(|c| c.trusted_origins = vec!["https://app.example".into()]).await;
+    let pre = h
+        .call(
+            Method::OPTIONS,
+            "/api/auth/sign-in/email",
+            None,
+            None,
+            &[
+                ("origin", "https://app.example"),
+                ("access-control-request-method", "POST"),
+            ],
+        )
+        .await
+        .expect(204);
+    assert_eq!(
+        pre.headers.get("access-control-allow-origin").unwrap(),
+        "https://app.example"
+    );
+    assert_eq!(
+        pre.headers.get("access-control-allow-credentials").unwrap(),
+        "true"
+    );
+    let r = h
+        .call(
+            Method::GET,
+            "/api/auth/ok",
+            None,
+            None,
+            &[("origin", "https://app.example")],
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        r.headers.get("access-control-allow-origin").unwrap(),
+        "https://app.example"
+    );
+    let r = h
+        .call(
+            Method::GET,
+            "/api/auth/ok",
+            None,
+            None,
+            &[("origin", "https://evil.example")],
+        )
+        .await
+        .expect(200);
+    assert!(r.headers.get("access-control-allow-origin").is_none());
+    let pre = h
+        .call(
+            Method::OPTIONS,
+            "/api/auth/sign-in/email",
+            None,
+            None,
+            &[
+                ("origin", "https://evil.example"),
+                ("access-control-request-method", "POST"),
+            ],
+        )
+        .await;
+    assert!(pre.headers.get("access-control-allow-origin").is_none());
+}
+
+#[tokio::test]
+async fn forwarded_client_address_only_when_trusted() {
+    for trust in [false, true] {
+        let h = harness_with(|c| c.trust_proxy = trust).await;
+        let r = h
+            .call(
+                Method::POST,
+                "/api/auth/sign-up/email",
+                Some(json!({"name": "P", "email": "p@example.com", "password": PW})),
+                None,
+                &[
+                    ("x-forwarded-for", "203.0.113.7, 10.0.0.1"),
+                    ("user-agent", "probe/1.0"),
+                ],
+            )
+            .await
+            .expect(200);
+        let s = h.session(&r.cookie_header()).await;
+        assert_eq!(s["session"]["userAgent"], "probe/1.0");
+        if trust {
+            assert_eq!(s["session"]["ipAddress"], "203.0.113.7");
+        } else {
+            assert_ne!(s["session"]["ipAddress"], "203.0.113.7");
+        }
+    }
+}
