@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use storage::{Clock, DynStore, StoreError};
 
-pub use user::{NewSession, UserHandle, UserPatch};
+pub use user::{NewSession, PasswordChange, UserHandle, UserPatch};
 
 /// The one error type of the actors crate.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +32,20 @@ pub enum ActorError {
     Unavailable(String),
     #[error("internal: {0}")]
     Internal(String),
+    /// A rule of the domain refused the change (checked inside the actor, race-free).
+    #[error("refused: {0:?}")]
+    Refused(Rule),
+}
+
+/// Rules an actor enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// The user's last linked account cannot be unlinked.
+    LastAccount,
+    /// No linked account matches.
+    AccountNotFound,
+    /// The user has a password already (set-password).
+    HasPassword,
 }
 
 impl From<StoreError> for ActorError {

@@ -1,11 +1,11 @@
 //! The user actor: owns the changes of one user's sessions and profile.
-use crate::{ActorError, Actors, Shared};
+use crate::{ActorError, Actors, Rule, Shared};
 use chrono::{DateTime, Utc};
 use ractor::rpc::CallResult;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SpawnErr};
 use std::sync::Arc;
 use std::time::Duration;
-use storage::{Session, SessionId, User, UserId};
+use storage::{Account, AccountId, Session, SessionId, User, UserId, CREDENTIAL_PROVIDER};
 use tokio::time::Instant;
 
 type Reply<T> = RpcReplyPort<Result<T, ActorError>>;
@@ -17,6 +17,17 @@ pub struct NewSession {
     pub user_agent: Option<String>,
     /// `rememberMe: false`: a shorter session that is never extended.
     pub dont_remember: bool,
+}
+
+/// How a new password hash is applied to the credential account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PasswordChange {
+    /// Replace the password, creating the credential account if there is none (reset).
+    Upsert,
+    /// Only if the user has no password yet (set-password).
+    OnlyIfNone,
+    /// Only if the credential account exists (change-password).
+    OnlyIfExists,
 }
 
 /// A change of the user's profile; `None` leaves a field as it is.
@@ -41,6 +52,14 @@ pub(crate) enum UserMsg {
         reply: Reply<u64>,
     },
     UpdateUser(UserPatch, Reply<User>),
+    SetPassword(String, PasswordChange, Reply<()>),
+    UnlinkAccount {
+        provider_id: String,
+        account_id: Option<String>,
+        allow_unlinking_all: bool,
+        reply: Reply<()>,
+    },
+    DeleteUser(Reply<()>),
     IdleCheck,
 }
 
@@ -109,6 +128,34 @@ impl Actor for UserActor {
             }
             UserMsg::UpdateUser(patch, reply) => {
                 let _ = reply.send(self.update_user(&state.id, patch).await);
+            }
+            UserMsg::SetPassword(hash, how, reply) => {
+                let _ = reply.send(self.set_password(&state.id, hash, how).await);
+            }
+            UserMsg::UnlinkAccount {
+                provider_id,
+                account_id,
+                allow_unlinking_all,
+                reply,
+            } => {
+                let r = self
+                    .unlink_account(
+                        &state.id,
+                        &provider_id,
+                        account_id.as_deref(),
+                        allow_unlinking_all,
+                    )
+                    .await;
+                let _ = reply.send(r);
+            }
+            UserMsg::DeleteUser(reply) => {
+                let r = self
+                    .shared
+                    .store
+                    .delete_user(&state.id)
+                    .await
+                    .map_err(Into::into);
+                let _ = reply.send(r);
             }
             UserMsg::IdleCheck => {
                 if state.last_active.elapsed() >= self.shared.config.idle_timeout {
@@ -193,6 +240,73 @@ impl UserActor {
         }
     }
 
+    async fn set_password(
+        &self,
+        id: &UserId,
+        hash: String,
+        how: PasswordChange,
+    ) -> Result<(), ActorError> {
+        let store = &self.shared.store;
+        let now = self.now();
+        let existing = store
+            .list_accounts(id)
+            .await?
+            .into_iter()
+            .find(|a| a.provider_id == CREDENTIAL_PROVIDER);
+        match (existing, how) {
+            (Some(a), PasswordChange::OnlyIfNone) if a.password.is_some() => {
+                Err(ActorError::Refused(Rule::HasPassword))
+            }
+            (Some(mut a), _) => {
+                a.password = Some(hash);
+                a.updated_at = now;
+                Ok(store.update_account(&a).await?)
+            }
+            (None, PasswordChange::OnlyIfExists) => Err(ActorError::Refused(Rule::AccountNotFound)),
+            (None, _) => {
+                store.get_user(id).await?.ok_or(ActorError::NotFound)?;
+                let account = Account {
+                    id: AccountId::generate(),
+                    user_id: id.clone(),
+                    provider_id: CREDENTIAL_PROVIDER.into(),
+                    account_id: id.0.clone(),
+                    password: Some(hash),
+                    access_token: None,
+                    refresh_token: None,
+                    id_token: None,
+                    access_token_expires_at: None,
+                    refresh_token_expires_at: None,
+                    scope: None,
+                    created_at: now,
+                    updated_at: now,
+                };
+                Ok(store.create_account(&account).await?)
+            }
+        }
+    }
+
+    async fn unlink_account(
+        &self,
+        id: &UserId,
+        provider_id: &str,
+        account_id: Option<&str>,
+        allow_unlinking_all: bool,
+    ) -> Result<(), ActorError> {
+        let store = &self.shared.store;
+        let accounts = store.list_accounts(id).await?;
+        let target = accounts
+            .iter()
+            .find(|a| {
+                a.provider_id == provider_id && account_id.is_none_or(|want| a.account_id == want)
+            })
+            .ok_or(ActorError::Refused(Rule::AccountNotFound))?;
+        // Checked here, inside the actor: two concurrent unlinks cannot both pass it.
+        if accounts.len() <= 1 && !allow_unlinking_all {
+            return Err(ActorError::Refused(Rule::LastAccount));
+        }
+        Ok(store.delete_account(&target.id).await?)
+    }
+
     async fn update_user(&self, id: &UserId, patch: UserPatch) -> Result<User, ActorError> {
         let store = &self.shared.store;
         let mut user = store.get_user(id).await?.ok_or(ActorError::NotFound)?;
@@ -261,6 +375,33 @@ impl UserHandle {
 
     pub async fn update_user(&self, patch: UserPatch) -> Result<User, ActorError> {
         self.call(|r| UserMsg::UpdateUser(patch.clone(), r)).await
+    }
+
+    /// Stores a new password hash on the credential account (see [`PasswordChange`]).
+    pub async fn set_password(&self, hash: &str, how: PasswordChange) -> Result<(), ActorError> {
+        self.call(|r| UserMsg::SetPassword(hash.to_owned(), how, r))
+            .await
+    }
+
+    /// Unlinks an account, refusing the last one unless `allow_unlinking_all`.
+    pub async fn unlink_account(
+        &self,
+        provider_id: &str,
+        account_id: Option<&str>,
+        allow_unlinking_all: bool,
+    ) -> Result<(), ActorError> {
+        self.call(|reply| UserMsg::UnlinkAccount {
+            provider_id: provider_id.to_owned(),
+            account_id: account_id.map(str::to_owned),
+            allow_unlinking_all,
+            reply,
+        })
+        .await
+    }
+
+    /// Deletes the user with its sessions, accounts and memberships.
+    pub async fn delete_user(&self) -> Result<(), ActorError> {
+        self.call(UserMsg::DeleteUser).await
     }
 
     async fn actor(&self) -> Result<ActorRef<UserMsg>, ActorError> {

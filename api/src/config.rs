@@ -56,6 +56,122 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub actors: ActorsConfig,
     pub log: LogConfig,
+    pub mail: MailConfig,
+    pub email_verification: EmailVerificationConfig,
+    pub account: AccountConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MailConfig {
+    /// `outbox` (files in `<data_dir>/outbox/`, the default), `smtp`, or `none` (no mail:
+    /// flows that need it answer an error).
+    pub transport: String,
+    /// Sender, e.g. `Acme <no-reply@acme.example>`.
+    pub from: String,
+    /// Shown in messages as `{{app_name}}`.
+    pub app_name: String,
+    /// A folder of template overrides: `<kind>.subject`, `<kind>.txt`, `<kind>.html`.
+    pub templates_dir: Option<PathBuf>,
+    /// Time limit of one SMTP delivery attempt, milliseconds.
+    pub send_timeout_ms: u64,
+    pub smtp: SmtpConfig,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SmtpSecurity {
+    /// Plain text; only for a trusted relay on the same host or network.
+    None,
+    /// STARTTLS, required (port 587).
+    Starttls,
+    /// Implicit TLS (port 465).
+    Tls,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SmtpConfig {
+    pub host: String,
+    pub port: u16,
+    pub security: SmtpSecurity,
+    pub username: Option<String>,
+    pub password: Option<Secret>,
+    /// Further attempts after a transient failure.
+    pub retries: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmailVerificationConfig {
+    /// Mail a verification link when a user signs up with email and password.
+    pub send_on_sign_up: bool,
+    /// Refuse sign-in (403 `EMAIL_NOT_VERIFIED`) until the email is verified; a new link is
+    /// mailed on each refused attempt.
+    pub require_email_verification: bool,
+    /// Following the link also signs the user in.
+    pub auto_sign_in_after_verification: bool,
+    /// Lifetime of a verification link, seconds.
+    pub expires_in: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AccountConfig {
+    pub change_email_enabled: bool,
+    pub delete_user_enabled: bool,
+    /// Let a user unlink their last account (leaving no way to sign in).
+    pub allow_unlinking_all: bool,
+    /// A password reset signs the user out everywhere.
+    pub revoke_sessions_on_password_reset: bool,
+}
+
+impl Default for MailConfig {
+    fn default() -> Self {
+        Self {
+            transport: "outbox".into(),
+            from: "Gatehouse <no-reply@localhost>".into(),
+            app_name: "Gatehouse".into(),
+            templates_dir: None,
+            send_timeout_ms: 10_000,
+            smtp: SmtpConfig::default(),
+        }
+    }
+}
+
+impl Default for SmtpConfig {
+    fn default() -> Self {
+        Self {
+            host: "localhost".into(),
+            port: 587,
+            security: SmtpSecurity::Starttls,
+            username: None,
+            password: None,
+            retries: 3,
+        }
+    }
+}
+
+impl Default for EmailVerificationConfig {
+    fn default() -> Self {
+        Self {
+            send_on_sign_up: false,
+            require_email_verification: false,
+            auto_sign_in_after_verification: false,
+            expires_in: 3600,
+        }
+    }
+}
+
+impl Default for AccountConfig {
+    fn default() -> Self {
+        Self {
+            change_email_enabled: true,
+            delete_user_enabled: true,
+            allow_unlinking_all: false,
+            revoke_sessions_on_password_reset: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -148,6 +264,9 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             actors: ActorsConfig::default(),
             log: LogConfig::default(),
+            mail: MailConfig::default(),
+            email_verification: EmailVerificationConfig::default(),
+            account: AccountConfig::default(),
         }
     }
 }

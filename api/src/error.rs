@@ -44,6 +44,21 @@ codes! {
     EmailCanNotBeUpdated => ("EMAIL_CAN_NOT_BE_UPDATED", BAD_REQUEST, "Email can not be updated"),
     FieldNotAllowed => ("FIELD_NOT_ALLOWED", BAD_REQUEST, "Field is not allowed to be set"),
     NoFieldsToUpdate => ("NO_FIELDS_TO_UPDATE", BAD_REQUEST, "No fields to update"),
+    VerificationEmailNotEnabled => ("VERIFICATION_EMAIL_ISNT_ENABLED", BAD_REQUEST, "Verification email isn't enabled"),
+    ResetPasswordDisabled => ("RESET_PASSWORD_ISNT_ENABLED", BAD_REQUEST, "Reset password isn't enabled"),
+    InvalidToken => ("INVALID_TOKEN", BAD_REQUEST, "Invalid token"),
+    TokenExpired => ("TOKEN_EXPIRED", BAD_REQUEST, "Token expired"),
+    UserNotFound => ("USER_NOT_FOUND", BAD_REQUEST, "User not found"),
+    InvalidPassword => ("INVALID_PASSWORD", BAD_REQUEST, "Invalid password"),
+    CredentialAccountNotFound => ("CREDENTIAL_ACCOUNT_NOT_FOUND", BAD_REQUEST, "Credential account not found"),
+    UserAlreadyHasPassword => ("USER_ALREADY_HAS_PASSWORD", BAD_REQUEST, "user already has a password"),
+    SessionExpired => ("SESSION_EXPIRED", BAD_REQUEST, "Session expired. Re-authenticate to perform this action."),
+    ChangeEmailDisabled => ("CHANGE_EMAIL_IS_DISABLED", BAD_REQUEST, "Change email is disabled"),
+    EmailIsTheSame => ("EMAIL_IS_THE_SAME", BAD_REQUEST, "Email is the same"),
+    CouldntUpdateYourEmail => ("COULDNT_UPDATE_YOUR_EMAIL", BAD_REQUEST, "Couldn't update your email"),
+    LastAccount => ("YOU_CANT_UNLINK_YOUR_LAST_ACCOUNT", BAD_REQUEST, "You can't unlink your last account"),
+    AccountNotFound => ("ACCOUNT_NOT_FOUND", BAD_REQUEST, "Account not found"),
+    DeleteUserDisabled => ("DELETE_USER_IS_DISABLED", BAD_REQUEST, "Delete user is disabled"),
     InvalidEmailOrPassword => ("INVALID_EMAIL_OR_PASSWORD", UNAUTHORIZED, "Invalid email or password"),
     Unauthorized => ("UNAUTHORIZED", UNAUTHORIZED, "Unauthorized"),
     InvalidOrigin => ("INVALID_ORIGIN", FORBIDDEN, "Invalid origin"),
@@ -52,6 +67,7 @@ codes! {
     InvalidRedirecturl => ("INVALID_REDIRECTURL", FORBIDDEN, "Invalid redirectURL"),
     InvalidErrorCallbackurl => ("INVALID_ERROR_CALLBACKURL", FORBIDDEN, "Invalid errorCallbackURL"),
     InvalidNewUserCallbackurl => ("INVALID_NEW_USER_CALLBACKURL", FORBIDDEN, "Invalid newUserCallbackURL"),
+    EmailNotVerified => ("EMAIL_NOT_VERIFIED", FORBIDDEN, "Email not verified"),
     SessionNotFresh => ("SESSION_NOT_FRESH", FORBIDDEN, "Session is not fresh"),
     NotFound => ("NOT_FOUND", NOT_FOUND, "Not found"),
     MethodNotAllowed => ("METHOD_NOT_ALLOWED", METHOD_NOT_ALLOWED, "Method not allowed"),
@@ -146,6 +162,11 @@ impl From<Code> for ApiError {
 impl From<actors::ActorError> for ApiError {
     fn from(e: actors::ActorError) -> Self {
         match e {
+            actors::ActorError::Refused(rule) => Self::new(match rule {
+                actors::Rule::LastAccount => Code::LastAccount,
+                actors::Rule::AccountNotFound => Code::AccountNotFound,
+                actors::Rule::HasPassword => Code::UserAlreadyHasPassword,
+            }),
             actors::ActorError::Unavailable(m) => {
                 tracing::warn!(cause = %m, "dependency unavailable");
                 Self::new(Code::ServiceUnavailable)

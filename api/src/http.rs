@@ -8,7 +8,7 @@ use poem::{Endpoint, IntoResponse, Request, Response};
 use std::sync::{Arc, Mutex};
 
 /// What JavaScript's `encodeURIComponent` leaves alone; better-auth encodes cookie values so.
-const URI_COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+pub(crate) const URI_COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'-')
     .remove(b'_')
     .remove(b'.')

@@ -10,6 +10,7 @@ pub mod crypto;
 pub mod dto;
 pub mod error;
 pub mod http;
+pub mod mail;
 pub mod routes;
 pub mod session;
 
@@ -38,6 +39,7 @@ pub struct Inner {
     pub origins: http::TrustedOrigins,
     pub cookies: http::CookieNames,
     pub revocations: session::Revocations,
+    pub mailer: mail::Mailer,
 }
 
 impl Deref for AppState {
@@ -59,23 +61,27 @@ pub enum StartError {
     Actors(#[from] actors::ActorError),
     #[error("password hashing: {0}")]
     Hash(#[from] crypto::HashError),
+    #[error("mail: {0}")]
+    Mail(#[from] mail::MailError),
 }
 
+/// Every group of operations, one per OpenAPI tag.
+pub type Apis = (
+    routes::AuthApi,
+    routes::SessionApi,
+    routes::UserApi,
+    routes::AccountApi,
+    routes::MetaApi,
+);
+
 /// The OpenAPI service with every operation; also what `gatehouse openapi` prints.
-pub fn openapi_service() -> OpenApiService<
-    (
-        routes::AuthApi,
-        routes::SessionApi,
-        routes::UserApi,
-        routes::MetaApi,
-    ),
-    (),
-> {
+pub fn openapi_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
         (
             routes::AuthApi,
             routes::SessionApi,
             routes::UserApi,
+            routes::AccountApi,
             routes::MetaApi,
         ),
         "Gatehouse",
@@ -155,11 +161,13 @@ impl AppState {
         };
         let actors = actors::Actors::start(store.clone(), clock.clone(), actor_config).await?;
         let hasher = crypto::PasswordHasher::new(&config.password)?;
+        let mailer = mail::Mailer::from_config(&config.mail, &config.data_dir)?;
         Ok(Self(Arc::new(Inner {
             origins: http::TrustedOrigins::new(&config.base_url, &config.trusted_origins),
             cookies: http::CookieNames::new(&config.cookie_prefix, config.is_https()),
             signer: crypto::Signer::new(secret.expose()),
             revocations: session::Revocations::default(),
+            mailer,
             hasher,
             actors,
             store,

@@ -3,6 +3,7 @@ use super::{normalize_email, Tag};
 use crate::dto::{SuccessResponse, Text, UserDto};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::{client_ip, user_agent, PendingCookies};
+use crate::mail::MailKind;
 use crate::session::Authed;
 use crate::AppState;
 use actors::NewSession;
@@ -69,7 +70,7 @@ impl AppState {
     }
 
     /// Creates a session through the user's actor and queues its cookies.
-    async fn start_session(
+    pub(crate) async fn start_session(
         &self,
         req: &Request,
         cookies: &PendingCookies,
@@ -165,6 +166,20 @@ impl AuthApi {
                 other => other.into(),
             })?;
         tracing::info!(user = %user.id, "user signed up");
+        let ev = &state.config.email_verification;
+        if (ev.send_on_sign_up || ev.require_email_verification) && state.mailer.enabled() {
+            let cb = body.callback_url.as_ref().map(|t| t.0.as_str());
+            state
+                .send_verification(&user, MailKind::VerifyEmail, &user.email, None, cb)
+                .await?;
+        }
+        if ev.require_email_verification {
+            // No session until the address is verified.
+            return Ok(Json(SignUpResponse {
+                token: None,
+                user: UserDto::from(&user),
+            }));
+        }
         let authed = state
             .start_session(req, cookies, user, body.remember_me.unwrap_or(true))
             .await?;
@@ -212,6 +227,15 @@ impl AuthApi {
             tracing::info!("sign-in refused: invalid email or password");
             return Err(Code::InvalidEmailOrPassword.into());
         };
+        if state.config.email_verification.require_email_verification && !user.email_verified {
+            if state.mailer.enabled() {
+                let cb = body.callback_url.as_ref().map(|t| t.0.as_str());
+                state
+                    .send_verification(&user, MailKind::VerifyEmail, &user.email, None, cb)
+                    .await?;
+            }
+            return Err(Code::EmailNotVerified.into());
+        }
         let authed = state
             .start_session(req, cookies, user, body.remember_me.unwrap_or(true))
             .await?;

@@ -1,10 +1,12 @@
 //! The HTTP operations, one `…Api` per OpenAPI tag. Handlers are thin: parse, one call to an
 //! actor or the store, a DTO.
+mod account;
 mod auth;
 mod meta;
 mod sessions;
 mod user;
 
+pub use account::AccountApi;
 pub use auth::AuthApi;
 pub use meta::{error_page, MetaApi};
 pub use sessions::SessionApi;
@@ -20,6 +22,8 @@ pub enum Tag {
     Sessions,
     /// The signed-in user's profile.
     User,
+    /// Email verification, passwords, email change, account deletion, linked accounts.
+    Account,
     /// Health and the error page.
     Meta,
 }

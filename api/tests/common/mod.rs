@@ -187,3 +187,32 @@ pub fn parse_cookie_header(h: &str) -> HashMap<String, String> {
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect()
 }
+
+/// Every message in the outbox, oldest first.
+pub fn outbox(h: &H) -> Vec<Value> {
+    let dir = h.state.config.data_dir.join("outbox");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.retain(|p| p.extension().is_some_and(|e| e == "json"));
+    files.sort();
+    files
+        .iter()
+        .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+        .collect()
+}
+
+/// The newest message of `kind` to `to`.
+pub fn last_mail(h: &H, kind: &str, to: &str) -> Option<Value> {
+    outbox(h)
+        .into_iter()
+        .rfind(|m| m["kind"] == kind && m["to"] == to)
+}
+
+/// The path and query of a link the server mailed (its base URL removed).
+pub fn link_path(h: &H, mail: &Value) -> String {
+    let link = mail["link"].as_str().unwrap();
+    link.strip_prefix(&h.state.config.base_url)
+        .unwrap_or_else(|| panic!("link {link} not on the base URL"))
+        .to_owned()
+}

@@ -1,0 +1,368 @@
+//! Outgoing email: the templates of every message kind and two transports — an outbox in the
+//! data directory (the default, so every flow works without a mail server) and SMTP (`lettre`).
+//!
+//! A request never waits on an SMTP server: the message is handed to a background task that
+//! sends with a time limit and retries transient failures. The outbox file, by contrast, is
+//! written before `send` returns, so tools and tests can read it right after the request.
+use crate::config::{MailConfig, SmtpSecurity};
+use chrono::Utc;
+use lettre::message::{header::ContentType, Mailbox, MultiPart, SinglePart};
+use lettre::transport::smtp::authentication::Credentials;
+use lettre::transport::smtp::client::{Tls, TlsParameters};
+use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The kinds of message Gatehouse sends; each has a template.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MailKind {
+    VerifyEmail,
+    ResetPassword,
+    ChangeEmailConfirmation,
+    DeleteAccount,
+}
+
+impl MailKind {
+    pub const ALL: [MailKind; 4] = [
+        Self::VerifyEmail,
+        Self::ResetPassword,
+        Self::ChangeEmailConfirmation,
+        Self::DeleteAccount,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::VerifyEmail => "verify-email",
+            Self::ResetPassword => "reset-password",
+            Self::ChangeEmailConfirmation => "change-email-confirmation",
+            Self::DeleteAccount => "delete-account",
+        }
+    }
+
+    fn builtin(self) -> Template {
+        let (subject, intro, action) = match self {
+            Self::VerifyEmail => (
+                "Verify your email address for {{app_name}}",
+                "Please confirm that {{email}} is your email address.",
+                "Verify email",
+            ),
+            Self::ResetPassword => (
+                "Reset your {{app_name}} password",
+                "Someone asked to reset the password of the account {{email}}. If it was you, \
+                 choose a new password within the hour; otherwise ignore this message.",
+                "Reset password",
+            ),
+            Self::ChangeEmailConfirmation => (
+                "Confirm the new email address of your {{app_name}} account",
+                "Someone asked to change the email address of your account from {{email}} to \
+                 {{new_email}}. If it was you, confirm the change; otherwise ignore this message.",
+                "Confirm change",
+            ),
+            Self::DeleteAccount => (
+                "Confirm the deletion of your {{app_name}} account",
+                "Someone asked to delete the account {{email}}. This cannot be undone. If it was \
+                 you, confirm; otherwise ignore this message.",
+                "Delete my account",
+            ),
+        };
+        Template {
+            subject: subject.into(),
+            text: format!(
+                "Hello {{{{name}}}},\n\n{intro}\n\n{action}: {{{{link}}}}\n\n— {{{{app_name}}}}\n"
+            ),
+            html: format!(
+                "<!DOCTYPE html><html><body style=\"font-family:system-ui,sans-serif\">\
+                 <p>Hello {{{{name}}}},</p><p>{intro}</p>\
+                 <p><a href=\"{{{{link}}}}\">{action}</a></p>\
+                 <p style=\"color:#666\">Or open this link: {{{{link}}}}</p>\
+                 <p>— {{{{app_name}}}}</p></body></html>"
+            ),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Template {
+    subject: String,
+    text: String,
+    html: String,
+}
+
+/// A rendered message.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mail {
+    pub kind: MailKind,
+    pub to: String,
+    pub from: String,
+    pub subject: String,
+    pub text: String,
+    pub html: String,
+    /// The link the message asks the recipient to follow.
+    pub link: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MailError {
+    #[error("invalid mail configuration: {0}")]
+    Config(String),
+    #[error("cannot read template {0}: {1}")]
+    Template(PathBuf, std::io::Error),
+    #[error("cannot write to the outbox: {0}")]
+    Outbox(std::io::Error),
+    #[error("invalid recipient address")]
+    Address,
+    #[error("building the message failed: {0}")]
+    Build(String),
+}
+
+enum Transport {
+    Disabled,
+    Outbox(PathBuf),
+    Smtp(AsyncSmtpTransport<Tokio1Executor>),
+}
+
+pub struct Mailer {
+    transport: Transport,
+    templates: Vec<(MailKind, Template)>,
+    from: Mailbox,
+    app_name: String,
+    timeout: Duration,
+    retries: u32,
+}
+
+impl Mailer {
+    pub fn from_config(cfg: &MailConfig, data_dir: &Path) -> Result<Self, MailError> {
+        let from: Mailbox = cfg
+            .from
+            .parse()
+            .map_err(|e| MailError::Config(format!("mail.from {:?}: {e}", cfg.from)))?;
+        let timeout = Duration::from_millis(cfg.send_timeout_ms.max(1));
+        let transport = match cfg.transport.as_str() {
+            "none" => Transport::Disabled,
+            "outbox" => {
+                let dir = data_dir.join("outbox");
+                std::fs::create_dir_all(&dir).map_err(MailError::Outbox)?;
+                Transport::Outbox(dir)
+            }
+            "smtp" => Transport::Smtp(smtp_transport(cfg, timeout)?),
+            other => {
+                return Err(MailError::Config(format!(
+                    "mail.transport {other:?}: expected outbox, smtp or none"
+                )))
+            }
+        };
+        let mut templates = Vec::new();
+        for kind in MailKind::ALL {
+            let mut t = kind.builtin();
+            if let Some(dir) = &cfg.templates_dir {
+                for (ext, slot) in [
+                    ("subject", &mut t.subject),
+                    ("txt", &mut t.text),
+                    ("html", &mut t.html),
+                ] {
+                    let path = dir.join(format!("{}.{ext}", kind.name()));
+                    match std::fs::read_to_string(&path) {
+                        Ok(s) => {
+                            *slot = if ext == "subject" {
+                                s.trim().to_owned()
+                            } else {
+                                s
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(MailError::Template(path, e)),
+                    }
+                }
+            }
+            templates.push((kind, t));
+        }
+        Ok(Self {
+            transport,
+            templates,
+            from,
+            app_name: cfg.app_name.clone(),
+            timeout,
+            retries: cfg.smtp.retries,
+        })
+    }
+
+    /// Whether any sender is configured (`mail.transport` is not `none`).
+    pub fn enabled(&self) -> bool {
+        !matches!(self.transport, Transport::Disabled)
+    }
+
+    /// Renders the message of `kind` for `to` and hands it to the transport. `vars` fill the
+    /// template (`name`, `email`, `new_email`…); `link` and `app_name` are always set.
+    pub async fn send(
+        &self,
+        kind: MailKind,
+        to: &str,
+        link: &str,
+        vars: &[(&str, &str)],
+    ) -> Result<(), MailError> {
+        let mail = self.render(kind, to, link, vars)?;
+        match &self.transport {
+            Transport::Disabled => Ok(()),
+            Transport::Outbox(dir) => write_outbox(dir, &mail).await,
+            Transport::Smtp(smtp) => {
+                let message = build_message(&self.from, &mail)?;
+                let smtp = smtp.clone();
+                let (timeout, retries) = (self.timeout, self.retries);
+                tokio::spawn(async move {
+                    deliver(smtp, message, mail.kind, timeout, retries).await;
+                });
+                Ok(())
+            }
+        }
+    }
+
+    fn render(
+        &self,
+        kind: MailKind,
+        to: &str,
+        link: &str,
+        vars: &[(&str, &str)],
+    ) -> Result<Mail, MailError> {
+        let t = self
+            .templates
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, t)| t)
+            .ok_or_else(|| MailError::Build("no template".into()))?;
+        let mut all: Vec<(&str, &str)> =
+            vec![("app_name", &self.app_name), ("link", link), ("email", to)];
+        all.extend_from_slice(vars);
+        let fill = |s: &str, escape: bool| {
+            let mut out = s.to_owned();
+            // Later entries win, so explicit vars override the defaults.
+            for (k, v) in all.iter().rev() {
+                let v = if escape {
+                    html_escape(v)
+                } else {
+                    (*v).to_owned()
+                };
+                out = out.replace(&format!("{{{{{k}}}}}"), &v);
+            }
+            out
+        };
+        Ok(Mail {
+            kind,
+            to: to.to_owned(),
+            from: self.from.to_string(),
+            subject: fill(&t.subject, false).replace(['\r', '\n'], " "),
+            text: fill(&t.text, false),
+            html: fill(&t.html, true),
+            link: link.to_owned(),
+            created_at: crate::dto::iso(&Utc::now()),
+        })
+    }
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#x27;")
+}
+
+fn smtp_transport(
+    cfg: &MailConfig,
+    timeout: Duration,
+) -> Result<AsyncSmtpTransport<Tokio1Executor>, MailError> {
+    let s = &cfg.smtp;
+    let tls_params = || {
+        TlsParameters::new(s.host.clone()).map_err(|e| MailError::Config(format!("smtp tls: {e}")))
+    };
+    let tls = match s.security {
+        SmtpSecurity::None => Tls::None,
+        SmtpSecurity::Starttls => Tls::Required(tls_params()?),
+        SmtpSecurity::Tls => Tls::Wrapper(tls_params()?),
+    };
+    let mut b = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(s.host.clone())
+        .port(s.port)
+        .tls(tls)
+        .timeout(Some(timeout));
+    if let (Some(user), Some(pass)) = (&s.username, &s.password) {
+        b = b.credentials(Credentials::new(user.clone(), pass.expose().to_owned()));
+    }
+    Ok(b.build())
+}
+
+fn build_message(from: &Mailbox, mail: &Mail) -> Result<lettre::Message, MailError> {
+    let to: Mailbox = mail.to.parse().map_err(|_| MailError::Address)?;
+    lettre::Message::builder()
+        .from(from.clone())
+        .to(to)
+        .subject(mail.subject.clone())
+        .multipart(
+            MultiPart::alternative()
+                .singlepart(
+                    SinglePart::builder()
+                        .header(ContentType::TEXT_PLAIN)
+                        .body(mail.text.clone()),
+                )
+                .singlepart(
+                    SinglePart::builder()
+                        .header(ContentType::TEXT_HTML)
+                        .body(mail.html.clone()),
+                ),
+        )
+        .map_err(|e| MailError::Build(e.to_string()))
+}
+
+/// Sends with a time limit per attempt; transient failures are retried with backoff.
+async fn deliver(
+    smtp: AsyncSmtpTransport<Tokio1Executor>,
+    message: lettre::Message,
+    kind: MailKind,
+    timeout: Duration,
+    retries: u32,
+) {
+    for attempt in 0..=retries {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(500 << attempt.min(6))).await;
+        }
+        match tokio::time::timeout(timeout, smtp.send(message.clone())).await {
+            Ok(Ok(_)) => {
+                tracing::info!(kind = kind.name(), "mail sent");
+                return;
+            }
+            Ok(Err(e)) if !e.is_transient() && !e.is_timeout() => {
+                tracing::error!(kind = kind.name(), error = %e, "mail rejected; not retrying");
+                return;
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(kind = kind.name(), attempt, error = %e, "mail sending failed")
+            }
+            Err(_) => tracing::warn!(kind = kind.name(), attempt, "mail sending timed out"),
+        }
+    }
+    tracing::error!(kind = kind.name(), "mail not sent after retries");
+}
+
+async fn write_outbox(dir: &Path, mail: &Mail) -> Result<(), MailError> {
+    let name = format!(
+        "{}-{}-{}.json",
+        Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
+        mail.kind.name(),
+        storage::random_lower_alnum(6)
+    );
+    let path = dir.join(name);
+    let json = serde_json::to_vec_pretty(mail).map_err(|e| MailError::Build(e.to_string()))?;
+    // Write then rename, so a reader never sees half a file.
+    let tmp = path.with_extension("tmp");
+    tokio::fs::write(&tmp, json)
+        .await
+        .map_err(MailError::Outbox)?;
+    tokio::fs::rename(&tmp, &path)
+        .await
+        .map_err(MailError::Outbox)?;
+    // Outbox mode is for development: the link is logged so it can be followed from the log.
+    tracing::info!(to = %mail.to, kind = mail.kind.name(), link = %mail.link, file = %path.display(), "mail written to outbox");
+    Ok(())
+}
