@@ -10,7 +10,6 @@ use base64::Engine;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use std::sync::Arc;
-use tokio::sync::Semaphore;
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -97,15 +96,24 @@ fn unreachable_hmac() -> HmacSha256 {
     }
 }
 
-/// argon2id hashing with bounded concurrency.
+/// argon2id hashing on a small dedicated thread pool.
+///
+/// Why not tokio's blocking pool: each argon2 call allocates `argon2_memory_kib` (19 MiB by
+/// default), and glibc keeps freed memory in per-thread arenas. Spread over the dozens of
+/// threads a blocking pool grows to under load, that retained memory reached gigabytes in a
+/// sign-in benchmark; on `max_concurrent_hashes` long-lived threads it stays at that many
+/// buffers. Jobs queue in a channel, so a burst of sign-ins waits here and never occupies the
+/// async workers that answer `get-session`.
 #[derive(Clone)]
 pub struct PasswordHasher {
     params: Params,
-    permits: Arc<Semaphore>,
+    jobs: std::sync::mpsc::Sender<Job>,
     /// A hash of a random password, verified against when a user does not exist, so an
     /// unknown email costs the same time as a wrong password.
     dummy: Arc<str>,
 }
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HashError {
@@ -124,14 +132,42 @@ impl PasswordHasher {
             None,
         )
         .map_err(|e| HashError::Params(e.to_string()))?;
-        let permits = match cfg.max_concurrent_hashes {
+        let threads = match cfg.max_concurrent_hashes {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
             n => n,
         };
-        let dummy = hash_blocking(&params, &storage::random_string(24))?;
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let rx = Arc::new(std::sync::Mutex::new(rx));
+        for i in 0..threads {
+            let rx = rx.clone();
+            std::thread::Builder::new()
+                .name(format!("gatehouse-hash-{i}"))
+                .spawn(move || loop {
+                    // The lock is held only while taking a job, not while running it.
+                    let job = match rx.lock() {
+                        Ok(r) => r.recv(),
+                        Err(_) => return,
+                    };
+                    match job {
+                        Ok(job) => job(),
+                        Err(_) => return, // every sender dropped: shut down
+                    }
+                })
+                .map_err(|e| HashError::Hash(e.to_string()))?;
+        }
+        // The dummy hash is made on the pool too, so its buffer lands in a pool thread's arena.
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let p = params.clone();
+        tx.send(Box::new(move || {
+            let _ = done_tx.send(hash_blocking(&p, &storage::random_string(24)));
+        }))
+        .map_err(|e| HashError::Hash(e.to_string()))?;
+        let dummy = done_rx
+            .recv()
+            .map_err(|e| HashError::Hash(e.to_string()))??;
         Ok(Self {
             params,
-            permits: Arc::new(Semaphore::new(permits)),
+            jobs: tx,
             dummy: dummy.into(),
         })
     }
@@ -158,14 +194,13 @@ impl PasswordHasher {
         &self,
         f: impl FnOnce() -> Result<T, HashError> + Send + 'static,
     ) -> Result<T, HashError> {
-        let _permit = self
-            .permits
-            .acquire()
-            .await
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.jobs
+            .send(Box::new(move || {
+                let _ = tx.send(f());
+            }))
             .map_err(|e| HashError::Hash(e.to_string()))?;
-        tokio::task::spawn_blocking(f)
-            .await
-            .map_err(|e| HashError::Hash(e.to_string()))?
+        rx.await.map_err(|e| HashError::Hash(e.to_string()))?
     }
 }
 
