@@ -4,7 +4,7 @@
 //! semaphore: a burst of sign-ins queues for a bounded number of hashing threads and never
 //! occupies the async workers that answer `get-session`.
 use crate::config::PasswordConfig;
-use argon2::password_hash::{PasswordHash, PasswordHasher as _, PasswordVerifier, SaltString};
+use argon2::password_hash::{PasswordHash, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
 use base64::Engine;
 use hmac::{Hmac, Mac};
@@ -204,22 +204,90 @@ impl PasswordHasher {
     }
 }
 
+thread_local! {
+    /// argon2's working memory, allocated once per hashing thread and reused for every hash,
+    /// so hashing never churns the allocator with 19 MiB buffers.
+    static BLOCKS: std::cell::RefCell<Vec<argon2::Block>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// argon2id of `password` with `salt` into `out`, using this thread's reusable blocks.
+fn argon2_into(
+    algorithm: Algorithm,
+    version: Version,
+    params: &Params,
+    password: &[u8],
+    salt: &[u8],
+    out: &mut [u8],
+) -> Result<(), argon2::Error> {
+    let argon = Argon2::new(algorithm, version, params.clone());
+    BLOCKS.with(|cell| {
+        let mut blocks = cell.borrow_mut();
+        let need = params.block_count();
+        if blocks.len() < need {
+            blocks.resize(need, argon2::Block::default());
+        }
+        argon.hash_password_into_with_memory(password, salt, out, &mut blocks[..need])
+    })
+}
+
 fn hash_blocking(params: &Params, password: &str) -> Result<String, HashError> {
+    let err = |e: &dyn std::fmt::Display| HashError::Hash(e.to_string());
     let salt = SaltString::generate(&mut rand::rngs::OsRng);
-    Argon2::new(Algorithm::Argon2id, Version::V0x13, params.clone())
-        .hash_password(password.as_bytes(), &salt)
-        .map(|h| h.to_string())
-        .map_err(|e| HashError::Hash(e.to_string()))
+    let mut salt_buf = [0u8; 64];
+    let salt_bytes = salt
+        .as_salt()
+        .decode_b64(&mut salt_buf)
+        .map_err(|e| err(&e))?;
+    let len = params.output_len().unwrap_or(Params::DEFAULT_OUTPUT_LEN);
+    let output = argon2::password_hash::Output::init_with(len, |out| {
+        argon2_into(
+            Algorithm::Argon2id,
+            Version::V0x13,
+            params,
+            password.as_bytes(),
+            salt_bytes,
+            out,
+        )
+        .map_err(|_| argon2::password_hash::Error::Crypto)
+    })
+    .map_err(|e| err(&e))?;
+    let phc = PasswordHash {
+        algorithm: Algorithm::Argon2id.ident(),
+        version: Some(Version::V0x13.into()),
+        params: argon2::password_hash::ParamsString::try_from(params).map_err(|e| err(&e))?,
+        salt: Some(salt.as_salt()),
+        hash: Some(output),
+    };
+    Ok(phc.to_string())
 }
 
 fn verify_blocking(password: &str, hash: &str) -> bool {
     // The parameters are read from the PHC string, so hashes made under older settings verify.
-    match PasswordHash::new(hash) {
-        Ok(parsed) => Argon2::default()
-            .verify_password(password.as_bytes(), &parsed)
-            .is_ok(),
-        Err(_) => false,
-    }
+    let check = || -> Option<bool> {
+        let parsed = PasswordHash::new(hash).ok()?;
+        let algorithm = Algorithm::try_from(parsed.algorithm).ok()?;
+        let version = match parsed.version {
+            Some(v) => Version::try_from(v).ok()?,
+            None => Version::V0x13,
+        };
+        let params = Params::try_from(&parsed).ok()?;
+        let expected = parsed.hash?;
+        let mut salt_buf = [0u8; 64];
+        let salt = parsed.salt?.decode_b64(&mut salt_buf).ok()?;
+        let mut out = vec![0u8; expected.len()];
+        argon2_into(
+            algorithm,
+            version,
+            &params,
+            password.as_bytes(),
+            salt,
+            &mut out,
+        )
+        .ok()?;
+        // `Output` equality is constant-time.
+        Some(argon2::password_hash::Output::new(&out).ok()? == expected)
+    };
+    check().unwrap_or(false)
 }
 
 #[cfg(test)]
@@ -268,8 +336,24 @@ mod tests {
             .verify("correct horse".into(), hash.clone())
             .await
             .unwrap());
-        assert!(!h.verify("wrong horse".into(), hash).await.unwrap());
+        assert!(!h.verify("wrong horse".into(), hash.clone()).await.unwrap());
         assert!(!h.verify("x".into(), "not a hash".into()).await.unwrap());
         assert!(!h.verify_dummy("x".into()).await.unwrap());
+        // Interoperable with the standard PHC encoding of other argon2 implementations.
+        use argon2::password_hash::{PasswordHasher as _, PasswordVerifier as _};
+        let salt = SaltString::generate(&mut rand::rngs::OsRng);
+        let standard = Argon2::default()
+            .hash_password(b"interop pw", &salt)
+            .unwrap()
+            .to_string();
+        assert!(h
+            .verify("interop pw".into(), standard.clone())
+            .await
+            .unwrap());
+        assert!(!h.verify("other pw".into(), standard).await.unwrap());
+        let ours = PasswordHash::new(&hash).unwrap().to_string();
+        assert!(Argon2::default()
+            .verify_password(b"correct horse", &PasswordHash::new(&ours).unwrap())
+            .is_ok());
     }
 }
