@@ -956,3 +956,116 @@ async fn list_and_unlink_accounts() {
     .expect(200);
     all.sign_in("all@example.com", PW).await.expect(401);
 }
+
+#[tokio::test]
+async fn operator_templates_override_the_builtin_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("reset-password.subject"),
+        "{{app_name}}: new password for {{name}}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("reset-password.txt"), "Go to {{link}} now.").unwrap();
+    std::fs::write(
+        dir.path().join("reset-password.html"),
+        "<p>{{name}}</p><a href=\"{{link}}\">reset</a>",
+    )
+    .unwrap();
+    let path = dir.path().to_owned();
+    let h = harness_with(move |c| {
+        c.mail.templates_dir = Some(path);
+        c.mail.app_name = "Acme".into();
+    })
+    .await;
+    h.post(
+        "/api/auth/sign-up/email",
+        json!({"name": "<Tom>", "email": "tom@example.com", "password": PW}),
+        None,
+    )
+    .await
+    .expect(200);
+    h.post(
+        "/api/auth/forget-password",
+        json!({"email": "tom@example.com"}),
+        None,
+    )
+    .await
+    .expect(200);
+    let mail = last_mail(&h, "reset-password", "tom@example.com").unwrap();
+    let link = mail["link"].as_str().unwrap();
+    assert_eq!(mail["subject"], "Acme: new password for <Tom>");
+    assert_eq!(mail["text"], format!("Go to {link} now."));
+    // Values are HTML-escaped in the HTML body.
+    assert!(mail["html"]
+        .as_str()
+        .unwrap()
+        .starts_with("<p>&lt;Tom&gt;</p>"));
+    // Kinds without an override keep the built-in template.
+    h.post(
+        "/api/auth/send-verification-email",
+        json!({"email": "tom@example.com"}),
+        None,
+    )
+    .await
+    .expect(200);
+    assert!(
+        last_mail(&h, "verify-email", "tom@example.com").unwrap()["subject"]
+            .as_str()
+            .unwrap()
+            .contains("Verify")
+    );
+}
+
+#[tokio::test]
+async fn reset_creates_a_password_for_a_user_without_one() {
+    let h = harness().await;
+    let now = storage::Clock::now(&*h.clock);
+    let social = storage::User {
+        id: storage::UserId::generate(),
+        email: "nopw@example.com".into(),
+        email_verified: true,
+        name: "N".into(),
+        image: None,
+        role: None,
+        banned: false,
+        ban_reason: None,
+        ban_expires: None,
+        created_at: now,
+        updated_at: now,
+    };
+    h.state.store.create_user(&social, None).await.unwrap();
+    h.post(
+        "/api/auth/forget-password",
+        json!({"email": "nopw@example.com"}),
+        None,
+    )
+    .await
+    .expect(200);
+    let mail = last_mail(&h, "reset-password", "nopw@example.com").unwrap();
+    let token = mail["link"]
+        .as_str()
+        .unwrap()
+        .split("/reset-password/")
+        .nth(1)
+        .unwrap()
+        .split('?')
+        .next()
+        .unwrap()
+        .to_owned();
+    h.post(
+        "/api/auth/reset-password",
+        json!({"newPassword": "brand-new-pass-1", "token": token}),
+        None,
+    )
+    .await
+    .expect(200);
+    let r = h
+        .sign_in("nopw@example.com", "brand-new-pass-1")
+        .await
+        .expect(200);
+    let accounts = h
+        .get("/api/auth/list-accounts", Some(&r.cookie_header()))
+        .await
+        .json();
+    assert_eq!(accounts[0]["providerId"], "credential");
+}

@@ -57,7 +57,8 @@ pub trait UserStore: Send + Sync {
     /// `Conflict("email")` if a changed email is taken.
     async fn update_user(&self, user: &User) -> StoreResult<()>;
     /// Deletes the user and everything that belongs to it: sessions, accounts, memberships,
-    /// team memberships. `NotFound` if it did not exist.
+    /// team memberships, and verification values whose value is the user id (pending reset
+    /// and delete tokens). `NotFound` if it did not exist.
     async fn delete_user(&self, id: &UserId) -> StoreResult<()>;
 }
 

@@ -12,7 +12,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// Schema migrations, applied in order at start; `PRAGMA user_version` records how many ran.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE users (
     id TEXT PRIMARY KEY,
     email TEXT NOT NULL UNIQUE,
@@ -129,7 +130,10 @@ CREATE TABLE key_pairs (
     private_key TEXT NOT NULL,
     created_at INTEGER NOT NULL
 );
-"#];
+"#,
+    // 2: pending tokens are found by the user they point at (deleted with the user).
+    "CREATE INDEX verifications_value ON verifications(value);",
+];
 
 const READERS: usize = 4;
 
@@ -583,12 +587,17 @@ impl UserStore for SqliteStore {
 
     async fn delete_user(&self, id: &UserId) -> StoreResult<()> {
         let id = id.0.clone();
-        // Foreign keys cascade to sessions, accounts, members and team members.
+        // Foreign keys cascade to sessions, accounts, members and team members; pending
+        // single-use tokens that point at the user (reset, delete) go with it.
         self.write(move |c| {
-            let n = c
-                .execute("DELETE FROM users WHERE id = ?1", [id])
+            let tx = c.transaction().map_err(map_err)?;
+            let n = tx
+                .execute("DELETE FROM users WHERE id = ?1", [&id])
                 .map_err(map_err)?;
-            touched(n)
+            touched(n)?;
+            tx.execute("DELETE FROM verifications WHERE value = ?1", [&id])
+                .map_err(map_err)?;
+            tx.commit().map_err(map_err)
         })
         .await
     }

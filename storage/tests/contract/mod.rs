@@ -351,8 +351,23 @@ pub async fn deleting_a_user_removes_what_belongs_to_it(s: S) {
         .unwrap();
     let m = member(&o, &u, "member");
     s.create_member(&m).await.unwrap();
+    let t = now();
+    let pending = Verification {
+        id: VerificationId::generate(),
+        identifier: format!("reset-password:{}", random_string(24)),
+        value: u.id.0.clone(),
+        expires_at: t + Duration::hours(1),
+        created_at: t,
+        updated_at: t,
+    };
+    s.create_verification(&pending).await.unwrap();
     s.delete_user(&u.id).await.unwrap();
     assert!(s.get_user(&u.id).await.unwrap().is_none());
+    assert!(s
+        .get_verification(&pending.identifier)
+        .await
+        .unwrap()
+        .is_none());
     assert!(s.get_session(&x.token).await.unwrap().is_none());
     assert!(s.list_accounts(&u.id).await.unwrap().is_empty());
     assert!(s.get_member_by_id(&m.id).await.unwrap().is_none());
