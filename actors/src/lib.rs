@@ -11,14 +11,17 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+mod org;
 mod user;
 
 use chrono::Duration as ChronoDuration;
-use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use ractor::rpc::CallResult;
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SpawnErr, SupervisionEvent};
 use std::sync::Arc;
 use std::time::Duration;
 use storage::{Clock, DynStore, StoreError};
 
+pub use org::{Acting, OrgHandle, OrgPatch};
 pub use user::{NewSession, PasswordChange, UserHandle, UserPatch};
 
 /// The one error type of the actors crate.
@@ -38,7 +41,7 @@ pub enum ActorError {
 }
 
 /// Rules an actor enforces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rule {
     /// The user's last linked account cannot be unlinked.
     LastAccount,
@@ -46,6 +49,22 @@ pub enum Rule {
     AccountNotFound,
     /// The user has a password already (set-password).
     HasPassword,
+    OrganizationNotFound,
+    /// The acting user is not a member of the organization.
+    NotAMember,
+    /// The acting member's roles do not grant this on the resource.
+    Forbidden(&'static str),
+    /// A role that does not exist, or a malformed role list.
+    InvalidRole(String),
+    UserNotFound,
+    AlreadyMember,
+    MemberNotFound,
+    MembershipLimit,
+    /// The organization would be left without an owner.
+    LastOwner,
+    SlugTaken,
+    /// The user reached the number of organizations they may create.
+    OrganizationLimit,
 }
 
 impl From<StoreError> for ActorError {
@@ -83,6 +102,24 @@ impl Default for SessionPolicy {
     }
 }
 
+/// Organization rules that are configuration.
+#[derive(Debug, Clone)]
+pub struct OrgConfig {
+    /// Members per organization (default 100).
+    pub membership_limit: u32,
+    /// Roles from configuration, valid in every organization.
+    pub global_roles: Vec<(String, policy::Permissions)>,
+}
+
+impl Default for OrgConfig {
+    fn default() -> Self {
+        Self {
+            membership_limit: 100,
+            global_roles: Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ActorConfig {
     /// An actor that received no message for this long stops.
@@ -90,6 +127,7 @@ pub struct ActorConfig {
     /// How long a caller waits for an actor's answer before giving up with `Unavailable`.
     pub call_timeout: Duration,
     pub sessions: SessionPolicy,
+    pub org: OrgConfig,
 }
 
 impl Default for ActorConfig {
@@ -98,6 +136,7 @@ impl Default for ActorConfig {
             idle_timeout: Duration::from_secs(60),
             call_timeout: Duration::from_secs(10),
             sessions: SessionPolicy::default(),
+            org: OrgConfig::default(),
         }
     }
 }
@@ -168,7 +207,12 @@ impl Actors {
         UserHandle::new(self.clone(), id)
     }
 
-    /// How many user actors are alive right now.
+    /// The handle through which every change of this organization goes.
+    pub fn org(&self, id: storage::OrgId) -> OrgHandle {
+        OrgHandle::new(self.clone(), id)
+    }
+
+    /// How many actors (users and organizations) are alive right now.
     pub fn live_actors(&self) -> usize {
         self.supervisor.get_children().len()
     }
@@ -183,5 +227,64 @@ impl Actors {
 
     pub(crate) fn name(&self, kind: &str, id: &str) -> String {
         format!("{}/{kind}:{id}", self.prefix)
+    }
+
+    /// Sends a request to the actor registered as `kind:id`, spawning it (under the supervisor)
+    /// when it is not running. A message dropped because the actor stopped (idle) before
+    /// handling it is sent again to a fresh actor; a timeout is not retried (it may have run).
+    pub(crate) async fn call<A, T>(
+        &self,
+        kind: &str,
+        args: &A::Arguments,
+        make: impl Fn() -> A,
+        build: impl Fn(RpcReplyPort<Result<T, ActorError>>) -> A::Msg,
+        id: &str,
+    ) -> Result<T, ActorError>
+    where
+        A: Actor,
+        A::Arguments: Clone,
+        T: Send + 'static,
+    {
+        let name = self.name(kind, id);
+        let timeout = self.shared.config.call_timeout;
+        let mut last = ActorError::Unavailable(format!("{kind} actor unavailable"));
+        for attempt in 0..5u32 {
+            if attempt > 0 {
+                // The actor was stopping; give the registry a moment to forget its name.
+                tokio::time::sleep(Duration::from_millis(2 << attempt)).await;
+            }
+            let actor = match ActorRef::<A::Msg>::where_is(&name) {
+                Some(a) => a,
+                None => match Actor::spawn_linked(
+                    Some(name.clone()),
+                    make(),
+                    args.clone(),
+                    self.supervisor.get_cell(),
+                )
+                .await
+                {
+                    Ok((a, _)) => a,
+                    Err(SpawnErr::ActorAlreadyRegistered(_)) => {
+                        match ActorRef::<A::Msg>::where_is(&name) {
+                            Some(a) => a,
+                            None => continue,
+                        }
+                    }
+                    Err(e) => return Err(ActorError::Internal(e.to_string())),
+                },
+            };
+            match actor.call(&build, Some(timeout)).await {
+                Ok(CallResult::Success(r)) => return r,
+                // Not processed (the actor stopped before reaching it): safe to send again.
+                Ok(CallResult::SenderError) | Err(_) => {
+                    last = ActorError::Unavailable(format!("{kind} actor stopped"));
+                    continue;
+                }
+                Ok(CallResult::Timeout) => {
+                    return Err(ActorError::Unavailable(format!("{kind} actor timed out")))
+                }
+            }
+        }
+        Err(last)
     }
 }

@@ -1,11 +1,13 @@
 //! The user actor: owns the changes of one user's sessions and profile.
 use crate::{ActorError, Actors, Rule, Shared};
 use chrono::{DateTime, Utc};
-use ractor::rpc::CallResult;
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SpawnErr};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
 use std::time::Duration;
-use storage::{Account, AccountId, Session, SessionId, User, UserId, CREDENTIAL_PROVIDER};
+use storage::{
+    Account, AccountId, Member, OrgId, Organization, Session, SessionId, User, UserId,
+    CREDENTIAL_PROVIDER,
+};
 use tokio::time::Instant;
 
 type Reply<T> = RpcReplyPort<Result<T, ActorError>>;
@@ -60,6 +62,17 @@ pub(crate) enum UserMsg {
         reply: Reply<()>,
     },
     DeleteUser(Reply<()>),
+    CreateOrganization {
+        org: Organization,
+        owner: Member,
+        limit: Option<u32>,
+        reply: Reply<()>,
+    },
+    SetActiveOrganization {
+        token: String,
+        org: Option<OrgId>,
+        reply: Reply<Option<Session>>,
+    },
     IdleCheck,
 }
 
@@ -157,6 +170,36 @@ impl Actor for UserActor {
                     .map_err(Into::into);
                 let _ = reply.send(r);
             }
+            UserMsg::CreateOrganization {
+                org,
+                owner,
+                limit,
+                reply,
+            } => {
+                let _ = reply.send(self.create_organization(&state.id, org, owner, limit).await);
+            }
+            UserMsg::SetActiveOrganization { token, org, reply } => {
+                let r = async {
+                    let store = &self.shared.store;
+                    let Some(mut s) = store.get_session(&token).await? else {
+                        return Ok(None);
+                    };
+                    if s.user_id != state.id {
+                        return Ok(None);
+                    }
+                    if s.active_organization_id != org {
+                        s.active_team_id = None;
+                    }
+                    s.active_organization_id = org;
+                    match store.update_session(&s).await {
+                        Ok(()) => Ok(Some(s)),
+                        Err(storage::StoreError::NotFound) => Ok(None),
+                        Err(e) => Err(e.into()),
+                    }
+                }
+                .await;
+                let _ = reply.send(r);
+            }
             UserMsg::IdleCheck => {
                 if state.last_active.elapsed() >= self.shared.config.idle_timeout {
                     myself.stop(Some("idle".into()));
@@ -238,6 +281,30 @@ impl UserActor {
             Some(s) if &s.user_id == user => Ok(store.delete_session(token).await?),
             _ => Ok(false),
         }
+    }
+
+    /// Creates an organization owned by this user; counted here, so concurrent creates by one
+    /// user cannot pass the per-user limit. The slug's uniqueness is the store's.
+    async fn create_organization(
+        &self,
+        user: &UserId,
+        org: Organization,
+        owner: Member,
+        limit: Option<u32>,
+    ) -> Result<(), ActorError> {
+        let store = &self.shared.store;
+        if let Some(limit) = limit {
+            if store.list_user_organizations(user).await?.len() as u64 >= limit as u64 {
+                return Err(ActorError::Refused(Rule::OrganizationLimit));
+            }
+        }
+        store
+            .create_organization(&org, &owner)
+            .await
+            .map_err(|e| match e {
+                storage::StoreError::Conflict(_) => ActorError::Refused(Rule::SlugTaken),
+                other => other.into(),
+            })
     }
 
     async fn set_password(
@@ -399,63 +466,56 @@ impl UserHandle {
         .await
     }
 
+    /// Creates an organization with this user as its first member (see the actor method).
+    pub async fn create_organization(
+        &self,
+        org: &Organization,
+        owner: &Member,
+        limit: Option<u32>,
+    ) -> Result<(), ActorError> {
+        self.call(|reply| UserMsg::CreateOrganization {
+            org: org.clone(),
+            owner: owner.clone(),
+            limit,
+            reply,
+        })
+        .await
+    }
+
+    /// Sets (or clears) the active organization of one of this user's sessions.
+    pub async fn set_active_organization(
+        &self,
+        token: &str,
+        org: Option<OrgId>,
+    ) -> Result<Option<Session>, ActorError> {
+        self.call(|reply| UserMsg::SetActiveOrganization {
+            token: token.to_owned(),
+            org: org.clone(),
+            reply,
+        })
+        .await
+    }
+
     /// Deletes the user with its sessions, accounts and memberships.
     pub async fn delete_user(&self) -> Result<(), ActorError> {
         self.call(UserMsg::DeleteUser).await
-    }
-
-    async fn actor(&self) -> Result<ActorRef<UserMsg>, ActorError> {
-        let name = self.actors.name("user", &self.id.0);
-        if let Some(a) = ActorRef::<UserMsg>::where_is(&name) {
-            return Ok(a);
-        }
-        let actor = UserActor {
-            shared: self.actors.shared.clone(),
-        };
-        match Actor::spawn_linked(
-            Some(name.clone()),
-            actor,
-            self.id.clone(),
-            self.actors.supervisor.get_cell(),
-        )
-        .await
-        {
-            Ok((a, _)) => Ok(a),
-            // Another request spawned it first: use that one.
-            Err(SpawnErr::ActorAlreadyRegistered(_)) => ActorRef::<UserMsg>::where_is(&name)
-                .ok_or_else(|| ActorError::Unavailable("user actor restarting".into())),
-            Err(e) => Err(ActorError::Internal(e.to_string())),
-        }
     }
 
     async fn call<T: Send + 'static>(
         &self,
         build: impl Fn(Reply<T>) -> UserMsg,
     ) -> Result<T, ActorError> {
-        let timeout = self.actors.shared.config.call_timeout;
-        let mut last = ActorError::Unavailable("user actor unavailable".into());
-        for attempt in 0..5u32 {
-            if attempt > 0 {
-                // The actor was stopping; give the registry a moment to forget its name.
-                tokio::time::sleep(Duration::from_millis(2 << attempt)).await;
-            }
-            let actor = match self.actor().await {
-                Ok(a) => a,
-                Err(e @ ActorError::Unavailable(_)) => {
-                    last = e;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            match actor.call(&build, Some(timeout)).await {
-                Ok(CallResult::Success(r)) => return r,
-                // Not processed (the actor stopped before reaching it): safe to send again.
-                Ok(CallResult::SenderError) | Err(_) => continue,
-                Ok(CallResult::Timeout) => {
-                    return Err(ActorError::Unavailable("user actor timed out".into()))
-                }
-            }
-        }
-        Err(last)
+        let shared = self.actors.shared.clone();
+        self.actors
+            .call(
+                "user",
+                &self.id,
+                || UserActor {
+                    shared: shared.clone(),
+                },
+                build,
+                &self.id.0,
+            )
+            .await
     }
 }

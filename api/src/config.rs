@@ -59,6 +59,25 @@ pub struct Config {
     pub mail: MailConfig,
     pub email_verification: EmailVerificationConfig,
     pub account: AccountConfig,
+    pub organization: OrganizationConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OrganizationConfig {
+    /// The role of an organization's creator.
+    pub creator_role: String,
+    /// Extra roles valid in every organization: `{name: {resource: [action, …]}}`.
+    pub roles: std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<String>>>,
+}
+
+impl Default for OrganizationConfig {
+    fn default() -> Self {
+        Self {
+            creator_role: "owner".into(),
+            roles: Default::default(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -267,6 +286,7 @@ impl Default for Config {
             mail: MailConfig::default(),
             email_verification: EmailVerificationConfig::default(),
             account: AccountConfig::default(),
+            organization: OrganizationConfig::default(),
         }
     }
 }

@@ -59,6 +59,19 @@ codes! {
     LastAccount => ("YOU_CANT_UNLINK_YOUR_LAST_ACCOUNT", BAD_REQUEST, "You can't unlink your last account"),
     AccountNotFound => ("ACCOUNT_NOT_FOUND", BAD_REQUEST, "Account not found"),
     DeleteUserDisabled => ("DELETE_USER_IS_DISABLED", BAD_REQUEST, "Delete user is disabled"),
+    OrganizationNotFound => ("ORGANIZATION_NOT_FOUND", BAD_REQUEST, "Organization not found"),
+    OrganizationAlreadyExists => ("ORGANIZATION_ALREADY_EXISTS", BAD_REQUEST, "Organization already exists"),
+    SlugIsTaken => ("SLUG_IS_TAKEN", BAD_REQUEST, "slug is taken"),
+    NoActiveOrganization => ("NO_ACTIVE_ORGANIZATION", BAD_REQUEST, "No active organization"),
+    MemberNotFound => ("MEMBER_NOT_FOUND", BAD_REQUEST, "Member not found"),
+    AlreadyMember => ("USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION", BAD_REQUEST, "User is already a member of this organization"),
+    LastOwner => ("YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER", BAD_REQUEST, "You cannot leave the organization as the only owner"),
+    InvalidRole => ("ROLE_NOT_FOUND", BAD_REQUEST, "Role not found"),
+    OrganizationLimit => ("YOU_HAVE_REACHED_THE_MAXIMUM_NUMBER_OF_ORGANIZATIONS", FORBIDDEN, "You have reached the maximum number of organizations"),
+    MembershipLimit => ("ORGANIZATION_MEMBERSHIP_LIMIT_REACHED", FORBIDDEN, "Organization membership limit reached"),
+    NotAMember => ("USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION", FORBIDDEN, "User is not a member of the organization"),
+    Forbidden => ("FORBIDDEN", FORBIDDEN, "You are not allowed to access resource"),
+    ServerCredentialRequired => ("SERVER_CREDENTIAL_REQUIRED", FORBIDDEN, "userId is only accepted from server calls"),
     InvalidEmailOrPassword => ("INVALID_EMAIL_OR_PASSWORD", UNAUTHORIZED, "Invalid email or password"),
     Unauthorized => ("UNAUTHORIZED", UNAUTHORIZED, "Unauthorized"),
     InvalidOrigin => ("INVALID_ORIGIN", FORBIDDEN, "Invalid origin"),
@@ -162,11 +175,28 @@ impl From<Code> for ApiError {
 impl From<actors::ActorError> for ApiError {
     fn from(e: actors::ActorError) -> Self {
         match e {
-            actors::ActorError::Refused(rule) => Self::new(match rule {
-                actors::Rule::LastAccount => Code::LastAccount,
-                actors::Rule::AccountNotFound => Code::AccountNotFound,
-                actors::Rule::HasPassword => Code::UserAlreadyHasPassword,
-            }),
+            actors::ActorError::Refused(rule) => {
+                use actors::Rule;
+                match rule {
+                    Rule::LastAccount => Code::LastAccount.into(),
+                    Rule::AccountNotFound => Code::AccountNotFound.into(),
+                    Rule::HasPassword => Code::UserAlreadyHasPassword.into(),
+                    Rule::OrganizationNotFound => Code::OrganizationNotFound.into(),
+                    Rule::NotAMember => Code::NotAMember.into(),
+                    Rule::Forbidden(resource) => Self::with_message(
+                        Code::Forbidden,
+                        format!("You are not allowed to access resource: {resource}"),
+                    ),
+                    Rule::InvalidRole(why) => Self::with_message(Code::InvalidRole, why),
+                    Rule::UserNotFound => Code::UserNotFound.into(),
+                    Rule::AlreadyMember => Code::AlreadyMember.into(),
+                    Rule::MemberNotFound => Code::MemberNotFound.into(),
+                    Rule::MembershipLimit => Code::MembershipLimit.into(),
+                    Rule::LastOwner => Code::LastOwner.into(),
+                    Rule::SlugTaken => Code::OrganizationAlreadyExists.into(),
+                    Rule::OrganizationLimit => Code::OrganizationLimit.into(),
+                }
+            }
             actors::ActorError::Unavailable(m) => {
                 tracing::warn!(cause = %m, "dependency unavailable");
                 Self::new(Code::ServiceUnavailable)

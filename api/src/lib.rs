@@ -63,6 +63,8 @@ pub enum StartError {
     Hash(#[from] crypto::HashError),
     #[error("mail: {0}")]
     Mail(#[from] mail::MailError),
+    #[error("organization roles: {0}")]
+    Roles(String),
 }
 
 /// Every group of operations, one per OpenAPI tag.
@@ -71,6 +73,7 @@ pub type Apis = (
     routes::SessionApi,
     routes::UserApi,
     routes::AccountApi,
+    routes::OrganizationApi,
     routes::MetaApi,
 );
 
@@ -82,6 +85,7 @@ pub fn openapi_service() -> OpenApiService<Apis, ()> {
             routes::SessionApi,
             routes::UserApi,
             routes::AccountApi,
+            routes::OrganizationApi,
             routes::MetaApi,
         ),
         "Gatehouse",
@@ -158,7 +162,26 @@ impl AppState {
                     config.session.dont_remember_expires_in as i64,
                 ),
             },
+            org: actors::OrgConfig {
+                membership_limit: config.limits.membership_limit,
+                global_roles: config
+                    .organization
+                    .roles
+                    .iter()
+                    .map(|(name, perms)| {
+                        let perms = perms
+                            .iter()
+                            .map(|(res, acts)| (res.clone(), acts.iter().cloned().collect()))
+                            .collect();
+                        (name.clone(), perms)
+                    })
+                    .collect(),
+            },
         };
+        // Configured roles are checked once here, not on every organization's first use.
+        policy::Policy::new("config", &actor_config.org.global_roles, &[])
+            .await
+            .map_err(|e| StartError::Roles(e.to_string()))?;
         let actors = actors::Actors::start(store.clone(), clock.clone(), actor_config).await?;
         let hasher = crypto::PasswordHasher::new(&config.password)?;
         let mailer = mail::Mailer::from_config(&config.mail, &config.data_dir)?;

@@ -110,7 +110,7 @@ async fn reset_mail_is_delivered_over_smtp() {
     .await
     .expect(200);
     let printed = smtp.wait_for("/api/auth/reset-password/");
-    let printed = printed + &smtp.wait_for("</html>");
+    let printed = printed + smtp.wait_for("</html>").as_str();
     assert!(printed.contains("To: smtp-user@example.com"), "{printed}");
     assert!(
         printed.contains("From: \"Acme Auth\" <auth@acme.example>")

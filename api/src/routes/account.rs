@@ -261,9 +261,14 @@ impl AppState {
         }
     }
 
+    /// Whether the request carries a valid server credential.
+    pub(crate) fn server_call_ok(&self, req: &Request) -> bool {
+        self.server_call(req) == Some(true)
+    }
+
     /// Whether the request carries the server credential (`Authorization: Bearer <server_key>`),
     /// compared in constant time. `None` when no server key is configured.
-    fn server_call(&self, req: &Request) -> Option<bool> {
+    pub(crate) fn server_call(&self, req: &Request) -> Option<bool> {
         let key = self.config.server_key.as_ref()?;
         let sent = req
             .headers()

@@ -3,12 +3,14 @@
 mod account;
 mod auth;
 mod meta;
+mod organization;
 mod sessions;
 mod user;
 
 pub use account::AccountApi;
 pub use auth::AuthApi;
 pub use meta::{error_page, MetaApi};
+pub use organization::OrganizationApi;
 pub use sessions::SessionApi;
 pub use user::UserApi;
 
@@ -24,6 +26,8 @@ pub enum Tag {
     User,
     /// Email verification, passwords, email change, account deletion, linked accounts.
     Account,
+    /// Organizations and their members.
+    Organization,
     /// Health and the error page.
     Meta,
 }

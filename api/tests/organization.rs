@@ -1,0 +1,683 @@
+//! Organizations and members: authorization for every route × role, the rules, and races.
+mod common;
+
+use common::*;
+use futures::future::join_all;
+use poem::http::Method;
+use serde_json::{json, Value};
+
+const PW: &str = "org-password-1";
+const KEY: &str = "server-key-0123456789abcdefghijklmnopqrstuv";
+
+async fn org_harness(limit: u32) -> H {
+    harness_with(move |c| {
+        c.server_key = Some(gatehouse_api::config::Secret::new(KEY));
+        c.limits.membership_limit = limit;
+        c.organization.roles.insert(
+            "recruiter".into(),
+            [
+                ("member".to_string(), vec!["create".to_string()]),
+                ("invitation".to_string(), vec!["create".to_string()]),
+            ]
+            .into_iter()
+            .collect(),
+        );
+    })
+    .await
+}
+
+/// Signs a user up: (cookie, user id).
+async fn user(h: &H, email: &str) -> (String, String) {
+    let r = h.sign_up(email, PW).await;
+    (
+        r.cookie_header(),
+        r.json()["user"]["id"].as_str().unwrap().to_owned(),
+    )
+}
+
+async fn create_org(h: &H, cookie: &str, slug: &str) -> Value {
+    h.post(
+        "/api/auth/organization/create",
+        json!({"name": format!("Org {slug}"), "slug": slug, "metadata": {"plan": "pro"}}),
+        Some(cookie),
+    )
+    .await
+    .expect(200)
+    .json()
+}
+
+async fn add_member(h: &H, org: &str, user_id: &str, role: &str) -> Value {
+    h.call(
+        Method::POST,
+        "/api/auth/organization/add-member",
+        Some(json!({"userId": user_id, "role": role, "organizationId": org})),
+        None,
+        &[("authorization", &format!("Bearer {KEY}"))],
+    )
+    .await
+    .expect(200)
+    .json()
+}
+
+#[tokio::test]
+async fn create_list_slug_and_active_organization() {
+    let h = org_harness(100).await;
+    let (ann, ann_id) = user(&h, "ann@example.com").await;
+    let org = create_org(&h, &ann, "acme").await;
+    assert_eq!(org["slug"], "acme");
+    assert_eq!(org["metadata"], json!({"plan": "pro"}));
+    assert_eq!(org["members"][0]["role"], "owner");
+    assert_eq!(org["members"][0]["userId"], ann_id.as_str());
+    assert_eq!(org["members"][0]["user"]["email"], "ann@example.com");
+    let s = h.session(&ann).await;
+    assert_eq!(s["session"]["activeOrganizationId"], org["id"]);
+    let list = h
+        .get("/api/auth/organization/list", Some(&ann))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+
+    let r = h
+        .post(
+            "/api/auth/organization/check-slug",
+            json!({"slug": "acme"}),
+            Some(&ann),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.json(),
+        json!({"code": "SLUG_IS_TAKEN", "message": "slug is taken"})
+    );
+    assert_eq!(
+        h.post(
+            "/api/auth/organization/check-slug",
+            json!({"slug": "free"}),
+            Some(&ann)
+        )
+        .await
+        .expect(200)
+        .json(),
+        json!({"status": true})
+    );
+    let r = h
+        .post(
+            "/api/auth/organization/create",
+            json!({"name": "Again", "slug": "acme"}),
+            Some(&ann),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.json(),
+        json!({"code": "ORGANIZATION_ALREADY_EXISTS", "message": "Organization already exists"})
+    );
+    h.post(
+        "/api/auth/organization/create",
+        json!({"name": "Bad", "slug": "Not A Slug"}),
+        Some(&ann),
+    )
+    .await
+    .expect(400);
+    h.post(
+        "/api/auth/organization/create",
+        json!({"name": "X", "slug": "x"}),
+        None,
+    )
+    .await
+    .expect(401);
+    // userId is for server calls only.
+    let r = h
+        .post(
+            "/api/auth/organization/create",
+            json!({"name": "X", "slug": "x", "userId": ann_id}),
+            Some(&ann),
+        )
+        .await
+        .expect(403);
+    assert_eq!(r.code(), "SERVER_CREDENTIAL_REQUIRED");
+    let r = h
+        .call(
+            Method::POST,
+            "/api/auth/organization/create",
+            Some(json!({"name": "Srv", "slug": "srv", "userId": ann_id})),
+            None,
+            &[("authorization", &format!("Bearer {KEY}"))],
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.json()["members"][0]["userId"], ann_id.as_str());
+
+    // keepCurrentActiveOrganization, then set-active by slug and clear.
+    let other = h
+        .post(
+            "/api/auth/organization/create",
+            json!({"name": "Two", "slug": "two", "keepCurrentActiveOrganization": true}),
+            Some(&ann),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        h.session(&ann).await["session"]["activeOrganizationId"],
+        org["id"]
+    );
+    let r = h
+        .post(
+            "/api/auth/organization/set-active",
+            json!({"organizationSlug": "two"}),
+            Some(&ann),
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.json()["id"], other["id"]);
+    assert_eq!(
+        h.session(&ann).await["session"]["activeOrganizationId"],
+        other["id"]
+    );
+    h.post(
+        "/api/auth/organization/set-active",
+        json!({"organizationId": null}),
+        Some(&ann),
+    )
+    .await
+    .expect(200);
+    assert_eq!(
+        h.session(&ann).await["session"]["activeOrganizationId"],
+        Value::Null
+    );
+    let full = h
+        .get("/api/auth/organization/get-full-organization", Some(&ann))
+        .await
+        .expect(200);
+    assert_eq!(full.text, "null");
+    let full = h
+        .get(
+            "/api/auth/organization/get-full-organization?organizationSlug=acme",
+            Some(&ann),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(full["members"].as_array().unwrap().len(), 1);
+    // Not a member: cannot make it active.
+    let (bob, _) = user(&h, "bob@example.com").await;
+    let r = h
+        .post(
+            "/api/auth/organization/set-active",
+            json!({"organizationSlug": "acme"}),
+            Some(&bob),
+        )
+        .await
+        .expect(403);
+    assert_eq!(r.code(), "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION");
+}
+
+/// The table-driven authorization test: every organization route × {owner, admin, member,
+/// custom role, member of another organization, anonymous}.
+#[tokio::test]
+async fn authorization_matrix() {
+    let h = org_harness(100).await;
+    let (owner, _) = user(&h, "owner@example.com").await;
+    let org = create_org(&h, &owner, "matrix").await;
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let mut cookies = vec![("owner", owner.clone())];
+    for (role, email) in [
+        ("admin", "admin@example.com"),
+        ("member", "member@example.com"),
+        ("recruiter", "rec@example.com"),
+    ] {
+        let (c, id) = user(&h, email).await;
+        add_member(&h, &org_id, &id, role).await;
+        cookies.push((role, c));
+    }
+    let (outsider, _) = user(&h, "out@example.com").await;
+    create_org(&h, &outsider, "elsewhere").await;
+    cookies.push(("outsider", outsider));
+    let who = |name: &str| {
+        cookies
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, c)| c.clone())
+    };
+
+    // A fresh member to act on, per request.
+    let mut n = 0;
+    let mut target = || {
+        n += 1;
+        n
+    };
+    let roles = [
+        "owner",
+        "admin",
+        "member",
+        "recruiter",
+        "outsider",
+        "anonymous",
+    ];
+    let table: &[(&str, [u16; 6])] = &[
+        ("update", [200, 200, 403, 403, 403, 401]),
+        ("list-members", [200, 200, 200, 200, 403, 401]),
+        ("get-full-organization", [200, 200, 200, 200, 403, 401]),
+        ("update-member-role", [200, 200, 403, 403, 403, 401]),
+        ("remove-member", [200, 200, 403, 403, 403, 401]),
+        ("has-permission", [200, 200, 200, 200, 403, 401]),
+        ("delete", [200, 403, 403, 403, 403, 401]),
+    ];
+    for (route, expected) in table {
+        // Owner last for delete, so the organization exists for every other row.
+        let order: Vec<usize> = if *route == "delete" {
+            vec![1, 2, 3, 4, 5, 0]
+        } else {
+            (0..6).collect()
+        };
+        for i in order {
+            let role = roles[i];
+            let cookie = if role == "anonymous" { None } else { who(role) };
+            let t = target();
+            let (_, tid) = user(&h, &format!("t{t}@example.com")).await;
+            let tm = add_member(&h, &org_id, &tid, "member").await;
+            let tm_id = tm["id"].as_str().unwrap();
+            let resp = match *route {
+                "update" => {
+                    h.post(
+                        "/api/auth/organization/update",
+                        json!({"organizationId": org_id, "data": {"name": format!("Renamed {t}")}}),
+                        cookie.as_deref(),
+                    )
+                    .await
+                }
+                "list-members" => {
+                    h.get(
+                        &format!("/api/auth/organization/list-members?organizationId={org_id}"),
+                        cookie.as_deref(),
+                    )
+                    .await
+                }
+                "get-full-organization" => {
+                    h.get(
+                        &format!(
+                            "/api/auth/organization/get-full-organization?organizationId={org_id}"
+                        ),
+                        cookie.as_deref(),
+                    )
+                    .await
+                }
+                "update-member-role" => {
+                    h.post(
+                        "/api/auth/organization/update-member-role",
+                        json!({"organizationId": org_id, "memberId": tm_id, "role": "admin"}),
+                        cookie.as_deref(),
+                    )
+                    .await
+                }
+                "remove-member" => {
+                    h.post(
+                        "/api/auth/organization/remove-member",
+                        json!({"organizationId": org_id, "memberIdOrEmail": tm_id}),
+                        cookie.as_deref(),
+                    )
+                    .await
+                }
+                "has-permission" => {
+                    h.post(
+                        "/api/auth/organization/has-permission",
+                        json!({"organizationId": org_id, "permissions": {"member": ["create"]}}),
+                        cookie.as_deref(),
+                    )
+                    .await
+                }
+                "delete" => {
+                    h.post(
+                        "/api/auth/organization/delete",
+                        json!({"organizationId": org_id}),
+                        cookie.as_deref(),
+                    )
+                    .await
+                }
+                _ => unreachable!(),
+            };
+            assert_eq!(
+                resp.status.as_u16(),
+                expected[i],
+                "{route} as {role}: {}",
+                resp.text
+            );
+            if resp.status.as_u16() == 403 && role != "outsider" {
+                assert_eq!(
+                    resp.json()["message"]
+                        .as_str()
+                        .unwrap()
+                        .split(':')
+                        .next()
+                        .unwrap(),
+                    "You are not allowed to access resource"
+                );
+            }
+            if *route == "has-permission" && resp.status.as_u16() == 200 {
+                let granted = resp.json()["success"].as_bool().unwrap();
+                assert_eq!(
+                    granted,
+                    matches!(role, "owner" | "admin" | "recruiter"),
+                    "member:create for {role}"
+                );
+            }
+        }
+    }
+    assert!(h
+        .get("/api/auth/organization/list", who("owner").as_deref())
+        .await
+        .json()
+        .as_array()
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn role_rules() {
+    let h = org_harness(100).await;
+    let (owner, _) = user(&h, "o@example.com").await;
+    let org = create_org(&h, &owner, "rules").await;
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let owner_member = org["members"][0]["id"].as_str().unwrap().to_owned();
+    let (admin, admin_id) = user(&h, "a@example.com").await;
+    let admin_member = add_member(&h, &org_id, &admin_id, "admin").await;
+    let (_, m_id) = user(&h, "m@example.com").await;
+    let m = add_member(&h, &org_id, &m_id, "member").await;
+    let mid = m["id"].as_str().unwrap();
+
+    // No admin → owner, and an admin cannot touch an owner.
+    let r = h
+        .post(
+            "/api/auth/organization/update-member-role",
+            json!({"organizationId": org_id, "memberId": mid, "role": "owner"}),
+            Some(&admin),
+        )
+        .await
+        .expect(403);
+    assert_eq!(r.code(), "FORBIDDEN");
+    h.post(
+        "/api/auth/organization/remove-member",
+        json!({"organizationId": org_id, "memberIdOrEmail": owner_member}),
+        Some(&admin),
+    )
+    .await
+    .expect(403);
+    // Unknown roles are an error, roles may be lists.
+    let r = h
+        .post(
+            "/api/auth/organization/update-member-role",
+            json!({"organizationId": org_id, "memberId": mid, "role": "wizard"}),
+            Some(&owner),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "ROLE_NOT_FOUND");
+    let r = h
+        .post(
+            "/api/auth/organization/update-member-role",
+            json!({"organizationId": org_id, "memberId": mid, "role": ["member", "recruiter"]}),
+            Some(&owner),
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.json()["role"], "member,recruiter");
+    // The last owner can neither leave, nor be demoted, nor removed.
+    let r = h
+        .post(
+            "/api/auth/organization/leave",
+            json!({"organizationId": org_id}),
+            Some(&owner),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.json(),
+        json!({"code": "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER", "message": "You cannot leave the organization as the only owner"})
+    );
+    h.post(
+        "/api/auth/organization/update-member-role",
+        json!({"organizationId": org_id, "memberId": owner_member, "role": "admin"}),
+        Some(&owner),
+    )
+    .await
+    .expect(400);
+    h.post(
+        "/api/auth/organization/remove-member",
+        json!({"organizationId": org_id, "memberIdOrEmail": owner_member}),
+        Some(&owner),
+    )
+    .await
+    .expect(400);
+    // Ids of another organization are not found here.
+    let (other, _) = user(&h, "other@example.com").await;
+    let other_org = create_org(&h, &other, "other").await;
+    let foreign = other_org["members"][0]["id"].as_str().unwrap();
+    let r = h
+        .post(
+            "/api/auth/organization/remove-member",
+            json!({"organizationId": org_id, "memberIdOrEmail": foreign}),
+            Some(&owner),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "MEMBER_NOT_FOUND");
+    // By email; a member leaving clears its active organization.
+    h.post(
+        "/api/auth/organization/remove-member",
+        json!({"organizationId": org_id, "memberIdOrEmail": "m@example.com"}),
+        Some(&admin),
+    )
+    .await
+    .expect(200);
+    h.post(
+        "/api/auth/organization/set-active",
+        json!({"organizationId": org_id}),
+        Some(&admin),
+    )
+    .await
+    .expect(200);
+    let r = h
+        .post(
+            "/api/auth/organization/leave",
+            json!({"organizationId": org_id}),
+            Some(&admin),
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.json()["id"], admin_member["id"]);
+    assert_eq!(
+        h.session(&admin).await["session"]["activeOrganizationId"],
+        Value::Null
+    );
+    let r = h
+        .get("/api/auth/organization/get-active-member", Some(&owner))
+        .await
+        .expect(200);
+    assert_eq!(r.json()["role"], "owner");
+    // Add-member is server-only.
+    h.post(
+        "/api/auth/organization/add-member",
+        json!({"userId": m_id, "role": "member", "organizationId": org_id}),
+        Some(&owner),
+    )
+    .await
+    .expect(401);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_last_two_owners_removing_each_other_leave_one() {
+    for round in 0..10 {
+        let h = org_harness(100).await;
+        let (a, _) = user(&h, "a@example.com").await;
+        let org = create_org(&h, &a, &format!("race{round}")).await;
+        let org_id = org["id"].as_str().unwrap().to_owned();
+        let a_member = org["members"][0]["id"].as_str().unwrap().to_owned();
+        let (b, b_id) = user(&h, "b@example.com").await;
+        let b_member = add_member(&h, &org_id, &b_id, "owner").await["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let tasks = [(a.clone(), b_member.clone()), (b.clone(), a_member.clone())].map(
+            |(cookie, target)| {
+                let ep = h.ep.clone();
+                let org_id = org_id.clone();
+                tokio::spawn(async move {
+                    call(
+                        &ep,
+                        Method::POST,
+                        "/api/auth/organization/remove-member",
+                        Some(json!({"organizationId": org_id, "memberIdOrEmail": target})),
+                        Some(&cookie),
+                        &[("origin", ORIGIN)],
+                    )
+                    .await
+                    .status
+                    .as_u16()
+                })
+            },
+        );
+        let statuses: Vec<u16> = join_all(tasks)
+            .await
+            .into_iter()
+            .map(|r| r.unwrap())
+            .collect();
+        let full = h
+            .get(
+                &format!("/api/auth/organization/get-full-organization?organizationId={org_id}"),
+                Some(&a),
+            )
+            .await;
+        let full = if full.status.as_u16() == 200 {
+            full
+        } else {
+            h.get(
+                &format!("/api/auth/organization/get-full-organization?organizationId={org_id}"),
+                Some(&b),
+            )
+            .await
+        };
+        let owners = full.json()["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "owner")
+            .count();
+        assert_eq!(owners, 1, "round {round}: {statuses:?}");
+        assert_eq!(
+            statuses.iter().filter(|s| **s == 200).count(),
+            1,
+            "round {round}: {statuses:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_joins_stop_at_the_membership_limit() {
+    let h = org_harness(100).await;
+    let (owner, _) = user(&h, "owner@example.com").await;
+    let org = create_org(&h, &owner, "crowded").await;
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    // 150 users, created straight in the store (hashing 150 passwords is not the point here).
+    let now = storage::Clock::now(&*h.clock);
+    let mut ids = Vec::new();
+    for i in 0..150 {
+        let u = storage::User {
+            id: storage::UserId::generate(),
+            email: format!("j{i}@example.com"),
+            email_verified: false,
+            name: "J".into(),
+            image: None,
+            role: None,
+            banned: false,
+            ban_reason: None,
+            ban_expires: None,
+            created_at: now,
+            updated_at: now,
+        };
+        h.state.store.create_user(&u, None).await.unwrap();
+        ids.push(u.id.0);
+    }
+    let tasks = ids.into_iter().map(|id| {
+        let ep = h.ep.clone();
+        let org_id = org_id.clone();
+        tokio::spawn(async move {
+            call(
+                &ep,
+                Method::POST,
+                "/api/auth/organization/add-member",
+                Some(json!({"userId": id, "role": "member", "organizationId": org_id})),
+                None,
+                &[("authorization", &format!("Bearer {KEY}"))],
+            )
+            .await
+        })
+    });
+    let results: Vec<_> = join_all(tasks)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    let ok = results.iter().filter(|r| r.status.as_u16() == 200).count();
+    let full: Vec<_> = results
+        .iter()
+        .filter(|r| r.status.as_u16() == 403)
+        .collect();
+    assert_eq!(ok, 99, "the owner is the 100th member");
+    assert_eq!(full.len(), 51);
+    assert!(full
+        .iter()
+        .all(|r| r.code() == "ORGANIZATION_MEMBERSHIP_LIMIT_REACHED"));
+    let list = h
+        .get(
+            &format!("/api/auth/organization/list-members?organizationId={org_id}&limit=500"),
+            Some(&owner),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(list["total"], 100);
+    assert_eq!(list["members"].as_array().unwrap().len(), 100);
+    let page = h
+        .get(
+            &format!(
+                "/api/auth/organization/list-members?organizationId={org_id}&limit=10&offset=95"
+            ),
+            Some(&owner),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(page["members"].as_array().unwrap().len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_concurrent_creates_of_one_slug_make_one_organization() {
+    let h = org_harness(100).await;
+    let (a, _) = user(&h, "a@example.com").await;
+    let (b, _) = user(&h, "b@example.com").await;
+    let tasks = [a.clone(), b.clone()].map(|cookie| {
+        let ep = h.ep.clone();
+        tokio::spawn(async move {
+            call(
+                &ep,
+                Method::POST,
+                "/api/auth/organization/create",
+                Some(json!({"name": "Same", "slug": "same"})),
+                Some(&cookie),
+                &[("origin", ORIGIN)],
+            )
+            .await
+            .status
+            .as_u16()
+        })
+    });
+    let mut statuses: Vec<u16> = join_all(tasks)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    statuses.sort();
+    assert_eq!(statuses, vec![200, 400]);
+}

@@ -1,0 +1,279 @@
+//! Gatehouse authorization: which organization role may do what.
+//!
+//! Policy is data: the built-in matrix of spec §6 is `builtin.csv`, evaluated by casbin with the
+//! RBAC-with-domains model in `model.conf` (domain = organization). Roles from configuration hold
+//! in every organization; an organization's custom roles (stored in storage) are rows of its own
+//! domain, loaded into that organization's [`Policy`].
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+use casbin::{CoreApi, DefaultModel, Enforcer, MemoryAdapter, MgmtApi};
+use std::collections::{BTreeMap, BTreeSet};
+
+pub const MODEL: &str = include_str!("../model.conf");
+pub const BUILTIN_POLICY: &str = include_str!("../builtin.csv");
+
+/// The built-in roles, strongest first.
+pub const BUILTIN_ROLES: [&str; 3] = ["owner", "admin", "member"];
+
+/// Resources and the actions each knows (what custom roles may be granted).
+pub const RESOURCES: &[(&str, &[&str])] = &[
+    ("organization", &["update", "delete"]),
+    ("member", &["create", "update", "delete"]),
+    ("invitation", &["create", "cancel"]),
+    ("team", &["create", "update", "delete"]),
+    ("ac", &["create", "read", "update", "delete"]),
+];
+
+/// `{resource: [action, …]}`, as better-auth writes permissions.
+pub type Permissions = BTreeMap<String, BTreeSet<String>>;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PolicyError {
+    #[error("unknown role {0:?}")]
+    UnknownRole(String),
+    #[error("unknown resource {0:?}")]
+    UnknownResource(String),
+    #[error("unknown action {1:?} on {0:?}")]
+    UnknownAction(String, String),
+    #[error("invalid role name {0:?}")]
+    InvalidRoleName(String),
+    #[error("policy engine: {0}")]
+    Engine(String),
+}
+
+/// Checks that every resource and action of `perms` exists.
+pub fn validate_permissions(perms: &Permissions) -> Result<(), PolicyError> {
+    for (res, actions) in perms {
+        let Some((_, known)) = RESOURCES.iter().find(|(r, _)| r == res) else {
+            return Err(PolicyError::UnknownResource(res.clone()));
+        };
+        if let Some(a) = actions.iter().find(|a| !known.contains(&a.as_str())) {
+            return Err(PolicyError::UnknownAction(res.clone(), a.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// A role name: 1–64 characters of `[A-Za-z0-9_-]`, not a list.
+pub fn validate_role_name(name: &str) -> Result<(), PolicyError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ok {
+        Ok(())
+    } else {
+        Err(PolicyError::InvalidRoleName(name.to_owned()))
+    }
+}
+
+/// Splits `"admin, member"` into role names.
+pub fn parse_roles(roles: &str) -> Vec<&str> {
+    roles
+        .split(',')
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+/// The policy of one organization: built-in roles, configured roles and its custom roles.
+pub struct Policy {
+    org: String,
+    enforcer: Enforcer,
+    roles: BTreeSet<String>,
+}
+
+fn engine(e: impl std::fmt::Display) -> PolicyError {
+    PolicyError::Engine(e.to_string())
+}
+
+fn rows(sub: &str, dom: &str, perms: &Permissions) -> Vec<Vec<String>> {
+    perms
+        .iter()
+        .flat_map(|(res, acts)| {
+            acts.iter()
+                .map(move |a| vec![sub.to_owned(), dom.to_owned(), res.clone(), a.clone()])
+        })
+        .collect()
+}
+
+impl Policy {
+    /// Builds the policy of organization `org` from the built-in rows, `global` roles (from
+    /// configuration, valid everywhere) and the organization's `custom` roles.
+    pub async fn new(
+        org: &str,
+        global: &[(String, Permissions)],
+        custom: &[(String, Permissions)],
+    ) -> Result<Self, PolicyError> {
+        let model = DefaultModel::from_str(MODEL).await.map_err(engine)?;
+        let mut enforcer = Enforcer::new(model, MemoryAdapter::default())
+            .await
+            .map_err(engine)?;
+        let mut all: Vec<Vec<String>> = BUILTIN_POLICY
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("p,"))
+            .map(|l| l.split(',').skip(1).map(|f| f.trim().to_owned()).collect())
+            .collect();
+        let mut roles: BTreeSet<String> = BUILTIN_ROLES.iter().map(|r| r.to_string()).collect();
+        for (name, perms) in global {
+            validate_role_name(name)?;
+            validate_permissions(perms)?;
+            all.extend(rows(name, "*", perms));
+            roles.insert(name.clone());
+        }
+        for (name, perms) in custom {
+            validate_role_name(name)?;
+            validate_permissions(perms)?;
+            all.extend(rows(name, org, perms));
+            roles.insert(name.clone());
+        }
+        if !all.is_empty() {
+            enforcer.add_policies(all).await.map_err(engine)?;
+        }
+        Ok(Self {
+            org: org.to_owned(),
+            enforcer,
+            roles,
+        })
+    }
+
+    pub fn is_role(&self, role: &str) -> bool {
+        self.roles.contains(role)
+    }
+
+    /// Every role name this organization knows.
+    pub fn roles(&self) -> impl Iterator<Item = &str> {
+        self.roles.iter().map(String::as_str)
+    }
+
+    /// Whether any of the comma-separated `roles` may do `action` on `resource`. A role that
+    /// does not exist is an error, never a silent "no".
+    pub fn allows(&self, roles: &str, resource: &str, action: &str) -> Result<bool, PolicyError> {
+        let mut any = false;
+        for role in parse_roles(roles) {
+            if !self.is_role(role) {
+                return Err(PolicyError::UnknownRole(role.to_owned()));
+            }
+            if self
+                .enforcer
+                .enforce((role, self.org.as_str(), resource, action))
+                .map_err(engine)?
+            {
+                any = true;
+            }
+        }
+        Ok(any)
+    }
+
+    /// Whether the roles grant every permission asked for.
+    pub fn allows_all(&self, roles: &str, perms: &Permissions) -> Result<bool, PolicyError> {
+        for (res, acts) in perms {
+            for act in acts {
+                if !self.allows(roles, res, act)? {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn perms(pairs: &[(&str, &[&str])]) -> Permissions {
+        pairs
+            .iter()
+            .map(|(r, a)| (r.to_string(), a.iter().map(|x| x.to_string()).collect()))
+            .collect()
+    }
+
+    /// Every built-in role × resource × action, against spec §6.
+    #[tokio::test]
+    async fn builtin_matrix() {
+        let p = Policy::new("org1", &[], &[]).await.unwrap();
+        for (res, actions) in RESOURCES {
+            for act in *actions {
+                let owner = true;
+                let admin = !(*res == "organization" && *act == "delete");
+                let member = *res == "ac" && *act == "read";
+                assert_eq!(
+                    p.allows("owner", res, act).unwrap(),
+                    owner,
+                    "owner {res}:{act}"
+                );
+                assert_eq!(
+                    p.allows("admin", res, act).unwrap(),
+                    admin,
+                    "admin {res}:{act}"
+                );
+                assert_eq!(
+                    p.allows("member", res, act).unwrap(),
+                    member,
+                    "member {res}:{act}"
+                );
+                // Several roles: any grants.
+                assert_eq!(p.allows("member, admin", res, act).unwrap(), admin);
+            }
+        }
+        assert_eq!(
+            p.allows("ghost", "member", "create"),
+            Err(PolicyError::UnknownRole("ghost".into()))
+        );
+        assert_eq!(
+            p.allows("admin,ghost", "member", "create"),
+            Err(PolicyError::UnknownRole("ghost".into()))
+        );
+    }
+
+    #[tokio::test]
+    async fn custom_roles_are_scoped_to_their_organization() {
+        let custom = vec![(
+            "recruiter".to_string(),
+            perms(&[("member", &["create"]), ("invitation", &["create"])]),
+        )];
+        let global = vec![("auditor".to_string(), perms(&[("ac", &["read"])]))];
+        let org1 = Policy::new("org1", &global, &custom).await.unwrap();
+        let org2 = Policy::new("org2", &global, &[]).await.unwrap();
+        assert!(org1.allows("recruiter", "member", "create").unwrap());
+        assert!(org1.allows("recruiter", "invitation", "create").unwrap());
+        assert!(!org1.allows("recruiter", "organization", "delete").unwrap());
+        assert!(!org1.allows("recruiter", "member", "delete").unwrap());
+        assert!(org2.allows("recruiter", "member", "create").is_err());
+        assert!(org1.allows("auditor", "ac", "read").unwrap());
+        assert!(org2.allows("auditor", "ac", "read").unwrap());
+        assert!(org1
+            .allows_all(
+                "recruiter",
+                &perms(&[("member", &["create"]), ("invitation", &["create"])])
+            )
+            .unwrap());
+        assert!(!org1
+            .allows_all("recruiter", &perms(&[("member", &["create", "delete"])]))
+            .unwrap());
+    }
+
+    #[tokio::test]
+    async fn bad_roles_and_permissions_are_refused() {
+        let bad = vec![("x".to_string(), perms(&[("spaceship", &["fly"])]))];
+        assert!(matches!(
+            Policy::new("o", &[], &bad).await,
+            Err(PolicyError::UnknownResource(_))
+        ));
+        let bad = vec![("x".to_string(), perms(&[("member", &["fly"])]))];
+        assert!(matches!(
+            Policy::new("o", &[], &bad).await,
+            Err(PolicyError::UnknownAction(..))
+        ));
+        assert!(validate_role_name("a,b").is_err());
+        assert!(validate_role_name("").is_err());
+        assert!(validate_role_name("team-lead_2").is_ok());
+        assert_eq!(parse_roles(" admin , member,,"), vec!["admin", "member"]);
+    }
+}
