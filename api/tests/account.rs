@@ -298,16 +298,7 @@ async fn two_concurrent_resets_with_one_token_one_wins() {
     .await
     .expect(200);
     let mail = last_mail(&h, "reset-password", "race@example.com").unwrap();
-    let token = mail["link"]
-        .as_str()
-        .unwrap()
-        .split("/reset-password/")
-        .nth(1)
-        .unwrap()
-        .split('?')
-        .next()
-        .unwrap()
-        .to_owned();
+    let token = reset_token_of(&mail);
     let tasks = ["password-alpha-1", "password-bravo-2"].map(|pw| {
         let ep = h.ep.clone();
         let token = token.clone();
@@ -354,16 +345,7 @@ async fn wrong_kind_tokens_are_refused() {
     .await
     .expect(200);
     let reset = last_mail(&h, "reset-password", "kind@example.com").unwrap();
-    let reset_token = reset["link"]
-        .as_str()
-        .unwrap()
-        .split("/reset-password/")
-        .nth(1)
-        .unwrap()
-        .split('?')
-        .next()
-        .unwrap()
-        .to_owned();
+    let reset_token = reset_token_of(&reset);
     // A reset token is neither a delete token nor a verification token.
     let r = h
         .get(
@@ -512,21 +494,7 @@ async fn set_password_is_server_only() {
     let h = harness_with(|c| c.server_key = Some(gatehouse_api::config::Secret::new(key))).await;
     let body = |id: &str| Some(json!({"newPassword": "server-set-pass-1", "userId": id}));
     // A user with no password (as a social sign-up would make).
-    let now = storage::Clock::now(&*h.clock);
-    let social = storage::User {
-        id: storage::UserId::generate(),
-        email: "social@example.com".into(),
-        email_verified: true,
-        name: "S".into(),
-        image: None,
-        role: None,
-        banned: false,
-        ban_reason: None,
-        ban_expires: None,
-        created_at: now,
-        updated_at: now,
-    };
-    h.state.store.create_user(&social, None).await.unwrap();
+    let social = store_user(&h, "social@example.com").await;
     let id = social.id.0.as_str();
     let r = h
         .call(Method::POST, "/api/auth/set-password", body(id), None, &[])
@@ -1019,21 +987,7 @@ async fn operator_templates_override_the_builtin_ones() {
 #[tokio::test]
 async fn reset_creates_a_password_for_a_user_without_one() {
     let h = harness().await;
-    let now = storage::Clock::now(&*h.clock);
-    let social = storage::User {
-        id: storage::UserId::generate(),
-        email: "nopw@example.com".into(),
-        email_verified: true,
-        name: "N".into(),
-        image: None,
-        role: None,
-        banned: false,
-        ban_reason: None,
-        ban_expires: None,
-        created_at: now,
-        updated_at: now,
-    };
-    h.state.store.create_user(&social, None).await.unwrap();
+    let social = store_user(&h, "nopw@example.com").await;
     h.post(
         "/api/auth/forget-password",
         json!({"email": "nopw@example.com"}),
@@ -1042,16 +996,7 @@ async fn reset_creates_a_password_for_a_user_without_one() {
     .await
     .expect(200);
     let mail = last_mail(&h, "reset-password", "nopw@example.com").unwrap();
-    let token = mail["link"]
-        .as_str()
-        .unwrap()
-        .split("/reset-password/")
-        .nth(1)
-        .unwrap()
-        .split('?')
-        .next()
-        .unwrap()
-        .to_owned();
+    let token = reset_token_of(&mail);
     h.post(
         "/api/auth/reset-password",
         json!({"newPassword": "brand-new-pass-1", "token": token}),

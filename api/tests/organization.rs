@@ -580,24 +580,9 @@ async fn concurrent_joins_stop_at_the_membership_limit() {
     let org = create_org(&h, &owner, "crowded").await;
     let org_id = org["id"].as_str().unwrap().to_owned();
     // 150 users, created straight in the store (hashing 150 passwords is not the point here).
-    let now = storage::Clock::now(&*h.clock);
     let mut ids = Vec::new();
     for i in 0..150 {
-        let u = storage::User {
-            id: storage::UserId::generate(),
-            email: format!("j{i}@example.com"),
-            email_verified: false,
-            name: "J".into(),
-            image: None,
-            role: None,
-            banned: false,
-            ban_reason: None,
-            ban_expires: None,
-            created_at: now,
-            updated_at: now,
-        };
-        h.state.store.create_user(&u, None).await.unwrap();
-        ids.push(u.id.0);
+        ids.push(store_user(&h, &format!("j{i}@example.com")).await.id.0);
     }
     let tasks = ids.into_iter().map(|id| {
         let ep = h.ep.clone();

@@ -216,3 +216,30 @@ pub fn link_path(h: &H, mail: &Value) -> String {
         .unwrap_or_else(|| panic!("link {link} not on the base URL"))
         .to_owned()
 }
+
+/// The token of a mailed reset link (`…/reset-password/{token}?callbackURL=…`).
+pub fn reset_token_of(mail: &Value) -> String {
+    let link = mail["link"].as_str().unwrap();
+    let after = link.split("/reset-password/").nth(1).unwrap();
+    after.split('?').next().unwrap().to_owned()
+}
+
+/// A user without any account (as a social sign-up leaves one), written straight to the store.
+pub async fn store_user(h: &H, email: &str) -> storage::User {
+    let now = storage::Clock::now(&*h.clock);
+    let u = storage::User {
+        id: storage::UserId::generate(),
+        email: email.into(),
+        email_verified: true,
+        name: "Stored".into(),
+        image: None,
+        role: None,
+        banned: false,
+        ban_reason: None,
+        ban_expires: None,
+        created_at: now,
+        updated_at: now,
+    };
+    h.state.store.create_user(&u, None).await.unwrap();
+    u
+}
