@@ -987,7 +987,7 @@ async fn operator_templates_override_the_builtin_ones() {
 #[tokio::test]
 async fn reset_creates_a_password_for_a_user_without_one() {
     let h = harness().await;
-    let social = store_user(&h, "nopw@example.com").await;
+    store_user(&h, "nopw@example.com").await;
     h.post(
         "/api/auth/forget-password",
         json!({"email": "nopw@example.com"}),
