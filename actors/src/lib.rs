@@ -65,6 +65,15 @@ pub enum Rule {
     SlugTaken,
     /// The user reached the number of organizations they may create.
     OrganizationLimit,
+    /// No pending, unexpired invitation of this organization has that id.
+    InvitationNotFound,
+    /// The address has a pending invitation already.
+    AlreadyInvited,
+    /// The invitation is for another address.
+    NotRecipient,
+    /// The invited address must be verified before the invitation can be answered.
+    EmailNotVerified,
+    TeamNotFound,
 }
 
 impl From<StoreError> for ActorError {
@@ -109,6 +118,10 @@ pub struct OrgConfig {
     pub membership_limit: u32,
     /// Roles from configuration, valid in every organization.
     pub global_roles: Vec<(String, policy::Permissions)>,
+    /// Invitation lifetime (default 48 h).
+    pub invitation_expires_in: ChronoDuration,
+    /// Only a verified address may accept or reject an invitation (default on).
+    pub require_verified_email: bool,
 }
 
 impl Default for OrgConfig {
@@ -116,6 +129,8 @@ impl Default for OrgConfig {
         Self {
             membership_limit: 100,
             global_roles: Vec::new(),
+            invitation_expires_in: ChronoDuration::hours(48),
+            require_verified_email: true,
         }
     }
 }

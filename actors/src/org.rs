@@ -6,7 +6,10 @@ use policy::{Permissions, Policy};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
 use std::time::Duration;
-use storage::{Member, MemberId, OrgId, Organization, UserId};
+use storage::{
+    Invitation, InvitationId, InvitationStatus, Member, MemberId, OrgId, Organization, TeamId,
+    TeamMember, TeamMemberId, UserId,
+};
 use tokio::time::Instant;
 
 type Reply<T> = RpcReplyPort<Result<T, ActorError>>;
@@ -50,6 +53,25 @@ pub(crate) enum OrgMsg {
         reply: Reply<Member>,
     },
     HasPermission(UserId, Permissions, Reply<bool>),
+    Invite {
+        acting: Acting,
+        email: String,
+        role: String,
+        team: Option<TeamId>,
+        resend: bool,
+        reply: Reply<Invitation>,
+    },
+    RespondInvitation {
+        user: UserId,
+        invitation: InvitationId,
+        accept: bool,
+        reply: Reply<(Invitation, Option<Member>)>,
+    },
+    CancelInvitation {
+        acting: Acting,
+        invitation: InvitationId,
+        reply: Reply<Invitation>,
+    },
     IdleCheck,
 }
 
@@ -139,6 +161,31 @@ impl Actor for OrgActor {
                 }
                 .await;
                 let _ = reply.send(r);
+            }
+            OrgMsg::Invite {
+                acting,
+                email,
+                role,
+                team,
+                resend,
+                reply,
+            } => {
+                let _ = reply.send(self.invite(state, &acting, email, role, team, resend).await);
+            }
+            OrgMsg::RespondInvitation {
+                user,
+                invitation,
+                accept,
+                reply,
+            } => {
+                let _ = reply.send(self.respond(state, &user, &invitation, accept).await);
+            }
+            OrgMsg::CancelInvitation {
+                acting,
+                invitation,
+                reply,
+            } => {
+                let _ = reply.send(self.cancel(state, &acting, &invitation).await);
             }
             OrgMsg::IdleCheck => {
                 if state.last_active.elapsed() >= self.shared.config.idle_timeout {
@@ -416,6 +463,188 @@ impl OrgActor {
     }
 }
 
+impl OrgActor {
+    async fn invitation(
+        &self,
+        state: &OrgState,
+        id: &InvitationId,
+    ) -> Result<Invitation, ActorError> {
+        // An invitation of another organization is "not found" here.
+        self.shared
+            .store
+            .get_invitation(id)
+            .await?
+            .filter(|i| i.organization_id == state.id)
+            .ok_or(ActorError::Refused(Rule::InvitationNotFound))
+    }
+
+    async fn invite(
+        &self,
+        state: &mut OrgState,
+        acting: &Acting,
+        email: String,
+        role: String,
+        team: Option<TeamId>,
+        resend: bool,
+    ) -> Result<Invitation, ActorError> {
+        let inviter = self.check(state, acting, "invitation", "create").await?;
+        self.org(state).await?;
+        self.validate_grant(state, inviter.as_ref(), &role).await?;
+        let store = &self.shared.store;
+        if let Some(team) = &team {
+            store
+                .get_team(team)
+                .await?
+                .filter(|t| t.organization_id == state.id)
+                .ok_or(ActorError::Refused(Rule::TeamNotFound))?;
+        }
+        if let Some(user) = store.get_user_by_email(&email).await? {
+            if store.get_member(&state.id, &user.id).await?.is_some() {
+                return Err(ActorError::Refused(Rule::AlreadyMember));
+            }
+        }
+        let now = self.shared.clock.now();
+        let pending = store
+            .list_invitations_by_email(&email)
+            .await?
+            .into_iter()
+            .find(|i| {
+                i.organization_id == state.id
+                    && i.status == InvitationStatus::Pending
+                    && i.expires_at > now
+            });
+        if let Some(existing) = pending {
+            return if resend {
+                Ok(existing)
+            } else {
+                Err(ActorError::Refused(Rule::AlreadyInvited))
+            };
+        }
+        let limit = self.shared.config.org.membership_limit as u64;
+        if store.count_members(&state.id).await? >= limit {
+            return Err(ActorError::Refused(Rule::MembershipLimit));
+        }
+        let inviter_id = match (acting, &inviter) {
+            (_, Some(m)) => m.user_id.clone(),
+            (Acting::User(u), None) => u.clone(),
+            (Acting::Server, None) => UserId(String::new()),
+        };
+        let inv = Invitation {
+            id: InvitationId::generate(),
+            organization_id: state.id.clone(),
+            email,
+            role,
+            status: InvitationStatus::Pending,
+            team_id: team,
+            inviter_id,
+            expires_at: now + self.shared.config.org.invitation_expires_in,
+            created_at: now,
+        };
+        store.create_invitation(&inv).await?;
+        Ok(inv)
+    }
+
+    /// Accepts or rejects: only while pending and unexpired, only by the invited address
+    /// (verified, unless configured otherwise). Accepting creates the member (and joins the
+    /// team, if any); the status moves with a conditional write, so it happens once.
+    async fn respond(
+        &self,
+        state: &mut OrgState,
+        user: &UserId,
+        id: &InvitationId,
+        accept: bool,
+    ) -> Result<(Invitation, Option<Member>), ActorError> {
+        let store = &self.shared.store;
+        let mut inv = self.invitation(state, id).await?;
+        let now = self.shared.clock.now();
+        if inv.status != InvitationStatus::Pending || inv.expires_at <= now {
+            return Err(ActorError::Refused(Rule::InvitationNotFound));
+        }
+        let u = store
+            .get_user(user)
+            .await?
+            .ok_or(ActorError::Refused(Rule::UserNotFound))?;
+        if u.email != inv.email {
+            return Err(ActorError::Refused(Rule::NotRecipient));
+        }
+        if self.shared.config.org.require_verified_email && !u.email_verified {
+            return Err(ActorError::Refused(Rule::EmailNotVerified));
+        }
+        if !accept {
+            store
+                .transition_invitation(id, InvitationStatus::Pending, InvitationStatus::Rejected)
+                .await
+                .map_err(gone)?;
+            inv.status = InvitationStatus::Rejected;
+            return Ok((inv, None));
+        }
+        if store.get_member(&state.id, user).await?.is_some() {
+            return Err(ActorError::Refused(Rule::AlreadyMember));
+        }
+        let limit = self.shared.config.org.membership_limit as u64;
+        if store.count_members(&state.id).await? >= limit {
+            return Err(ActorError::Refused(Rule::MembershipLimit));
+        }
+        store
+            .transition_invitation(id, InvitationStatus::Pending, InvitationStatus::Accepted)
+            .await
+            .map_err(gone)?;
+        inv.status = InvitationStatus::Accepted;
+        let member = Member {
+            id: MemberId::generate(),
+            organization_id: state.id.clone(),
+            user_id: user.clone(),
+            role: inv.role.clone(),
+            team_id: inv.team_id.clone(),
+            created_at: now,
+        };
+        store.create_member(&member).await?;
+        if let Some(team) = &inv.team_id {
+            let tm = TeamMember {
+                id: TeamMemberId::generate(),
+                team_id: team.clone(),
+                user_id: user.clone(),
+                created_at: now,
+            };
+            // The team may have been removed since the invitation was sent; membership stands.
+            if let Err(e) = store.add_team_member(&tm).await {
+                tracing::warn!(error = %e, "could not join the invitation's team");
+            }
+        }
+        Ok((inv, Some(member)))
+    }
+
+    async fn cancel(
+        &self,
+        state: &mut OrgState,
+        acting: &Acting,
+        id: &InvitationId,
+    ) -> Result<Invitation, ActorError> {
+        self.check(state, acting, "invitation", "cancel").await?;
+        let mut inv = self.invitation(state, id).await?;
+        if inv.status != InvitationStatus::Pending {
+            return Err(ActorError::Refused(Rule::InvitationNotFound));
+        }
+        self.shared
+            .store
+            .transition_invitation(id, InvitationStatus::Pending, InvitationStatus::Canceled)
+            .await
+            .map_err(gone)?;
+        inv.status = InvitationStatus::Canceled;
+        Ok(inv)
+    }
+}
+
+/// A lost conditional transition means the invitation is no longer pending.
+fn gone(e: storage::StoreError) -> ActorError {
+    match e {
+        storage::StoreError::ConcurrentModification | storage::StoreError::NotFound => {
+            ActorError::Refused(Rule::InvitationNotFound)
+        }
+        other => other.into(),
+    }
+}
+
 fn resource_label(resource: &str) -> &'static str {
     match resource {
         "organization" => "organization",
@@ -494,6 +723,54 @@ impl OrgHandle {
             acting: acting.clone(),
             member: member.clone(),
             role: role.to_owned(),
+            reply,
+        })
+        .await
+    }
+
+    pub async fn invite(
+        &self,
+        acting: Acting,
+        email: &str,
+        role: &str,
+        team: Option<TeamId>,
+        resend: bool,
+    ) -> Result<Invitation, ActorError> {
+        self.call(|reply| OrgMsg::Invite {
+            acting: acting.clone(),
+            email: email.to_owned(),
+            role: role.to_owned(),
+            team: team.clone(),
+            resend,
+            reply,
+        })
+        .await
+    }
+
+    /// Accepts (`true`) or rejects an invitation as `user`.
+    pub async fn respond_invitation(
+        &self,
+        user: UserId,
+        invitation: InvitationId,
+        accept: bool,
+    ) -> Result<(Invitation, Option<Member>), ActorError> {
+        self.call(|reply| OrgMsg::RespondInvitation {
+            user: user.clone(),
+            invitation: invitation.clone(),
+            accept,
+            reply,
+        })
+        .await
+    }
+
+    pub async fn cancel_invitation(
+        &self,
+        acting: Acting,
+        invitation: InvitationId,
+    ) -> Result<Invitation, ActorError> {
+        self.call(|reply| OrgMsg::CancelInvitation {
+            acting: acting.clone(),
+            invitation: invitation.clone(),
             reply,
         })
         .await

@@ -69,6 +69,11 @@ pub struct OrganizationConfig {
     pub creator_role: String,
     /// Extra roles valid in every organization: `{name: {resource: [action, …]}}`.
     pub roles: std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<String>>>,
+    /// The link an invitation mail carries; `{id}` is the invitation id, `{base_url}` the
+    /// server's. Point it at the app's accept page.
+    pub invitation_link: String,
+    /// Only a verified address may accept or reject an invitation.
+    pub require_email_verification_on_invitation: bool,
 }
 
 impl Default for OrganizationConfig {
@@ -76,6 +81,8 @@ impl Default for OrganizationConfig {
         Self {
             creator_role: "owner".into(),
             roles: Default::default(),
+            invitation_link: "{base_url}/accept-invitation/{id}".into(),
+            require_email_verification_on_invitation: true,
         }
     }
 }

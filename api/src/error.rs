@@ -72,6 +72,11 @@ codes! {
     NotAMember => ("USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION", FORBIDDEN, "User is not a member of the organization"),
     Forbidden => ("FORBIDDEN", FORBIDDEN, "You are not allowed to access resource"),
     ServerCredentialRequired => ("SERVER_CREDENTIAL_REQUIRED", FORBIDDEN, "userId is only accepted from server calls"),
+    InvitationNotFound => ("INVITATION_NOT_FOUND", BAD_REQUEST, "Invitation not found"),
+    AlreadyInvited => ("USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION", BAD_REQUEST, "User is already invited to this organization"),
+    TeamNotFound => ("TEAM_NOT_FOUND", BAD_REQUEST, "Team not found"),
+    NotRecipient => ("YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION", FORBIDDEN, "You are not the recipient of the invitation"),
+    InvitationEmailNotVerified => ("EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION", FORBIDDEN, "Email verification required before accepting or rejecting invitation"),
     InvalidEmailOrPassword => ("INVALID_EMAIL_OR_PASSWORD", UNAUTHORIZED, "Invalid email or password"),
     Unauthorized => ("UNAUTHORIZED", UNAUTHORIZED, "Unauthorized"),
     InvalidOrigin => ("INVALID_ORIGIN", FORBIDDEN, "Invalid origin"),
@@ -195,6 +200,11 @@ impl From<actors::ActorError> for ApiError {
                     Rule::LastOwner => Code::LastOwner.into(),
                     Rule::SlugTaken => Code::OrganizationAlreadyExists.into(),
                     Rule::OrganizationLimit => Code::OrganizationLimit.into(),
+                    Rule::InvitationNotFound => Code::InvitationNotFound.into(),
+                    Rule::AlreadyInvited => Code::AlreadyInvited.into(),
+                    Rule::NotRecipient => Code::NotRecipient.into(),
+                    Rule::EmailNotVerified => Code::InvitationEmailNotVerified.into(),
+                    Rule::TeamNotFound => Code::TeamNotFound.into(),
                 }
             }
             actors::ActorError::Unavailable(m) => {

@@ -164,6 +164,12 @@ impl AppState {
             },
             org: actors::OrgConfig {
                 membership_limit: config.limits.membership_limit,
+                invitation_expires_in: chrono::Duration::seconds(
+                    config.limits.invitation_expires_in as i64,
+                ),
+                require_verified_email: config
+                    .organization
+                    .require_email_verification_on_invitation,
                 global_roles: config
                     .organization
                     .roles

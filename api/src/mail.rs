@@ -22,14 +22,16 @@ pub enum MailKind {
     ResetPassword,
     ChangeEmailConfirmation,
     DeleteAccount,
+    Invitation,
 }
 
 impl MailKind {
-    pub const ALL: [MailKind; 4] = [
+    pub const ALL: [MailKind; 5] = [
         Self::VerifyEmail,
         Self::ResetPassword,
         Self::ChangeEmailConfirmation,
         Self::DeleteAccount,
+        Self::Invitation,
     ];
 
     pub fn name(self) -> &'static str {
@@ -38,6 +40,7 @@ impl MailKind {
             Self::ResetPassword => "reset-password",
             Self::ChangeEmailConfirmation => "change-email-confirmation",
             Self::DeleteAccount => "delete-account",
+            Self::Invitation => "invitation",
         }
     }
 
@@ -59,6 +62,12 @@ impl MailKind {
                 "Someone asked to change the email address of your account from {{email}} to \
                  {{new_email}}. If it was you, confirm the change; otherwise ignore this message.",
                 "Confirm change",
+            ),
+            Self::Invitation => (
+                "{{inviter}} invited you to {{organization}} on {{app_name}}",
+                "{{inviter}} invited {{email}} to join {{organization}} as {{role}}. The \
+                 invitation is valid for 48 hours; ignore this message if you do not want to join.",
+                "Accept the invitation",
             ),
             Self::DeleteAccount => (
                 "Confirm the deletion of your {{app_name}} account",

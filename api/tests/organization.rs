@@ -666,3 +666,455 @@ async fn two_concurrent_creates_of_one_slug_make_one_organization() {
     statuses.sort();
     assert_eq!(statuses, vec![200, 400]);
 }
+
+/// Verifies a user's address by following the mailed link.
+async fn verify(h: &H, email: &str) {
+    h.post(
+        "/api/auth/send-verification-email",
+        json!({"email": email}),
+        None,
+    )
+    .await
+    .expect(200);
+    let mail = last_mail(h, "verify-email", email).unwrap();
+    h.get(&link_path(h, &mail), None).await.expect(200);
+}
+
+fn invitation_id(h: &H, to: &str) -> String {
+    let mail = last_mail(h, "invitation", to).expect("invitation mail");
+    mail["link"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn invitation_lifecycle() {
+    let h = org_harness(100).await;
+    let (owner, _) = user(&h, "owner@example.com").await;
+    let org = create_org(&h, &owner, "inv").await;
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let (bob, _) = user(&h, "bob@example.com").await;
+    let (carol, _) = user(&h, "carol@example.com").await;
+
+    let r = h
+        .post(
+            "/api/auth/organization/invite-member",
+            json!({"email": "BOB@example.com", "role": "admin"}),
+            Some(&owner),
+        )
+        .await
+        .expect(200);
+    let inv = r.json();
+    assert_eq!(inv["status"], "pending");
+    assert_eq!(inv["email"], "bob@example.com");
+    let mail = last_mail(&h, "invitation", "bob@example.com").unwrap();
+    assert!(mail["subject"].as_str().unwrap().contains("Org inv"));
+    assert_eq!(
+        mail["link"],
+        format!(
+            "http://localhost:3000/accept-invitation/{}",
+            inv["id"].as_str().unwrap()
+        )
+    );
+    let id = invitation_id(&h, "bob@example.com");
+
+    // A second invitation for the same address: refused, unless resent.
+    let r = h
+        .post(
+            "/api/auth/organization/invite-member",
+            json!({"email": "bob@example.com", "role": "admin"}),
+            Some(&owner),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION");
+    let before = outbox(&h).len();
+    let r = h
+        .post(
+            "/api/auth/organization/invite-member",
+            json!({"email": "bob@example.com", "role": "admin", "resend": true}),
+            Some(&owner),
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.json()["id"], inv["id"]);
+    assert_eq!(outbox(&h).len(), before + 1);
+
+    // Only the recipient, and only once verified.
+    let r = h
+        .post(
+            "/api/auth/organization/accept-invitation",
+            json!({"invitationId": id}),
+            Some(&bob),
+        )
+        .await
+        .expect(403);
+    assert_eq!(
+        r.code(),
+        "EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION"
+    );
+    verify(&h, "bob@example.com").await;
+    verify(&h, "carol@example.com").await;
+    let r = h
+        .get(
+            &format!("/api/auth/organization/get-invitation?id={id}"),
+            Some(&carol),
+        )
+        .await
+        .expect(403);
+    assert_eq!(
+        r.json(),
+        json!({"code": "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION", "message": "You are not the recipient of the invitation"})
+    );
+    h.post(
+        "/api/auth/organization/accept-invitation",
+        json!({"invitationId": id}),
+        Some(&carol),
+    )
+    .await
+    .expect(403);
+    let details = h
+        .get(
+            &format!("/api/auth/organization/get-invitation?id={id}"),
+            Some(&bob),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(details["organizationName"], "Org inv");
+    assert_eq!(details["organizationSlug"], "inv");
+    assert_eq!(details["inviterEmail"], "owner@example.com");
+    let mine = h
+        .get("/api/auth/organization/list-user-invitations", Some(&bob))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(mine.as_array().unwrap().len(), 1);
+
+    let r = h
+        .post(
+            "/api/auth/organization/accept-invitation",
+            json!({"invitationId": id}),
+            Some(&bob),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(r["invitation"]["status"], "accepted");
+    assert_eq!(r["member"]["role"], "admin");
+    assert_eq!(
+        h.session(&bob).await["session"]["activeOrganizationId"],
+        org_id.as_str()
+    );
+    let r = h
+        .post(
+            "/api/auth/organization/accept-invitation",
+            json!({"invitationId": id}),
+            Some(&bob),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.json(),
+        json!({"code": "INVITATION_NOT_FOUND", "message": "Invitation not found"})
+    );
+    let r = h
+        .post(
+            "/api/auth/organization/invite-member",
+            json!({"email": "bob@example.com", "role": "member"}),
+            Some(&owner),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION");
+
+    // Carol: rejected; Dan: canceled (by an admin; a plain member may not), then expired.
+    let r = h
+        .post(
+            "/api/auth/organization/invite-member",
+            json!({"email": "carol@example.com", "role": "member"}),
+            Some(&bob),
+        )
+        .await
+        .expect(200);
+    let carol_inv = r.json()["id"].as_str().unwrap().to_owned();
+    let r = h
+        .post(
+            "/api/auth/organization/reject-invitation",
+            json!({"invitationId": carol_inv}),
+            Some(&carol),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(r["invitation"]["status"], "rejected");
+    assert_eq!(r["member"], Value::Null);
+    h.post(
+        "/api/auth/organization/accept-invitation",
+        json!({"invitationId": carol_inv}),
+        Some(&carol),
+    )
+    .await
+    .expect(400);
+
+    let dan_inv = h
+        .post(
+            "/api/auth/organization/invite-member",
+            json!({"email": "dan@example.com", "role": "member"}),
+            Some(&owner),
+        )
+        .await
+        .expect(200)
+        .json()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (member, member_id) = user(&h, "plain@example.com").await;
+    add_member(&h, &org_id, &member_id, "member").await;
+    let r = h
+        .post(
+            "/api/auth/organization/cancel-invitation",
+            json!({"invitationId": dan_inv}),
+            Some(&member),
+        )
+        .await
+        .expect(403);
+    assert_eq!(r.code(), "FORBIDDEN");
+    h.post(
+        "/api/auth/organization/invite-member",
+        json!({"organizationId": org_id, "email": "x@example.com", "role": "member"}),
+        Some(&member),
+    )
+    .await
+    .expect(403);
+    let r = h
+        .post(
+            "/api/auth/organization/cancel-invitation",
+            json!({"invitationId": dan_inv}),
+            Some(&bob),
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.json()["status"], "canceled");
+    let (dan, _) = user(&h, "dan@example.com").await;
+    verify(&h, "dan@example.com").await;
+    h.post(
+        "/api/auth/organization/accept-invitation",
+        json!({"invitationId": dan_inv}),
+        Some(&dan),
+    )
+    .await
+    .expect(400);
+
+    let eve_inv = h
+        .post(
+            "/api/auth/organization/invite-member",
+            json!({"email": "eve@example.com", "role": "member"}),
+            Some(&owner),
+        )
+        .await
+        .expect(200)
+        .json()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    user(&h, "eve@example.com").await;
+    verify(&h, "eve@example.com").await;
+    h.clock.advance(chrono::Duration::hours(49));
+    let eve = h
+        .sign_in("eve@example.com", PW)
+        .await
+        .expect(200)
+        .cookie_header();
+    h.post(
+        "/api/auth/organization/accept-invitation",
+        json!({"invitationId": eve_inv}),
+        Some(&eve),
+    )
+    .await
+    .expect(400);
+
+    // Role rules apply to invitations too; invitations are listed for members only.
+    let r = h
+        .post(
+            "/api/auth/organization/invite-member",
+            json!({"email": "f@example.com", "role": "owner"}),
+            Some(&bob),
+        )
+        .await
+        .expect(403);
+    assert_eq!(r.code(), "FORBIDDEN");
+    let r = h
+        .post(
+            "/api/auth/organization/invite-member",
+            json!({"email": "f@example.com", "role": "wizard"}),
+            Some(&owner),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "ROLE_NOT_FOUND");
+    let owner = h
+        .sign_in("owner@example.com", PW)
+        .await
+        .expect(200)
+        .cookie_header();
+    let list = h
+        .get(
+            &format!("/api/auth/organization/list-invitations?organizationId={org_id}"),
+            Some(&owner),
+        )
+        .await
+        .expect(200)
+        .json();
+    let statuses: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["status"].as_str().unwrap())
+        .collect();
+    assert!(
+        statuses.contains(&"accepted")
+            && statuses.contains(&"rejected")
+            && statuses.contains(&"canceled"),
+        "{statuses:?}"
+    );
+    h.get(
+        &format!("/api/auth/organization/list-invitations?organizationId={org_id}"),
+        Some(&dan),
+    )
+    .await
+    .expect(403);
+    let full = h
+        .get(
+            &format!("/api/auth/organization/get-full-organization?organizationId={org_id}"),
+            Some(&owner),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        full["invitations"].as_array().unwrap().len(),
+        statuses.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn twenty_concurrent_accepts_make_one_member() {
+    let h = org_harness(100).await;
+    let (owner, _) = user(&h, "owner@example.com").await;
+    let org = create_org(&h, &owner, "accept-race").await;
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let (guest, guest_id) = user(&h, "guest@example.com").await;
+    verify(&h, "guest@example.com").await;
+    h.post(
+        "/api/auth/organization/invite-member",
+        json!({"email": "guest@example.com", "role": "member"}),
+        Some(&owner),
+    )
+    .await
+    .expect(200);
+    let id = invitation_id(&h, "guest@example.com");
+    let tasks = (0..20).map(|_| {
+        let ep = h.ep.clone();
+        let guest = guest.clone();
+        let id = id.clone();
+        tokio::spawn(async move {
+            call(
+                &ep,
+                Method::POST,
+                "/api/auth/organization/accept-invitation",
+                Some(json!({"invitationId": id})),
+                Some(&guest),
+                &[("origin", ORIGIN)],
+            )
+            .await
+            .status
+            .as_u16()
+        })
+    });
+    let statuses: Vec<u16> = join_all(tasks)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 400),
+        "{statuses:?}"
+    );
+    let members = h
+        .get(
+            &format!("/api/auth/organization/list-members?organizationId={org_id}"),
+            Some(&owner),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(members["total"], 2);
+    assert_eq!(
+        members["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["userId"] == guest_id.as_str())
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_custom_role_with_invite_rights_can_invite_but_not_delete() {
+    let h = org_harness(100).await;
+    let (owner, _) = user(&h, "owner@example.com").await;
+    let org = create_org(&h, &owner, "custom").await;
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let (rec, rec_id) = user(&h, "rec@example.com").await;
+    add_member(&h, &org_id, &rec_id, "recruiter").await;
+    h.post(
+        "/api/auth/organization/invite-member",
+        json!({"organizationId": org_id, "email": "new@example.com", "role": "member"}),
+        Some(&rec),
+    )
+    .await
+    .expect(200);
+    let r = h
+        .post(
+            "/api/auth/organization/delete",
+            json!({"organizationId": org_id}),
+            Some(&rec),
+        )
+        .await
+        .expect(403);
+    assert_eq!(
+        r.json()["message"],
+        "You are not allowed to access resource: organization"
+    );
+    let r = h.post("/api/auth/organization/has-permission", json!({"organizationId": org_id, "permissions": {"invitation": ["create"], "member": ["create"]}}), Some(&rec)).await.expect(200);
+    assert_eq!(r.json(), json!({"success": true, "error": null}));
+    let r = h
+        .post(
+            "/api/auth/organization/has-permission",
+            json!({"organizationId": org_id, "permissions": {"organization": ["delete"]}}),
+            Some(&rec),
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.json()["success"], false);
+    let r = h
+        .post(
+            "/api/auth/organization/has-permission",
+            json!({"organizationId": org_id, "permissions": {"spaceship": ["fly"]}}),
+            Some(&rec),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "VALIDATION_ERROR");
+}

@@ -11,7 +11,10 @@ use poem::Request;
 use poem_openapi::param::Query;
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi, Union};
-use storage::{Member, MemberId, OrgId, Organization, UserId};
+use storage::{
+    Invitation, InvitationId, InvitationStatus, Member, MemberId, OrgId, Organization, TeamId,
+    UserId,
+};
 
 pub struct OrganizationApi;
 
@@ -79,7 +82,8 @@ struct FullOrganization {
     #[oai(flatten)]
     organization: OrganizationDto,
     members: Vec<MemberDto>,
-    invitations: Vec<serde_json::Value>,
+    invitations: Vec<InvitationDto>,
+    /// Teams (filled in once teams are served).
     teams: Vec<serde_json::Value>,
 }
 
@@ -196,6 +200,70 @@ struct HasPermissionResponse {
     error: Option<String>,
 }
 
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "Invitation", rename_all = "camelCase")]
+struct InvitationDto {
+    id: String,
+    organization_id: String,
+    email: String,
+    role: String,
+    /// pending, accepted, rejected or canceled.
+    status: String,
+    team_id: Option<String>,
+    inviter_id: String,
+    expires_at: String,
+    created_at: String,
+}
+
+impl From<&Invitation> for InvitationDto {
+    fn from(i: &Invitation) -> Self {
+        Self {
+            id: i.id.0.clone(),
+            organization_id: i.organization_id.0.clone(),
+            email: i.email.clone(),
+            role: i.role.clone(),
+            status: i.status.as_str().to_owned(),
+            team_id: i.team_id.as_ref().map(|t| t.0.clone()),
+            inviter_id: i.inviter_id.0.clone(),
+            expires_at: iso(&i.expires_at),
+            created_at: iso(&i.created_at),
+        }
+    }
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "InvitationDetails", rename_all = "camelCase")]
+struct InvitationDetails {
+    #[oai(flatten)]
+    invitation: InvitationDto,
+    organization_name: String,
+    organization_slug: String,
+    inviter_email: Option<String>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct InviteBody {
+    email: Text,
+    role: RoleInput,
+    organization_id: Option<Text>,
+    team_id: Option<Text>,
+    /// Send the mail again for a pending invitation instead of refusing.
+    resend: Option<bool>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct InvitationIdBody {
+    invitation_id: Text,
+}
+
+#[derive(Debug, Object)]
+struct InvitationAnswer {
+    invitation: InvitationDto,
+    member: Option<MemberDto>,
+}
+
 #[derive(Debug, Object)]
 struct SlugStatus {
     status: bool,
@@ -268,6 +336,34 @@ impl AppState {
             .get_member(org, user)
             .await?
             .ok_or_else(|| Code::NotAMember.into())
+    }
+
+    /// The invitation and its organization, for its recipient: pending, unexpired, and the
+    /// caller's (verified, unless configured otherwise) address.
+    async fn invitation_for(
+        &self,
+        authed: &Authed,
+        id: &str,
+    ) -> ApiResult<(Invitation, Organization)> {
+        let inv = self
+            .store
+            .get_invitation(&InvitationId(id.to_owned()))
+            .await?
+            .filter(|i| i.status == InvitationStatus::Pending && i.expires_at > self.clock.now())
+            .ok_or(Code::InvitationNotFound)?;
+        if inv.email != authed.user.email {
+            return Err(Code::NotRecipient.into());
+        }
+        if self
+            .config
+            .organization
+            .require_email_verification_on_invitation
+            && !authed.user.email_verified
+        {
+            return Err(Code::InvitationEmailNotVerified.into());
+        }
+        let org = self.existing_org(&inv.organization_id).await?;
+        Ok((inv, org))
     }
 
     async fn existing_org(&self, id: &OrgId) -> ApiResult<Organization> {
@@ -520,7 +616,13 @@ impl OrganizationApi {
         Ok(Json(Some(FullOrganization {
             organization: OrganizationDto::from(&org),
             members: state.member_dtos(&members).await?,
-            invitations: Vec::new(),
+            invitations: state
+                .store
+                .list_invitations(&org.id)
+                .await?
+                .iter()
+                .map(InvitationDto::from)
+                .collect(),
             teams: Vec::new(),
         })))
     }
@@ -711,6 +813,226 @@ impl OrganizationApi {
             )
             .await?;
         Ok(Json(state.member_dto(&m).await?))
+    }
+
+    /// Invite someone
+    ///
+    /// Needs `invitation:create`; the role must exist and an admin cannot invite an owner. Mails
+    /// the invitation (link: `organization.invitation_link`). A pending invitation for the
+    /// address is refused unless `resend`, which mails it again.
+    #[oai(
+        path = "/invite-member",
+        method = "post",
+        operation_id = "inviteMember"
+    )]
+    async fn invite_member(
+        &self,
+        state: Data<&AppState>,
+        auth: Auth,
+        body: Json<InviteBody>,
+    ) -> ApiResult<Json<InvitationDto>> {
+        let body = body.0;
+        let org_id = state.org_id(&auth.0, text(&body.organization_id))?;
+        let email = super::normalize_email(&body.email.0).ok_or(Code::InvalidEmail)?;
+        let inv = state
+            .actors
+            .org(org_id.clone())
+            .invite(
+                Acting::User(auth.0.user.id.clone()),
+                &email,
+                &body.role.joined(),
+                text(&body.team_id).map(|t| TeamId(t.to_owned())),
+                body.resend.unwrap_or(false),
+            )
+            .await?;
+        let org = state.existing_org(&org_id).await?;
+        let link = state
+            .config
+            .organization
+            .invitation_link
+            .replace("{base_url}", state.config.base_url.trim_end_matches('/'))
+            .replace("{id}", &inv.id.0);
+        let name = match state.store.get_user_by_email(&email).await? {
+            Some(u) => u.name,
+            None => email.clone(),
+        };
+        let vars = [
+            ("name", name.as_str()),
+            ("organization", org.name.as_str()),
+            ("inviter", auth.0.user.name.as_str()),
+            ("role", inv.role.as_str()),
+        ];
+        state
+            .mailer
+            .send(crate::mail::MailKind::Invitation, &email, &link, &vars)
+            .await
+            .map_err(ApiError::internal)?;
+        Ok(Json(InvitationDto::from(&inv)))
+    }
+
+    /// Accept an invitation
+    ///
+    /// Only the invited (verified) address, only while pending and unexpired. Creates the
+    /// membership (and team membership), and makes the organization active.
+    #[oai(
+        path = "/accept-invitation",
+        method = "post",
+        operation_id = "acceptInvitation"
+    )]
+    async fn accept_invitation(
+        &self,
+        state: Data<&AppState>,
+        auth: Auth,
+        body: Json<InvitationIdBody>,
+    ) -> ApiResult<Json<InvitationAnswer>> {
+        let (inv, org) = state
+            .invitation_for(&auth.0, &body.0.invitation_id.0)
+            .await?;
+        let (inv, member) = state
+            .actors
+            .org(org.id.clone())
+            .respond_invitation(auth.0.user.id.clone(), inv.id, true)
+            .await?;
+        state
+            .actors
+            .user(auth.0.user.id.clone())
+            .set_active_organization(&auth.0.session.token, Some(org.id))
+            .await?;
+        let member = match &member {
+            Some(m) => Some(state.member_dto(m).await?),
+            None => None,
+        };
+        Ok(Json(InvitationAnswer {
+            invitation: InvitationDto::from(&inv),
+            member,
+        }))
+    }
+
+    /// Reject an invitation
+    #[oai(
+        path = "/reject-invitation",
+        method = "post",
+        operation_id = "rejectInvitation"
+    )]
+    async fn reject_invitation(
+        &self,
+        state: Data<&AppState>,
+        auth: Auth,
+        body: Json<InvitationIdBody>,
+    ) -> ApiResult<Json<InvitationAnswer>> {
+        let (inv, org) = state
+            .invitation_for(&auth.0, &body.0.invitation_id.0)
+            .await?;
+        let (inv, _) = state
+            .actors
+            .org(org.id)
+            .respond_invitation(auth.0.user.id.clone(), inv.id, false)
+            .await?;
+        Ok(Json(InvitationAnswer {
+            invitation: InvitationDto::from(&inv),
+            member: None,
+        }))
+    }
+
+    /// Cancel an invitation
+    ///
+    /// Needs `invitation:cancel`.
+    #[oai(
+        path = "/cancel-invitation",
+        method = "post",
+        operation_id = "cancelInvitation"
+    )]
+    async fn cancel_invitation(
+        &self,
+        state: Data<&AppState>,
+        auth: Auth,
+        body: Json<InvitationIdBody>,
+    ) -> ApiResult<Json<InvitationDto>> {
+        let id = InvitationId(body.0.invitation_id.0);
+        let inv = state
+            .store
+            .get_invitation(&id)
+            .await?
+            .ok_or(Code::InvitationNotFound)?;
+        let inv = state
+            .actors
+            .org(inv.organization_id)
+            .cancel_invitation(Acting::User(auth.0.user.id.clone()), id)
+            .await?;
+        Ok(Json(InvitationDto::from(&inv)))
+    }
+
+    /// Get an invitation
+    ///
+    /// For its recipient only, while pending: with the organization's name and slug and the
+    /// inviter's email.
+    #[oai(
+        path = "/get-invitation",
+        method = "get",
+        operation_id = "getInvitation"
+    )]
+    async fn get_invitation(
+        &self,
+        state: Data<&AppState>,
+        auth: Auth,
+        id: Query<String>,
+    ) -> ApiResult<Json<InvitationDetails>> {
+        let (inv, org) = state.invitation_for(&auth.0, &id.0).await?;
+        let inviter_email = state
+            .store
+            .get_user(&inv.inviter_id)
+            .await?
+            .map(|u| u.email);
+        Ok(Json(InvitationDetails {
+            invitation: InvitationDto::from(&inv),
+            organization_name: org.name,
+            organization_slug: org.slug,
+            inviter_email,
+        }))
+    }
+
+    /// List an organization's invitations
+    ///
+    /// Of `organizationId` or the active organization; members only.
+    #[oai(
+        path = "/list-invitations",
+        method = "get",
+        operation_id = "listInvitations"
+    )]
+    async fn list_invitations(
+        &self,
+        state: Data<&AppState>,
+        auth: Auth,
+        #[oai(name = "organizationId")] organization_id: Query<Option<String>>,
+    ) -> ApiResult<Json<Vec<InvitationDto>>> {
+        let org = state.org_id(&auth.0, organization_id.0.as_deref())?;
+        state.require_member(&org, &auth.0.user.id).await?;
+        let list = state.store.list_invitations(&org).await?;
+        Ok(Json(list.iter().map(InvitationDto::from).collect()))
+    }
+
+    /// List the caller's pending invitations
+    #[oai(
+        path = "/list-user-invitations",
+        method = "get",
+        operation_id = "listUserInvitations"
+    )]
+    async fn list_user_invitations(
+        &self,
+        state: Data<&AppState>,
+        auth: Auth,
+    ) -> ApiResult<Json<Vec<InvitationDto>>> {
+        let now = state.clock.now();
+        let list = state
+            .store
+            .list_invitations_by_email(&auth.0.user.email)
+            .await?;
+        Ok(Json(
+            list.iter()
+                .filter(|i| i.status == InvitationStatus::Pending && i.expires_at > now)
+                .map(InvitationDto::from)
+                .collect(),
+        ))
     }
 
     /// Check the caller's permissions
