@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use storage::{Clock, DynStore, StoreError};
 
-pub use org::{Acting, OrgHandle, OrgPatch};
+pub use org::{Acting, OrgHandle, OrgPatch, RoleChange, TeamChange};
 pub use user::{NewSession, PasswordChange, UserHandle, UserPatch};
 
 /// The one error type of the actors crate.
@@ -74,6 +74,13 @@ pub enum Rule {
     /// The invited address must be verified before the invitation can be answered.
     EmailNotVerified,
     TeamNotFound,
+    TeamExists,
+    /// The last team cannot be removed (unless allowed by configuration).
+    LastTeam,
+    RoleNotFound,
+    RoleExists,
+    /// Members still hold the role.
+    RoleInUse,
 }
 
 impl From<StoreError> for ActorError {

@@ -7,8 +7,8 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
 use std::time::Duration;
 use storage::{
-    Invitation, InvitationId, InvitationStatus, Member, MemberId, OrgId, Organization, TeamId,
-    TeamMember, TeamMemberId, UserId,
+    Invitation, InvitationId, InvitationStatus, Member, MemberId, OrgId, Organization,
+    OrganizationRole, RoleId, Team, TeamId, TeamMember, TeamMemberId, UserId,
 };
 use tokio::time::Instant;
 
@@ -72,7 +72,50 @@ pub(crate) enum OrgMsg {
         invitation: InvitationId,
         reply: Reply<Invitation>,
     },
+    Team(Acting, TeamChange, Reply<Option<Team>>),
+    Role(Acting, RoleChange, Reply<Option<OrganizationRole>>),
     IdleCheck,
+}
+
+/// A change of the organization's teams.
+#[derive(Debug, Clone)]
+pub enum TeamChange {
+    Create {
+        name: String,
+    },
+    Rename {
+        team: TeamId,
+        name: String,
+    },
+    Remove {
+        team: TeamId,
+        allow_removing_all: bool,
+    },
+    AddMember {
+        team: TeamId,
+        user: UserId,
+    },
+    RemoveMember {
+        team: TeamId,
+        user: UserId,
+    },
+}
+
+/// A change of the organization's custom roles.
+#[derive(Debug, Clone)]
+pub enum RoleChange {
+    Create {
+        role: String,
+        permission: Permissions,
+    },
+    Update {
+        role: String,
+        new_name: Option<String>,
+        permission: Option<Permissions>,
+    },
+    Delete {
+        role: String,
+    },
 }
 
 struct OrgActor {
@@ -186,6 +229,15 @@ impl Actor for OrgActor {
                 reply,
             } => {
                 let _ = reply.send(self.cancel(state, &acting, &invitation).await);
+            }
+            OrgMsg::Team(acting, change, reply) => {
+                let _ = reply.send(self.team(state, &acting, change).await);
+            }
+            OrgMsg::Role(acting, change, reply) => {
+                let r = self.role(state, &acting, change).await;
+                // Custom roles changed (or may have): rebuild the policy on next use.
+                state.policy = None;
+                let _ = reply.send(r);
             }
             OrgMsg::IdleCheck => {
                 if state.last_active.elapsed() >= self.shared.config.idle_timeout {
@@ -635,6 +687,198 @@ impl OrgActor {
     }
 }
 
+impl OrgActor {
+    async fn own_team(&self, state: &OrgState, id: &TeamId) -> Result<Team, ActorError> {
+        self.shared
+            .store
+            .get_team(id)
+            .await?
+            .filter(|t| t.organization_id == state.id)
+            .ok_or(ActorError::Refused(Rule::TeamNotFound))
+    }
+
+    async fn team(
+        &self,
+        state: &mut OrgState,
+        acting: &Acting,
+        change: TeamChange,
+    ) -> Result<Option<Team>, ActorError> {
+        let store = &self.shared.store;
+        let now = self.shared.clock.now();
+        let conflict = |e: storage::StoreError| match e {
+            storage::StoreError::Conflict(_) => ActorError::Refused(Rule::TeamExists),
+            other => other.into(),
+        };
+        match change {
+            TeamChange::Create { name } => {
+                self.check(state, acting, "team", "create").await?;
+                self.org(state).await?;
+                let team = Team {
+                    id: TeamId::generate(),
+                    name,
+                    organization_id: state.id.clone(),
+                    created_at: now,
+                    updated_at: Some(now),
+                };
+                store.create_team(&team).await.map_err(conflict)?;
+                Ok(Some(team))
+            }
+            TeamChange::Rename { team, name } => {
+                self.check(state, acting, "team", "update").await?;
+                let mut t = self.own_team(state, &team).await?;
+                t.name = name;
+                t.updated_at = Some(now);
+                store.update_team(&t).await.map_err(conflict)?;
+                Ok(Some(t))
+            }
+            TeamChange::Remove {
+                team,
+                allow_removing_all,
+            } => {
+                self.check(state, acting, "team", "delete").await?;
+                let t = self.own_team(state, &team).await?;
+                if !allow_removing_all && store.list_teams(&state.id).await?.len() <= 1 {
+                    return Err(ActorError::Refused(Rule::LastTeam));
+                }
+                store.delete_team(&t.id).await?;
+                Ok(Some(t))
+            }
+            TeamChange::AddMember { team, user } => {
+                self.check(state, acting, "team", "update").await?;
+                let t = self.own_team(state, &team).await?;
+                self.member_of(state, &user)
+                    .await
+                    .map_err(|_| ActorError::Refused(Rule::MemberNotFound))?;
+                let tm = TeamMember {
+                    id: TeamMemberId::generate(),
+                    team_id: t.id.clone(),
+                    user_id: user,
+                    created_at: now,
+                };
+                store.add_team_member(&tm).await.map_err(|e| match e {
+                    storage::StoreError::Conflict(_) => ActorError::Refused(Rule::AlreadyMember),
+                    other => other.into(),
+                })?;
+                Ok(Some(t))
+            }
+            TeamChange::RemoveMember { team, user } => {
+                let leaving_self = matches!(acting, Acting::User(u) if *u == user);
+                if !leaving_self {
+                    self.check(state, acting, "team", "update").await?;
+                }
+                let t = self.own_team(state, &team).await?;
+                if !store.remove_team_member(&t.id, &user).await? {
+                    return Err(ActorError::Refused(Rule::MemberNotFound));
+                }
+                Ok(Some(t))
+            }
+        }
+    }
+
+    async fn role(
+        &self,
+        state: &mut OrgState,
+        acting: &Acting,
+        change: RoleChange,
+    ) -> Result<Option<OrganizationRole>, ActorError> {
+        let store = &self.shared.store;
+        let now = self.shared.clock.now();
+        let reserved = |name: &str| {
+            policy::BUILTIN_ROLES.contains(&name)
+                || self
+                    .shared
+                    .config
+                    .org
+                    .global_roles
+                    .iter()
+                    .any(|(n, _)| n == name)
+        };
+        let invalid =
+            |e: policy::PolicyError| ActorError::Refused(Rule::InvalidRole(e.to_string()));
+        let json = |p: &Permissions| serde_json::to_string(p).unwrap_or_else(|_| "{}".into());
+        match change {
+            RoleChange::Create { role, permission } => {
+                self.check(state, acting, "ac", "create").await?;
+                self.org(state).await?;
+                policy::validate_role_name(&role).map_err(invalid)?;
+                policy::validate_permissions(&permission).map_err(invalid)?;
+                if reserved(&role) {
+                    return Err(ActorError::Refused(Rule::RoleExists));
+                }
+                let r = OrganizationRole {
+                    id: RoleId::generate(),
+                    organization_id: state.id.clone(),
+                    role,
+                    permission: json(&permission),
+                    created_at: now,
+                    updated_at: Some(now),
+                };
+                store.create_role(&r).await.map_err(|e| match e {
+                    storage::StoreError::Conflict(_) => ActorError::Refused(Rule::RoleExists),
+                    other => other.into(),
+                })?;
+                Ok(Some(r))
+            }
+            RoleChange::Update {
+                role,
+                new_name,
+                permission,
+            } => {
+                self.check(state, acting, "ac", "update").await?;
+                let mut r = store
+                    .get_role(&state.id, &role)
+                    .await?
+                    .ok_or(ActorError::Refused(Rule::RoleNotFound))?;
+                if let Some(p) = permission {
+                    policy::validate_permissions(&p).map_err(invalid)?;
+                    r.permission = json(&p);
+                }
+                if let Some(n) = new_name.filter(|n| *n != r.role) {
+                    policy::validate_role_name(&n).map_err(invalid)?;
+                    if reserved(&n) {
+                        return Err(ActorError::Refused(Rule::RoleExists));
+                    }
+                    if self.assigned(state, &r.role).await? {
+                        return Err(ActorError::Refused(Rule::RoleInUse));
+                    }
+                    r.role = n;
+                }
+                r.updated_at = Some(now);
+                store.update_role(&r).await.map_err(|e| match e {
+                    storage::StoreError::Conflict(_) => ActorError::Refused(Rule::RoleExists),
+                    other => other.into(),
+                })?;
+                Ok(Some(r))
+            }
+            RoleChange::Delete { role } => {
+                self.check(state, acting, "ac", "delete").await?;
+                let r = store
+                    .get_role(&state.id, &role)
+                    .await?
+                    .ok_or(ActorError::Refused(Rule::RoleNotFound))?;
+                // Deleting a role members still hold would leave them with an unknown role:
+                // refused until they are given another one.
+                if self.assigned(state, &r.role).await? {
+                    return Err(ActorError::Refused(Rule::RoleInUse));
+                }
+                store.delete_role(&r.id).await?;
+                Ok(Some(r))
+            }
+        }
+    }
+
+    async fn assigned(&self, state: &OrgState, role: &str) -> Result<bool, ActorError> {
+        let members = self
+            .shared
+            .store
+            .list_members(&state.id, u32::MAX, 0)
+            .await?;
+        Ok(members
+            .iter()
+            .any(|m| policy::parse_roles(&m.role).contains(&role)))
+    }
+}
+
 /// A lost conditional transition means the invitation is no longer pending.
 fn gone(e: storage::StoreError) -> ActorError {
     match e {
@@ -761,6 +1005,24 @@ impl OrgHandle {
             reply,
         })
         .await
+    }
+
+    pub async fn team(
+        &self,
+        acting: Acting,
+        change: TeamChange,
+    ) -> Result<Option<Team>, ActorError> {
+        self.call(|r| OrgMsg::Team(acting.clone(), change.clone(), r))
+            .await
+    }
+
+    pub async fn role(
+        &self,
+        acting: Acting,
+        change: RoleChange,
+    ) -> Result<Option<OrganizationRole>, ActorError> {
+        self.call(|r| OrgMsg::Role(acting.clone(), change.clone(), r))
+            .await
     }
 
     pub async fn cancel_invitation(

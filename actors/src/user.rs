@@ -5,7 +5,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
 use std::time::Duration;
 use storage::{
-    Account, AccountId, Member, OrgId, Organization, Session, SessionId, User, UserId,
+    Account, AccountId, Member, OrgId, Organization, Session, SessionId, TeamId, User, UserId,
     CREDENTIAL_PROVIDER,
 };
 use tokio::time::Instant;
@@ -71,6 +71,11 @@ pub(crate) enum UserMsg {
     SetActiveOrganization {
         token: String,
         org: Option<OrgId>,
+        reply: Reply<Option<Session>>,
+    },
+    SetActiveTeam {
+        token: String,
+        team: Option<TeamId>,
         reply: Reply<Option<Session>>,
     },
     IdleCheck,
@@ -191,6 +196,25 @@ impl Actor for UserActor {
                         s.active_team_id = None;
                     }
                     s.active_organization_id = org;
+                    match store.update_session(&s).await {
+                        Ok(()) => Ok(Some(s)),
+                        Err(storage::StoreError::NotFound) => Ok(None),
+                        Err(e) => Err(e.into()),
+                    }
+                }
+                .await;
+                let _ = reply.send(r);
+            }
+            UserMsg::SetActiveTeam { token, team, reply } => {
+                let r = async {
+                    let store = &self.shared.store;
+                    let Some(mut s) = store.get_session(&token).await? else {
+                        return Ok(None);
+                    };
+                    if s.user_id != state.id {
+                        return Ok(None);
+                    }
+                    s.active_team_id = team;
                     match store.update_session(&s).await {
                         Ok(()) => Ok(Some(s)),
                         Err(storage::StoreError::NotFound) => Ok(None),
@@ -491,6 +515,20 @@ impl UserHandle {
         self.call(|reply| UserMsg::SetActiveOrganization {
             token: token.to_owned(),
             org: org.clone(),
+            reply,
+        })
+        .await
+    }
+
+    /// Sets (or clears) the active team of one of this user's sessions.
+    pub async fn set_active_team(
+        &self,
+        token: &str,
+        team: Option<TeamId>,
+    ) -> Result<Option<Session>, ActorError> {
+        self.call(|reply| UserMsg::SetActiveTeam {
+            token: token.to_owned(),
+            team: team.clone(),
             reply,
         })
         .await

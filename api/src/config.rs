@@ -74,6 +74,8 @@ pub struct OrganizationConfig {
     pub invitation_link: String,
     /// Only a verified address may accept or reject an invitation.
     pub require_email_verification_on_invitation: bool,
+    /// Allow removing an organization's last team.
+    pub allow_removing_all_teams: bool,
 }
 
 impl Default for OrganizationConfig {
@@ -83,6 +85,7 @@ impl Default for OrganizationConfig {
             roles: Default::default(),
             invitation_link: "{base_url}/accept-invitation/{id}".into(),
             require_email_verification_on_invitation: true,
+            allow_removing_all_teams: false,
         }
     }
 }

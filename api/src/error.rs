@@ -77,6 +77,10 @@ codes! {
     TeamNotFound => ("TEAM_NOT_FOUND", BAD_REQUEST, "Team not found"),
     NotRecipient => ("YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION", FORBIDDEN, "You are not the recipient of the invitation"),
     InvitationEmailNotVerified => ("EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION", FORBIDDEN, "Email verification required before accepting or rejecting invitation"),
+    TeamAlreadyExists => ("TEAM_ALREADY_EXISTS", BAD_REQUEST, "Team already exists"),
+    LastTeam => ("UNABLE_TO_REMOVE_LAST_TEAM", BAD_REQUEST, "Unable to remove last team"),
+    RoleAlreadyExists => ("ROLE_NAME_IS_ALREADY_TAKEN", BAD_REQUEST, "That role name is already taken"),
+    RoleInUse => ("ROLE_IS_ASSIGNED_TO_MEMBERS", BAD_REQUEST, "Cannot delete or rename a role that is assigned to members"),
     InvalidEmailOrPassword => ("INVALID_EMAIL_OR_PASSWORD", UNAUTHORIZED, "Invalid email or password"),
     Unauthorized => ("UNAUTHORIZED", UNAUTHORIZED, "Unauthorized"),
     InvalidOrigin => ("INVALID_ORIGIN", FORBIDDEN, "Invalid origin"),
@@ -205,6 +209,11 @@ impl From<actors::ActorError> for ApiError {
                     Rule::NotRecipient => Code::NotRecipient.into(),
                     Rule::EmailNotVerified => Code::InvitationEmailNotVerified.into(),
                     Rule::TeamNotFound => Code::TeamNotFound.into(),
+                    Rule::TeamExists => Code::TeamAlreadyExists.into(),
+                    Rule::LastTeam => Code::LastTeam.into(),
+                    Rule::RoleNotFound => Code::InvalidRole.into(),
+                    Rule::RoleExists => Code::RoleAlreadyExists.into(),
+                    Rule::RoleInUse => Code::RoleInUse.into(),
                 }
             }
             actors::ActorError::Unavailable(m) => {

@@ -74,6 +74,7 @@ pub type Apis = (
     routes::UserApi,
     routes::AccountApi,
     routes::OrganizationApi,
+    routes::TeamApi,
     routes::MetaApi,
 );
 
@@ -86,6 +87,7 @@ pub fn openapi_service() -> OpenApiService<Apis, ()> {
             routes::UserApi,
             routes::AccountApi,
             routes::OrganizationApi,
+            routes::TeamApi,
             routes::MetaApi,
         ),
         "Gatehouse",

@@ -1118,3 +1118,415 @@ async fn a_custom_role_with_invite_rights_can_invite_but_not_delete() {
         .expect(400);
     assert_eq!(r.code(), "VALIDATION_ERROR");
 }
+
+#[tokio::test]
+async fn teams() {
+    let h = org_harness(100).await;
+    let (owner, owner_id) = user(&h, "owner@example.com").await;
+    let org = create_org(&h, &owner, "teams").await;
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let (member, member_id) = user(&h, "member@example.com").await;
+    add_member(&h, &org_id, &member_id, "member").await;
+    let (_, stranger_id) = user(&h, "stranger@example.com").await;
+
+    let core = h
+        .post(
+            "/api/auth/organization/create-team",
+            json!({"name": "Core"}),
+            Some(&owner),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(core["organizationId"], org_id.as_str());
+    let core_id = core["id"].as_str().unwrap().to_owned();
+    let r = h
+        .post(
+            "/api/auth/organization/create-team",
+            json!({"name": "Core"}),
+            Some(&owner),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "TEAM_ALREADY_EXISTS");
+    h.post(
+        "/api/auth/organization/create-team",
+        json!({"name": ""}),
+        Some(&owner),
+    )
+    .await
+    .expect(400);
+    let r = h
+        .post(
+            "/api/auth/organization/create-team",
+            json!({"organizationId": org_id, "name": "Nope"}),
+            Some(&member),
+        )
+        .await
+        .expect(403);
+    assert_eq!(
+        r.json()["message"],
+        "You are not allowed to access resource: team"
+    );
+
+    let r = h
+        .post(
+            "/api/auth/organization/update-team",
+            json!({"teamId": core_id, "data": {"name": "Platform"}}),
+            Some(&owner),
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.json()["name"], "Platform");
+    h.post(
+        "/api/auth/organization/add-team-member",
+        json!({"teamId": core_id, "userId": member_id}),
+        Some(&owner),
+    )
+    .await
+    .expect(200);
+    h.post(
+        "/api/auth/organization/add-team-member",
+        json!({"teamId": core_id, "userId": owner_id}),
+        Some(&owner),
+    )
+    .await
+    .expect(200);
+    let r = h
+        .post(
+            "/api/auth/organization/add-team-member",
+            json!({"teamId": core_id, "userId": stranger_id}),
+            Some(&owner),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "MEMBER_NOT_FOUND");
+    let tm = h
+        .get(
+            &format!("/api/auth/organization/list-team-members?teamId={core_id}"),
+            Some(&member),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(tm.as_array().unwrap().len(), 2);
+    let mine = h
+        .get("/api/auth/organization/list-user-teams", Some(&member))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(mine[0]["name"], "Platform");
+    h.post(
+        "/api/auth/organization/set-active",
+        json!({"organizationId": org_id}),
+        Some(&member),
+    )
+    .await
+    .expect(200);
+    let r = h
+        .post(
+            "/api/auth/organization/set-active-team",
+            json!({"teamId": core_id}),
+            Some(&member),
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.json()["id"], core_id.as_str());
+    assert_eq!(
+        h.session(&member).await["session"]["activeTeamId"],
+        core_id.as_str()
+    );
+    let full = h
+        .get(
+            &format!("/api/auth/organization/get-full-organization?organizationId={org_id}"),
+            Some(&member),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(full["teams"].as_array().unwrap().len(), 1);
+
+    // A member may leave a team; only team:update removes others.
+    h.post(
+        "/api/auth/organization/remove-team-member",
+        json!({"organizationId": org_id, "teamId": core_id, "userId": owner_id}),
+        Some(&member),
+    )
+    .await
+    .expect(403);
+    h.post(
+        "/api/auth/organization/remove-team-member",
+        json!({"organizationId": org_id, "teamId": core_id, "userId": member_id}),
+        Some(&member),
+    )
+    .await
+    .expect(200);
+
+    // The last team stays; with two, one can go.
+    let r = h
+        .post(
+            "/api/auth/organization/remove-team",
+            json!({"teamId": core_id}),
+            Some(&owner),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.json(),
+        json!({"code": "UNABLE_TO_REMOVE_LAST_TEAM", "message": "Unable to remove last team"})
+    );
+    h.post(
+        "/api/auth/organization/create-team",
+        json!({"name": "Second"}),
+        Some(&owner),
+    )
+    .await
+    .expect(200);
+    h.post(
+        "/api/auth/organization/remove-team",
+        json!({"teamId": core_id}),
+        Some(&owner),
+    )
+    .await
+    .expect(200);
+    assert_eq!(
+        h.get("/api/auth/organization/list-teams", Some(&owner))
+            .await
+            .expect(200)
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // Ids of another organization's team are not found here.
+    let (other, _) = user(&h, "other@example.com").await;
+    create_org(&h, &other, "other-teams").await;
+    let foreign = h
+        .post(
+            "/api/auth/organization/create-team",
+            json!({"name": "Theirs"}),
+            Some(&other),
+        )
+        .await
+        .expect(200)
+        .json();
+    let r = h
+        .post(
+            "/api/auth/organization/update-team",
+            json!({"teamId": foreign["id"], "data": {"name": "Mine"}}),
+            Some(&owner),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "TEAM_NOT_FOUND");
+
+    // An invitation into a team joins it on acceptance.
+    let team2 = h
+        .get("/api/auth/organization/list-teams", Some(&owner))
+        .await
+        .json()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.post(
+        "/api/auth/organization/invite-member",
+        json!({"email": "joiner@example.com", "role": "member", "teamId": team2}),
+        Some(&owner),
+    )
+    .await
+    .expect(200);
+    let (joiner, _) = user(&h, "joiner@example.com").await;
+    verify(&h, "joiner@example.com").await;
+    let id = invitation_id(&h, "joiner@example.com");
+    h.post(
+        "/api/auth/organization/accept-invitation",
+        json!({"invitationId": id}),
+        Some(&joiner),
+    )
+    .await
+    .expect(200);
+    assert_eq!(
+        h.get("/api/auth/organization/list-user-teams", Some(&joiner))
+            .await
+            .json()[0]["id"],
+        team2.as_str()
+    );
+}
+
+#[tokio::test]
+async fn custom_roles_at_runtime() {
+    let h = org_harness(100).await;
+    let (owner, _) = user(&h, "owner@example.com").await;
+    let org = create_org(&h, &owner, "roles").await;
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let (holder, holder_id) = user(&h, "holder@example.com").await;
+    let holder_member = add_member(&h, &org_id, &holder_id, "member").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let r = h
+        .post(
+            "/api/auth/organization/create-role",
+            json!({"role": "hiring", "permission": {"member": ["create"]}}),
+            Some(&owner),
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.json()["permission"], json!({"member": ["create"]}));
+    h.post(
+        "/api/auth/organization/create-role",
+        json!({"organizationId": org_id, "role": "x", "permission": {}}),
+        Some(&holder),
+    )
+    .await
+    .expect(403);
+    let r = h
+        .post(
+            "/api/auth/organization/create-role",
+            json!({"role": "admin", "permission": {}}),
+            Some(&owner),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "ROLE_NAME_IS_ALREADY_TAKEN");
+    let r = h
+        .post(
+            "/api/auth/organization/create-role",
+            json!({"role": "hiring", "permission": {}}),
+            Some(&owner),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "ROLE_NAME_IS_ALREADY_TAKEN");
+    h.post(
+        "/api/auth/organization/create-role",
+        json!({"role": "bad", "permission": {"spaceship": ["fly"]}}),
+        Some(&owner),
+    )
+    .await
+    .expect(400);
+    h.post(
+        "/api/auth/organization/create-role",
+        json!({"role": "a,b", "permission": {}}),
+        Some(&owner),
+    )
+    .await
+    .expect(400);
+    let roles = h
+        .get(
+            &format!("/api/auth/organization/list-roles?organizationId={org_id}"),
+            Some(&holder),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(roles.as_array().unwrap().len(), 1);
+    let role = h
+        .get(
+            &format!("/api/auth/organization/get-role?organizationId={org_id}&roleName=hiring"),
+            Some(&holder),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(role["role"], "hiring");
+
+    // Assigned: the holder may add members but not delete the organization.
+    h.post(
+        "/api/auth/organization/update-member-role",
+        json!({"memberId": holder_member, "role": "hiring"}),
+        Some(&owner),
+    )
+    .await
+    .expect(200);
+    let r = h.get(&format!("/api/auth/organization/get-active-member-role?organizationId={org_id}&userId={holder_id}"), Some(&owner)).await.expect(200);
+    assert_eq!(r.json(), json!({"role": "hiring"}));
+    let ok = h
+        .post(
+            "/api/auth/organization/has-permission",
+            json!({"organizationId": org_id, "permissions": {"member": ["create"]}}),
+            Some(&holder),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(ok["success"], true);
+    h.post(
+        "/api/auth/organization/delete",
+        json!({"organizationId": org_id}),
+        Some(&holder),
+    )
+    .await
+    .expect(403);
+    h.post(
+        "/api/auth/organization/invite-member",
+        json!({"organizationId": org_id, "email": "i@example.com", "role": "member"}),
+        Some(&holder),
+    )
+    .await
+    .expect(403);
+    // Updating the role's permissions takes effect at once.
+    h.post("/api/auth/organization/update-role", json!({"roleName": "hiring", "data": {"permission": {"member": ["create"], "invitation": ["create"]}}}), Some(&owner)).await.expect(200);
+    h.post(
+        "/api/auth/organization/invite-member",
+        json!({"organizationId": org_id, "email": "i@example.com", "role": "member"}),
+        Some(&holder),
+    )
+    .await
+    .expect(200);
+
+    // Deleting a role members hold is refused; once nobody holds it, it goes, and can no
+    // longer be assigned.
+    let r = h
+        .post(
+            "/api/auth/organization/delete-role",
+            json!({"roleName": "hiring"}),
+            Some(&owner),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "ROLE_IS_ASSIGNED_TO_MEMBERS");
+    h.post(
+        "/api/auth/organization/update-member-role",
+        json!({"memberId": holder_member, "role": "member"}),
+        Some(&owner),
+    )
+    .await
+    .expect(200);
+    h.post(
+        "/api/auth/organization/delete-role",
+        json!({"roleName": "hiring"}),
+        Some(&owner),
+    )
+    .await
+    .expect(200);
+    let r = h
+        .post(
+            "/api/auth/organization/update-member-role",
+            json!({"memberId": holder_member, "role": "hiring"}),
+            Some(&owner),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "ROLE_NOT_FOUND");
+    // Custom roles belong to their organization only.
+    let (other, _) = user(&h, "other@example.com").await;
+    create_org(&h, &other, "other-roles").await;
+    h.post(
+        "/api/auth/organization/create-role",
+        json!({"role": "scoped", "permission": {"team": ["create"]}}),
+        Some(&other),
+    )
+    .await
+    .expect(200);
+    h.post(
+        "/api/auth/organization/update-member-role",
+        json!({"memberId": holder_member, "role": "scoped"}),
+        Some(&owner),
+    )
+    .await
+    .expect(400);
+}

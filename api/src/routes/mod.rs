@@ -5,6 +5,7 @@ mod auth;
 mod meta;
 mod organization;
 mod sessions;
+mod teams;
 mod user;
 
 pub use account::AccountApi;
@@ -12,6 +13,8 @@ pub use auth::AuthApi;
 pub use meta::{error_page, MetaApi};
 pub use organization::OrganizationApi;
 pub use sessions::SessionApi;
+pub use teams::TeamApi;
+pub(crate) use teams::TeamDto;
 pub use user::UserApi;
 
 use poem_openapi::Tags;

@@ -83,8 +83,7 @@ struct FullOrganization {
     organization: OrganizationDto,
     members: Vec<MemberDto>,
     invitations: Vec<InvitationDto>,
-    /// Teams (filled in once teams are served).
-    teams: Vec<serde_json::Value>,
+    teams: Vec<super::TeamDto>,
 }
 
 #[derive(Debug, Object)]
@@ -265,6 +264,11 @@ struct InvitationAnswer {
 }
 
 #[derive(Debug, Object)]
+struct MemberRole {
+    role: String,
+}
+
+#[derive(Debug, Object)]
 struct SlugStatus {
     status: bool,
 }
@@ -289,7 +293,7 @@ fn metadata_text(
 
 impl AppState {
     /// The organization named by `id`, or the session's active one.
-    fn org_id(&self, authed: &Authed, id: Option<&str>) -> ApiResult<OrgId> {
+    pub(crate) fn org_id(&self, authed: &Authed, id: Option<&str>) -> ApiResult<OrgId> {
         match id {
             Some(id) => Ok(OrgId(id.to_owned())),
             None => authed
@@ -331,7 +335,7 @@ impl AppState {
     }
 
     /// The caller's membership, or 403 when not a member.
-    async fn require_member(&self, org: &OrgId, user: &UserId) -> ApiResult<Member> {
+    pub(crate) async fn require_member(&self, org: &OrgId, user: &UserId) -> ApiResult<Member> {
         self.store
             .get_member(org, user)
             .await?
@@ -623,7 +627,13 @@ impl OrganizationApi {
                 .iter()
                 .map(InvitationDto::from)
                 .collect(),
-            teams: Vec::new(),
+            teams: state
+                .store
+                .list_teams(&org.id)
+                .await?
+                .iter()
+                .map(super::TeamDto::from)
+                .collect(),
         })))
     }
 
@@ -645,6 +655,35 @@ impl OrganizationApi {
             .await?
             .ok_or(Code::MemberNotFound)?;
         Ok(Json(state.member_dto(&m).await?))
+    }
+
+    /// Get a member's role in the active organization
+    ///
+    /// The caller's own, or (`userId`) another member's; members only.
+    #[oai(
+        path = "/get-active-member-role",
+        method = "get",
+        operation_id = "getActiveMemberRole"
+    )]
+    async fn get_active_member_role(
+        &self,
+        state: Data<&AppState>,
+        auth: Auth,
+        #[oai(name = "userId")] user_id: Query<Option<String>>,
+        #[oai(name = "organizationId")] organization_id: Query<Option<String>>,
+    ) -> ApiResult<Json<MemberRole>> {
+        let org = state.org_id(&auth.0, organization_id.0.as_deref())?;
+        state.require_member(&org, &auth.0.user.id).await?;
+        let who = user_id
+            .0
+            .map(UserId)
+            .unwrap_or_else(|| auth.0.user.id.clone());
+        let m = state
+            .store
+            .get_member(&org, &who)
+            .await?
+            .ok_or(Code::MemberNotFound)?;
+        Ok(Json(MemberRole { role: m.role }))
     }
 
     /// List members
