@@ -296,11 +296,14 @@ impl OrgActor {
     }
 
     async fn member_of(&self, state: &OrgState, user: &UserId) -> Result<Member, ActorError> {
-        self.shared
-            .store
-            .get_member(&state.id, user)
-            .await?
-            .ok_or(ActorError::Refused(Rule::NotAMember))
+        match self.shared.store.get_member(&state.id, user).await? {
+            Some(m) => Ok(m),
+            // Say which: the organization is gone, or the user is not in it.
+            None => {
+                self.org(state).await?;
+                Err(ActorError::Refused(Rule::NotAMember))
+            }
+        }
     }
 
     /// The acting member (if a user) after checking `resource:action`.
@@ -539,7 +542,19 @@ impl OrgActor {
         team: Option<TeamId>,
         resend: bool,
     ) -> Result<Invitation, ActorError> {
-        let inviter = self.check(state, acting, "invitation", "create").await?;
+        // `invitation:create`, or `member:create` (inviting is a way of adding members).
+        let inviter = match self.check(state, acting, "invitation", "create").await {
+            Err(ActorError::Refused(Rule::Forbidden(_))) => self
+                .check(state, acting, "member", "create")
+                .await
+                .map_err(|e| match e {
+                    ActorError::Refused(Rule::Forbidden(_)) => {
+                        ActorError::Refused(Rule::Forbidden("invitation"))
+                    }
+                    other => other,
+                })?,
+            other => other?,
+        };
         self.org(state).await?;
         self.validate_grant(state, inviter.as_ref(), &role).await?;
         let store = &self.shared.store;

@@ -218,7 +218,7 @@ async fn create_list_slug_and_active_organization() {
 /// custom role, member of another organization, anonymous}.
 #[tokio::test]
 async fn authorization_matrix() {
-    let h = org_harness(100).await;
+    let h = org_harness(1000).await;
     let (owner, _) = user(&h, "owner@example.com").await;
     let org = create_org(&h, &owner, "matrix").await;
     let org_id = org["id"].as_str().unwrap().to_owned();
@@ -242,12 +242,6 @@ async fn authorization_matrix() {
             .map(|(_, c)| c.clone())
     };
 
-    // A fresh member to act on, per request.
-    let mut n = 0;
-    let mut target = || {
-        n += 1;
-        n
-    };
     let roles = [
         "owner",
         "admin",
@@ -256,15 +250,31 @@ async fn authorization_matrix() {
         "outsider",
         "anonymous",
     ];
+    // Expected status per role, in the order above.
     let table: &[(&str, [u16; 6])] = &[
         ("update", [200, 200, 403, 403, 403, 401]),
         ("list-members", [200, 200, 200, 200, 403, 401]),
         ("get-full-organization", [200, 200, 200, 200, 403, 401]),
+        ("get-active-member-role", [200, 200, 200, 200, 403, 401]),
         ("update-member-role", [200, 200, 403, 403, 403, 401]),
         ("remove-member", [200, 200, 403, 403, 403, 401]),
         ("has-permission", [200, 200, 200, 200, 403, 401]),
+        ("invite-member", [200, 200, 403, 200, 403, 401]),
+        ("cancel-invitation", [200, 200, 403, 403, 403, 401]),
+        ("list-invitations", [200, 200, 200, 200, 403, 401]),
+        ("create-team", [200, 200, 403, 403, 403, 401]),
+        ("update-team", [200, 200, 403, 403, 403, 401]),
+        ("remove-team", [200, 200, 403, 403, 403, 401]),
+        ("add-team-member", [200, 200, 403, 403, 403, 401]),
+        ("list-teams", [200, 200, 200, 200, 403, 401]),
+        ("list-team-members", [200, 200, 200, 200, 403, 401]),
+        ("create-role", [200, 200, 403, 403, 403, 401]),
+        ("list-roles", [200, 200, 200, 403, 403, 401]), // ac:read: not granted to recruiter
+        ("delete-role", [200, 200, 403, 403, 403, 401]),
         ("delete", [200, 403, 403, 403, 403, 401]),
     ];
+    let owner_cookie = who("owner");
+    let mut n = 0;
     for (route, expected) in table {
         // Owner last for delete, so the organization exists for every other row.
         let order: Vec<usize> = if *route == "delete" {
@@ -273,69 +283,49 @@ async fn authorization_matrix() {
             (0..6).collect()
         };
         for i in order {
+            n += 1;
             let role = roles[i];
             let cookie = if role == "anonymous" { None } else { who(role) };
-            let t = target();
-            let (_, tid) = user(&h, &format!("t{t}@example.com")).await;
-            let tm = add_member(&h, &org_id, &tid, "member").await;
+            let cookie = cookie.as_deref();
+            let o = org_id.as_str();
+            // Fresh objects to act on, made by the owner (or the server) for every request.
+            let (_, tid) = user(&h, &format!("t{n}@example.com")).await;
+            let tm = add_member(&h, o, &tid, "member").await;
             let tm_id = tm["id"].as_str().unwrap();
+            let team = h
+                .post(
+                    "/api/auth/organization/create-team",
+                    json!({"organizationId": o, "name": format!("team{n}")}),
+                    owner_cookie.as_deref(),
+                )
+                .await
+                .expect(200)
+                .json();
+            let team_id = team["id"].as_str().unwrap();
+            let inv = h.post("/api/auth/organization/invite-member", json!({"organizationId": o, "email": format!("inv{n}@example.com"), "role": "member"}), owner_cookie.as_deref()).await.expect(200).json();
+            let inv_id = inv["id"].as_str().unwrap();
+            h.post("/api/auth/organization/create-role", json!({"organizationId": o, "role": format!("r{n}"), "permission": {"team": ["create"]}}), owner_cookie.as_deref()).await.expect(200);
             let resp = match *route {
-                "update" => {
-                    h.post(
-                        "/api/auth/organization/update",
-                        json!({"organizationId": org_id, "data": {"name": format!("Renamed {t}")}}),
-                        cookie.as_deref(),
-                    )
-                    .await
-                }
-                "list-members" => {
-                    h.get(
-                        &format!("/api/auth/organization/list-members?organizationId={org_id}"),
-                        cookie.as_deref(),
-                    )
-                    .await
-                }
-                "get-full-organization" => {
-                    h.get(
-                        &format!(
-                            "/api/auth/organization/get-full-organization?organizationId={org_id}"
-                        ),
-                        cookie.as_deref(),
-                    )
-                    .await
-                }
-                "update-member-role" => {
-                    h.post(
-                        "/api/auth/organization/update-member-role",
-                        json!({"organizationId": org_id, "memberId": tm_id, "role": "admin"}),
-                        cookie.as_deref(),
-                    )
-                    .await
-                }
-                "remove-member" => {
-                    h.post(
-                        "/api/auth/organization/remove-member",
-                        json!({"organizationId": org_id, "memberIdOrEmail": tm_id}),
-                        cookie.as_deref(),
-                    )
-                    .await
-                }
-                "has-permission" => {
-                    h.post(
-                        "/api/auth/organization/has-permission",
-                        json!({"organizationId": org_id, "permissions": {"member": ["create"]}}),
-                        cookie.as_deref(),
-                    )
-                    .await
-                }
-                "delete" => {
-                    h.post(
-                        "/api/auth/organization/delete",
-                        json!({"organizationId": org_id}),
-                        cookie.as_deref(),
-                    )
-                    .await
-                }
+                "update" => h.post("/api/auth/organization/update", json!({"organizationId": o, "data": {"name": format!("Renamed {n}")}}), cookie).await,
+                "list-members" => h.get(&format!("/api/auth/organization/list-members?organizationId={o}"), cookie).await,
+                "get-full-organization" => h.get(&format!("/api/auth/organization/get-full-organization?organizationId={o}"), cookie).await,
+                "get-active-member-role" => h.get(&format!("/api/auth/organization/get-active-member-role?organizationId={o}&userId={tid}"), cookie).await,
+                "update-member-role" => h.post("/api/auth/organization/update-member-role", json!({"organizationId": o, "memberId": tm_id, "role": "admin"}), cookie).await,
+                "remove-member" => h.post("/api/auth/organization/remove-member", json!({"organizationId": o, "memberIdOrEmail": tm_id}), cookie).await,
+                "has-permission" => h.post("/api/auth/organization/has-permission", json!({"organizationId": o, "permissions": {"member": ["create"]}}), cookie).await,
+                "invite-member" => h.post("/api/auth/organization/invite-member", json!({"organizationId": o, "email": format!("x{n}@example.com"), "role": "member"}), cookie).await,
+                "cancel-invitation" => h.post("/api/auth/organization/cancel-invitation", json!({"invitationId": inv_id}), cookie).await,
+                "list-invitations" => h.get(&format!("/api/auth/organization/list-invitations?organizationId={o}"), cookie).await,
+                "create-team" => h.post("/api/auth/organization/create-team", json!({"organizationId": o, "name": format!("new{n}")}), cookie).await,
+                "update-team" => h.post("/api/auth/organization/update-team", json!({"organizationId": o, "teamId": team_id, "data": {"name": format!("renamed{n}")}}), cookie).await,
+                "remove-team" => h.post("/api/auth/organization/remove-team", json!({"organizationId": o, "teamId": team_id}), cookie).await,
+                "add-team-member" => h.post("/api/auth/organization/add-team-member", json!({"organizationId": o, "teamId": team_id, "userId": tid}), cookie).await,
+                "list-teams" => h.get(&format!("/api/auth/organization/list-teams?organizationId={o}"), cookie).await,
+                "list-team-members" => h.get(&format!("/api/auth/organization/list-team-members?teamId={team_id}"), cookie).await,
+                "create-role" => h.post("/api/auth/organization/create-role", json!({"organizationId": o, "role": format!("c{n}"), "permission": {"team": ["create"]}}), cookie).await,
+                "list-roles" => h.get(&format!("/api/auth/organization/list-roles?organizationId={o}"), cookie).await,
+                "delete-role" => h.post("/api/auth/organization/delete-role", json!({"organizationId": o, "roleName": format!("r{n}")}), cookie).await,
+                "delete" => h.post("/api/auth/organization/delete", json!({"organizationId": o}), cookie).await,
                 _ => unreachable!(),
             };
             assert_eq!(
@@ -1461,18 +1451,37 @@ async fn custom_roles_at_runtime() {
     )
     .await
     .expect(403);
+    // member:create lets the holder invite (inviting is a way of adding members).
     h.post(
         "/api/auth/organization/invite-member",
         json!({"organizationId": org_id, "email": "i@example.com", "role": "member"}),
         Some(&holder),
     )
     .await
-    .expect(403);
+    .expect(200);
     // Updating the role's permissions takes effect at once.
-    h.post("/api/auth/organization/update-role", json!({"roleName": "hiring", "data": {"permission": {"member": ["create"], "invitation": ["create"]}}}), Some(&owner)).await.expect(200);
     h.post(
-        "/api/auth/organization/invite-member",
-        json!({"organizationId": org_id, "email": "i@example.com", "role": "member"}),
+        "/api/auth/organization/update-role",
+        json!({"roleName": "hiring", "data": {"permission": {"team": ["create"]}}}),
+        Some(&owner),
+    )
+    .await
+    .expect(200);
+    let r = h
+        .post(
+            "/api/auth/organization/invite-member",
+            json!({"organizationId": org_id, "email": "j@example.com", "role": "member"}),
+            Some(&holder),
+        )
+        .await
+        .expect(403);
+    assert_eq!(
+        r.json()["message"],
+        "You are not allowed to access resource: invitation"
+    );
+    h.post(
+        "/api/auth/organization/create-team",
+        json!({"organizationId": org_id, "name": "By holder"}),
         Some(&holder),
     )
     .await
@@ -1529,4 +1538,55 @@ async fn custom_roles_at_runtime() {
     )
     .await
     .expect(400);
+}
+
+#[tokio::test]
+async fn organizations_per_user_are_limited_when_configured() {
+    let h = harness_with(|c| c.limits.organization_limit = Some(2)).await;
+    let (a, _) = user(&h, "a@example.com").await;
+    create_org(&h, &a, "one").await;
+    create_org(&h, &a, "two").await;
+    let r = h
+        .post(
+            "/api/auth/organization/create",
+            json!({"name": "Three", "slug": "three"}),
+            Some(&a),
+        )
+        .await
+        .expect(403);
+    assert_eq!(
+        r.code(),
+        "YOU_HAVE_REACHED_THE_MAXIMUM_NUMBER_OF_ORGANIZATIONS"
+    );
+}
+
+#[tokio::test]
+async fn deleting_the_active_organization_clears_it() {
+    let h = org_harness(100).await;
+    let (a, _) = user(&h, "a@example.com").await;
+    let org = create_org(&h, &a, "gone").await;
+    assert_eq!(
+        h.session(&a).await["session"]["activeOrganizationId"],
+        org["id"]
+    );
+    h.post(
+        "/api/auth/organization/delete",
+        json!({"organizationId": org["id"]}),
+        Some(&a),
+    )
+    .await
+    .expect(200);
+    assert_eq!(
+        h.session(&a).await["session"]["activeOrganizationId"],
+        Value::Null
+    );
+    let r = h
+        .post(
+            "/api/auth/organization/update",
+            json!({"organizationId": org["id"], "data": {"name": "x"}}),
+            Some(&a),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "ORGANIZATION_NOT_FOUND");
 }
