@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Smoke run of every gatehouse-bench scenario against the real gatehouse binary on a loopback
+# port with a temporary data dir: a few seconds each, low concurrency, zero errors allowed.
+# No speed is asserted (figures live in bench/README.md). Uses the dev build of both binaries.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --quiet -p gatehouse-api -p gatehouse-bench --bins
+dir=$(mktemp -d)
+log="$dir/server.out"
+GATEHOUSE_LISTEN=127.0.0.1:0 GATEHOUSE_DATA_DIR="$dir/data" \
+GATEHOUSE_PASSWORD__ARGON2_MEMORY_KIB=1024 GATEHOUSE_PASSWORD__ARGON2_ITERATIONS=1 \
+GATEHOUSE_ORGANIZATION__REQUIRE_EMAIL_VERIFICATION_ON_INVITATION=false \
+GATEHOUSE_SESSION__COOKIE_CACHE__ENABLED=true RUST_LOG=warn \
+    target/debug/gatehouse > "$log" 2> "$dir/server.err" &
+pid=$!
+trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+for _ in $(seq 1 100); do
+    grep -q "listening on" "$log" 2>/dev/null && break
+    sleep 0.1
+done
+addr=$(sed -n 's/^gatehouse listening on //p' "$log")
+[ -n "$addr" ] || { echo "gatehouse did not start"; cat "$dir/server.err"; exit 1; }
+passed=0
+failed=0
+for scenario in ok sign-up sign-in get-session get-session-no-cache mixed org; do
+    if target/debug/gatehouse-bench --url "http://$addr" --origin "http://localhost:3000" \
+        --scenario "$scenario" --duration 2s --warmup 500ms --concurrency 4 --max-errors 0 --quiet \
+        > "$dir/$scenario.txt" 2>&1; then
+        passed=$((passed + 1))
+        echo "bench smoke $scenario: ok ($(grep -o '[0-9.]* req/s' "$dir/$scenario.txt" | head -1))"
+    else
+        failed=$((failed + 1))
+        echo "bench smoke $scenario: FAILED"
+        cat "$dir/$scenario.txt"
+    fi
+done
+echo "smoke: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
