@@ -37,7 +37,7 @@ enum Scenario {
 #[command(name = "gatehouse-bench", version)]
 struct Args {
     /// Base URL of the server (the API is under /api/auth).
-    #[arg(long, default_value = "http://127.0.0.1:3000")]
+    #[arg(long, default_value = "http://localhost:3000")]
     url: String,
     #[arg(long, value_enum, default_value = "get-session")]
     scenario: Scenario,
