@@ -184,44 +184,20 @@ impl Actor for UserActor {
                 let _ = reply.send(self.create_organization(&state.id, org, owner, limit).await);
             }
             UserMsg::SetActiveOrganization { token, org, reply } => {
-                let r = async {
-                    let store = &self.shared.store;
-                    let Some(mut s) = store.get_session(&token).await? else {
-                        return Ok(None);
-                    };
-                    if s.user_id != state.id {
-                        return Ok(None);
-                    }
-                    if s.active_organization_id != org {
-                        s.active_team_id = None;
-                    }
-                    s.active_organization_id = org;
-                    match store.update_session(&s).await {
-                        Ok(()) => Ok(Some(s)),
-                        Err(storage::StoreError::NotFound) => Ok(None),
-                        Err(e) => Err(e.into()),
-                    }
-                }
-                .await;
+                let r = self
+                    .change_own_session(&state.id, &token, |s| {
+                        if s.active_organization_id != org {
+                            s.active_team_id = None;
+                        }
+                        s.active_organization_id = org;
+                    })
+                    .await;
                 let _ = reply.send(r);
             }
             UserMsg::SetActiveTeam { token, team, reply } => {
-                let r = async {
-                    let store = &self.shared.store;
-                    let Some(mut s) = store.get_session(&token).await? else {
-                        return Ok(None);
-                    };
-                    if s.user_id != state.id {
-                        return Ok(None);
-                    }
-                    s.active_team_id = team;
-                    match store.update_session(&s).await {
-                        Ok(()) => Ok(Some(s)),
-                        Err(storage::StoreError::NotFound) => Ok(None),
-                        Err(e) => Err(e.into()),
-                    }
-                }
-                .await;
+                let r = self
+                    .change_own_session(&state.id, &token, |s| s.active_team_id = team)
+                    .await;
                 let _ = reply.send(r);
             }
             UserMsg::IdleCheck => {
@@ -294,6 +270,29 @@ impl UserActor {
         match store.update_session(&session).await {
             Ok(()) => Ok(Some(session)),
             // Revoked meanwhile (e.g. by another process): it stays revoked.
+            Err(storage::StoreError::NotFound) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Applies `change` to one of this user's sessions. `None` when the token is not (or no
+    /// longer) a session of this user; a session revoked meanwhile is not written back.
+    async fn change_own_session(
+        &self,
+        user: &UserId,
+        token: &str,
+        change: impl FnOnce(&mut Session),
+    ) -> Result<Option<Session>, ActorError> {
+        let store = &self.shared.store;
+        let Some(mut s) = store.get_session(token).await? else {
+            return Ok(None);
+        };
+        if &s.user_id != user {
+            return Ok(None);
+        }
+        change(&mut s);
+        match store.update_session(&s).await {
+            Ok(()) => Ok(Some(s)),
             Err(storage::StoreError::NotFound) => Ok(None),
             Err(e) => Err(e.into()),
         }
