@@ -227,8 +227,9 @@ pub async fn middleware<E: Endpoint>(next: E, req: Request) -> poem::Result<Resp
     let Some(state) = req.data::<AppState>().cloned() else {
         return Ok(ApiError::internal("app state missing").into_response());
     };
-    // Only the path is recorded: queries may carry tokens, headers carry cookies.
-    let span = tracing::info_span!("request", method = %req.method(), path = %req.uri().path());
+    // Only the path is recorded (queries may carry tokens, headers carry cookies), with the
+    // token segment of a reset link masked.
+    let span = tracing::info_span!("request", method = %req.method(), path = %loggable_path(req.uri().path()));
     let started = std::time::Instant::now();
     let cors_origin = req
         .headers()
@@ -300,6 +301,15 @@ fn add_cors(resp: &mut Response, origin: &str) {
         header::HeaderValue::from_static("600"),
     );
     h.append(header::VARY, header::HeaderValue::from_static("Origin"));
+}
+
+/// The request path as it may appear in logs: path segments that are tokens are masked.
+fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
+    const TOKEN_PREFIX: &str = "/api/auth/reset-password/";
+    match path.strip_prefix(TOKEN_PREFIX) {
+        Some(rest) if !rest.is_empty() => format!("{TOKEN_PREFIX}{{token}}").into(),
+        _ => path.into(),
+    }
 }
 
 /// Reads the body up to the limit (also for chunked bodies without a length): 413 past it.
@@ -411,6 +421,22 @@ mod tests {
         ] {
             assert!(!t.is_safe_redirect(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn token_paths_are_masked_in_logs() {
+        assert_eq!(
+            loggable_path("/api/auth/reset-password/abc123"),
+            "/api/auth/reset-password/{token}"
+        );
+        assert_eq!(
+            loggable_path("/api/auth/reset-password"),
+            "/api/auth/reset-password"
+        );
+        assert_eq!(
+            loggable_path("/api/auth/get-session"),
+            "/api/auth/get-session"
+        );
     }
 
     #[test]
