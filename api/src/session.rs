@@ -205,6 +205,50 @@ impl AppState {
         Ok(Some(authed))
     }
 
+    /// Sets (or clears) the caller's active organization; with the cookie cache on, the cached
+    /// session is re-issued so it does not lag behind.
+    pub async fn set_active_org(
+        &self,
+        cookies: &PendingCookies,
+        user: &User,
+        token: &str,
+        org: Option<storage::OrgId>,
+    ) -> ApiResult<()> {
+        let session = self
+            .actors
+            .user(user.id.clone())
+            .set_active_organization(token, org)
+            .await?;
+        self.reissue_cache(cookies, user, session);
+        Ok(())
+    }
+
+    /// Sets (or clears) the caller's active team; see [`AppState::set_active_org`].
+    pub async fn set_active_team(
+        &self,
+        cookies: &PendingCookies,
+        user: &User,
+        token: &str,
+        team: Option<storage::TeamId>,
+    ) -> ApiResult<()> {
+        let session = self
+            .actors
+            .user(user.id.clone())
+            .set_active_team(token, team)
+            .await?;
+        self.reissue_cache(cookies, user, session);
+        Ok(())
+    }
+
+    fn reissue_cache(&self, cookies: &PendingCookies, user: &User, session: Option<Session>) {
+        if let Some(session) = session {
+            cookies.push(self.cache_cookie(&Authed {
+                session,
+                user: user.clone(),
+            }));
+        }
+    }
+
     /// Remembers that `user`'s sessions were revoked now (see [`Revocations`]).
     pub fn note_revocation(&self, user: &UserId) {
         let keep = chrono::Duration::seconds(self.config.session.cookie_cache.max_age as i64);
@@ -224,8 +268,9 @@ impl AppState {
     }
 }
 
-/// A handler parameter that requires a signed-in caller: 401 `UNAUTHORIZED` otherwise.
-pub struct Auth(pub Authed);
+/// A handler parameter that requires a signed-in caller: 401 `UNAUTHORIZED` otherwise. It
+/// carries the request's pending cookies, so a change of the session can re-issue them.
+pub struct Auth(pub Authed, pub PendingCookies);
 
 pub const SESSION_SCHEME: &str = "sessionCookie";
 
@@ -273,7 +318,7 @@ impl<'a> ApiExtractor<'a> for Auth {
             .resolve_session(req, pending, ResolveOptions::default())
             .await?
         {
-            Some(a) => Ok(Auth(a)),
+            Some(a) => Ok(Auth(a, pending.clone())),
             None => Err(ApiError::new(Code::Unauthorized).into()),
         }
     }

@@ -1590,3 +1590,64 @@ async fn deleting_the_active_organization_clears_it() {
         .expect(400);
     assert_eq!(r.code(), "ORGANIZATION_NOT_FOUND");
 }
+
+#[tokio::test]
+async fn active_organization_changes_reach_the_cookie_cache() {
+    let h = harness_with(|c| c.session.cookie_cache.enabled = true).await;
+    let r = h.sign_up("cache@example.com", PW).await;
+    let mut cookie = r.cookie_header();
+    let apply = |cookie: &mut String, resp: &Resp| {
+        // Replace the cached session with the one the response set.
+        if let Some(set) = resp.set_cookie("gatehouse.session_data") {
+            let pair = set.split(';').next().unwrap().to_owned();
+            *cookie = cookie
+                .split("; ")
+                .filter(|c| !c.starts_with("gatehouse.session_data="))
+                .chain(std::iter::once(pair.as_str()))
+                .collect::<Vec<_>>()
+                .join("; ");
+        }
+    };
+    let resp = h
+        .post(
+            "/api/auth/organization/create",
+            json!({"name": "A", "slug": "cache-a"}),
+            Some(&cookie),
+        )
+        .await
+        .expect(200);
+    apply(&mut cookie, &resp);
+    let a = resp.json()["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        h.session(&cookie).await["session"]["activeOrganizationId"],
+        a.as_str()
+    );
+    let resp = h
+        .post(
+            "/api/auth/organization/create",
+            json!({"name": "B", "slug": "cache-b", "keepCurrentActiveOrganization": true}),
+            Some(&cookie),
+        )
+        .await
+        .expect(200);
+    apply(&mut cookie, &resp);
+    let b = resp.json()["id"].as_str().unwrap().to_owned();
+    let resp = h
+        .post(
+            "/api/auth/organization/set-active",
+            json!({"organizationId": b}),
+            Some(&cookie),
+        )
+        .await
+        .expect(200);
+    assert!(
+        resp.set_cookie("gatehouse.session_data").is_some(),
+        "the cache cookie is re-issued"
+    );
+    apply(&mut cookie, &resp);
+    // Read through the cache (no disableCookieCache): it already shows the new organization.
+    assert_eq!(
+        h.session(&cookie).await["session"]["activeOrganizationId"],
+        b.as_str()
+    );
+}

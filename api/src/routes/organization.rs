@@ -404,7 +404,7 @@ impl OrganizationApi {
             (Some(id), true) => (UserId(id.to_owned()), None),
             (Some(_), false) => return Err(Code::ServerCredentialRequired.into()),
             (None, _) => match session {
-                Some(a) => (a.user.id.clone(), Some(a.session)),
+                Some(a) => (a.user.id.clone(), Some(a)),
                 None => return Err(Code::Unauthorized.into()),
             },
         };
@@ -438,14 +438,15 @@ impl OrganizationApi {
             team_id: None,
             created_at: now,
         };
-        let user_actor = state.actors.user(owner.clone());
-        user_actor
+        state
+            .actors
+            .user(owner.clone())
             .create_organization(&org, &member, state.config.limits.organization_limit)
             .await?;
-        if let Some(s) = session {
+        if let Some(a) = session {
             if !body.keep_current_active_organization.unwrap_or(false) {
-                user_actor
-                    .set_active_organization(&s.token, Some(org.id.clone()))
+                state
+                    .set_active_org(pending, &a.user, &a.session.token, Some(org.id.clone()))
                     .await?;
             }
         }
@@ -579,9 +580,12 @@ impl OrganizationApi {
             state.require_member(&o.id, &user.id).await?;
         }
         state
-            .actors
-            .user(user.id.clone())
-            .set_active_organization(&session.token, org.as_ref().map(|o| o.id.clone()))
+            .set_active_org(
+                &auth.1,
+                &user,
+                &session.token,
+                org.as_ref().map(|o| o.id.clone()),
+            )
             .await?;
         Ok(Json(org.as_ref().map(OrganizationDto::from)))
     }
@@ -790,9 +794,7 @@ impl OrganizationApi {
         // Spec §4: removing oneself clears the active organization.
         if removed.user_id == auth.0.user.id && auth.0.session.active_organization_id == Some(org) {
             state
-                .actors
-                .user(auth.0.user.id.clone())
-                .set_active_organization(&auth.0.session.token, None)
+                .set_active_org(&auth.1, &auth.0.user, &auth.0.session.token, None)
                 .await?;
         }
         Ok(Json(MemberResponse {
@@ -818,9 +820,7 @@ impl OrganizationApi {
             .await?;
         if auth.0.session.active_organization_id == Some(org) {
             state
-                .actors
-                .user(auth.0.user.id.clone())
-                .set_active_organization(&auth.0.session.token, None)
+                .set_active_org(&auth.1, &auth.0.user, &auth.0.session.token, None)
                 .await?;
         }
         Ok(Json(state.member_dto(&left).await?))
@@ -933,9 +933,7 @@ impl OrganizationApi {
             .respond_invitation(auth.0.user.id.clone(), inv.id, true)
             .await?;
         state
-            .actors
-            .user(auth.0.user.id.clone())
-            .set_active_organization(&auth.0.session.token, Some(org.id))
+            .set_active_org(&auth.1, &auth.0.user, &auth.0.session.token, Some(org.id))
             .await?;
         let member = match &member {
             Some(m) => Some(state.member_dto(m).await?),

@@ -317,9 +317,12 @@ impl TeamApi {
             None => None,
         };
         state
-            .actors
-            .user(auth.0.user.id.clone())
-            .set_active_team(&auth.0.session.token, team.as_ref().map(|t| t.id.clone()))
+            .set_active_team(
+                &auth.1,
+                &auth.0.user,
+                &auth.0.session.token,
+                team.as_ref().map(|t| t.id.clone()),
+            )
             .await?;
         Ok(Json(team.as_ref().map(TeamDto::from)))
     }
