@@ -1,7 +1,7 @@
 //! Account lifecycle: email verification, password reset/change/set, change email, delete
 //! account, linked accounts. Every state change goes through the user's actor; single-use
 //! tokens are consumed atomically by the store.
-use super::{normalize_email, Tag};
+use super::{normalize_email, text, Tag};
 use crate::dto::{iso, StatusResponse, Text, UserDto};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::PendingCookies;
@@ -136,10 +136,6 @@ struct UnlinkAccountBody {
     account_id: Option<Text>,
 }
 
-fn text(t: &Option<Text>) -> Option<&str> {
-    t.as_ref().map(|t| t.0.as_str())
-}
-
 impl AppState {
     /// An absolute URL for a redirect target (relative paths resolve against the base URL).
     fn absolute(&self, target: &str) -> String {
@@ -225,17 +221,6 @@ impl AppState {
             return Ok(None);
         }
         Ok(self.store.get_user(&storage::UserId(v.value)).await?)
-    }
-
-    fn check_new_password(&self, password: &str) -> ApiResult<()> {
-        let len = password.chars().count();
-        if len < self.config.password.min_length {
-            return Err(Code::PasswordTooShort.into());
-        }
-        if len > self.config.password.max_length {
-            return Err(Code::PasswordTooLong.into());
-        }
-        Ok(())
     }
 
     async fn credential_hash(&self, user: &User) -> ApiResult<Option<String>> {
@@ -494,7 +479,7 @@ impl AccountApi {
             .map(str::to_owned)
             .or(query_token.0)
             .ok_or(Code::InvalidToken)?;
-        state.check_new_password(&body.0.new_password.0)?;
+        state.check_password_length(&body.0.new_password.0)?;
         let user = state
             .consume_token(&format!("reset-password:{token}"))
             .await?
@@ -532,7 +517,7 @@ impl AccountApi {
         body: Json<ChangePasswordBody>,
     ) -> ApiResult<Json<ChangePasswordResponse>> {
         let Authed { user, .. } = auth.0;
-        state.check_new_password(&body.0.new_password.0)?;
+        state.check_password_length(&body.0.new_password.0)?;
         match state
             .check_password(&user, &body.0.current_password.0)
             .await?
@@ -596,7 +581,7 @@ impl AccountApi {
                 .map(|a| a.user),
         }
         .ok_or(Code::UserNotFound)?;
-        state.check_new_password(&body.0.new_password.0)?;
+        state.check_password_length(&body.0.new_password.0)?;
         let hash = state
             .hasher
             .hash(body.0.new_password.0)

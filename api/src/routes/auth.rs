@@ -58,7 +58,8 @@ struct SignInResponse {
 }
 
 impl AppState {
-    fn check_password_length(&self, password: &str) -> ApiResult<()> {
+    /// `PASSWORD_TOO_SHORT` / `PASSWORD_TOO_LONG` against the configured bounds.
+    pub(crate) fn check_password_length(&self, password: &str) -> ApiResult<()> {
         let len = password.chars().count();
         if len < self.config.password.min_length {
             return Err(Code::PasswordTooShort.into());

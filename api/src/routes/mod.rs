@@ -35,6 +35,11 @@ pub enum Tag {
     Meta,
 }
 
+/// The string of an optional body field.
+fn text(t: &Option<crate::dto::Text>) -> Option<&str> {
+    t.as_ref().map(|t| t.0.as_str())
+}
+
 /// Lowercased email if it is a plausible address (RFC 5321 sizes, one `@`, a dotted domain of
 /// letters, digits and hyphens, no spaces or control characters); `None` otherwise.
 pub fn normalize_email(raw: &str) -> Option<String> {

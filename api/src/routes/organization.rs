@@ -1,6 +1,6 @@
 //! Organizations and their members. Every change goes through the organization's actor (or,
 //! for creating one, the creator's actor); reads go to the store.
-use super::Tag;
+use super::{text, Tag};
 use crate::dto::{iso, Text};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::session::{Auth, Authed};
@@ -271,10 +271,6 @@ struct MemberRole {
 #[derive(Debug, Object)]
 struct SlugStatus {
     status: bool,
-}
-
-fn text(t: &Option<Text>) -> Option<&str> {
-    t.as_ref().map(|t| t.0.as_str())
 }
 
 fn valid_slug(slug: &str) -> bool {

@@ -1,6 +1,6 @@
 //! Teams and custom roles of an organization. Changes go through the organization's actor,
 //! which checks `team:*` / `ac:*` permissions; reads need membership.
-use super::Tag;
+use super::{text, Tag};
 use crate::dto::{iso, Text};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::session::Auth;
@@ -147,10 +147,6 @@ struct UpdateRoleBody {
 struct DeleteRoleBody {
     role_name: Text,
     organization_id: Option<Text>,
-}
-
-fn text(t: &Option<Text>) -> Option<&str> {
-    t.as_ref().map(|t| t.0.as_str())
 }
 
 fn perms(p: BTreeMap<String, Vec<String>>) -> policy::Permissions {
