@@ -1,28 +1,36 @@
-//! Gatehouse actors: one `ractor` actor per user serializes that user's state changes
-//! (sessions, profile), so concurrent requests can never interleave inside one change.
+//! Gatehouse actors: one `ractor` actor per user (sessions, profile, password, accounts) and
+//! one per organization (settings, members, invitations, teams, roles) serialize the state
+//! changes of their entity, so concurrent requests can never interleave inside one change.
 //!
-//! Actors are spawned on first use, registered by name (`{system}/user:{id}`), supervised by one
-//! supervisor per [`Actors`] system, and stop themselves after an idle period, so memory follows
-//! the active set of users, not the total. They keep no cached data: every change re-reads the
-//! store, which is what lets several processes share one store (the store's conditional writes
-//! guard the invariants across processes).
+//! Actors are spawned on first use, registered by name (`{system}/user:{id}`,
+//! `{system}/org:{id}`), supervised by one supervisor per [`Actors`] system, and stop themselves
+//! after an idle period, so memory follows the active set, not the total. Every change re-reads
+//! the store (an organization actor caches only its policy), which is what lets several
+//! processes share one store; the store's conditional writes guard the invariants across
+//! processes. `runtime` holds what both actors share: envelopes with tickets, idle stop, and
+//! the call path with its bound on waiting requests.
 #![cfg_attr(
     not(test),
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
 mod org;
+mod reader;
+mod runtime;
 mod user;
 
 use chrono::Duration as ChronoDuration;
-use ractor::rpc::CallResult;
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SpawnErr, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use std::sync::Arc;
 use std::time::Duration;
 use storage::{Clock, DynStore, StoreError};
 
 pub use org::{Acting, OrgHandle, OrgPatch, RoleChange, TeamChange};
-pub use user::{NewSession, PasswordChange, UserHandle, UserPatch};
+pub use reader::Reader;
+pub use user::{
+    Accepted, NewSession, PasswordChange, ResetOutcome, UserHandle, UserPatch, CHANGE_EMAIL_PREFIX,
+    RESET_PASSWORD_PREFIX,
+};
 
 /// The one error type of the actors crate.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +43,9 @@ pub enum ActorError {
     Unavailable(String),
     #[error("internal: {0}")]
     Internal(String),
+    /// Too many requests are waiting for this user's or organization's actor.
+    #[error("overloaded")]
+    Overloaded,
     /// A rule of the domain refused the change (checked inside the actor, race-free).
     #[error("refused: {0:?}")]
     Refused(Rule),
@@ -81,6 +92,37 @@ pub enum Rule {
     RoleExists,
     /// Members still hold the role.
     RoleInUse,
+    /// The change would give someone permissions the acting member does not have (or only an
+    /// owner may give), or act on a member stronger than the acting one.
+    Escalation(Escalation),
+    /// The inviter left (or may no longer invite with that role) before the invitation was
+    /// accepted.
+    InviterGone,
+    /// The organization (or the inviter) sent its invitations of the day.
+    InvitationLimit,
+    /// A single-use token that is unknown, used, expired or not this user's.
+    InvalidToken,
+    /// The new email address belongs to another user.
+    EmailTaken,
+    /// The current password given does not match (or changed meanwhile).
+    InvalidPassword,
+    /// A custom role's name or permissions are malformed (unknown resource or action…).
+    InvalidRoleDefinition(String),
+    /// Sign-up: the email belongs to a user already.
+    UserExists,
+    /// The user was deleted while a session was being made for them.
+    UserGone,
+}
+
+/// Which change was refused as an escalation of privileges (each has its own error code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Escalation {
+    CreateRole,
+    UpdateRole,
+    UpdateMember,
+    RemoveMember,
+    AddMember,
+    Invite,
 }
 
 impl From<StoreError> for ActorError {
@@ -129,6 +171,10 @@ pub struct OrgConfig {
     pub invitation_expires_in: ChronoDuration,
     /// Only a verified address may accept or reject an invitation (default on).
     pub require_verified_email: bool,
+    /// Invitations an organization may send per 24 hours (0: no cap).
+    pub invitations_per_day: u32,
+    /// Invitations one member may send per 24 hours (0: no cap).
+    pub invitations_per_inviter_per_day: u32,
 }
 
 impl Default for OrgConfig {
@@ -138,6 +184,8 @@ impl Default for OrgConfig {
             global_roles: Vec::new(),
             invitation_expires_in: ChronoDuration::hours(48),
             require_verified_email: true,
+            invitations_per_day: 100,
+            invitations_per_inviter_per_day: 50,
         }
     }
 }
@@ -146,8 +194,11 @@ impl Default for OrgConfig {
 pub struct ActorConfig {
     /// An actor that received no message for this long stops.
     pub idle_timeout: Duration,
-    /// How long a caller waits for an actor's answer before giving up with `Unavailable`.
+    /// How long a caller waits for an actor to take its request before giving up with
+    /// `Unavailable` (a request not yet started then never runs).
     pub call_timeout: Duration,
+    /// Requests that may wait for one actor; beyond it new ones are refused (`Overloaded`).
+    pub max_pending: usize,
     pub sessions: SessionPolicy,
     pub org: OrgConfig,
 }
@@ -157,6 +208,7 @@ impl Default for ActorConfig {
         Self {
             idle_timeout: Duration::from_secs(60),
             call_timeout: Duration::from_secs(10),
+            max_pending: 256,
             sessions: SessionPolicy::default(),
             org: OrgConfig::default(),
         }
@@ -176,6 +228,7 @@ pub struct Actors {
     /// Distinguishes this system's names in ractor's process-wide registry.
     prefix: Arc<str>,
     supervisor: ActorRef<()>,
+    pending: Arc<runtime::Pending>,
 }
 
 /// Supervises user actors: a crashed actor is logged and simply respawned by the next request
@@ -221,7 +274,65 @@ impl Actors {
             }),
             prefix: storage::random_string(12).into(),
             supervisor,
+            pending: Arc::default(),
         })
+    }
+
+    /// Signs a user up with its first account (e.g. the password credential): the store's
+    /// unique email decides between concurrent sign-ups of one address (`UserExists`).
+    pub async fn sign_up(
+        &self,
+        user: &storage::User,
+        account: &storage::Account,
+    ) -> Result<(), ActorError> {
+        self.shared
+            .store
+            .create_user(user, Some(account))
+            .await
+            .map_err(|e| match e {
+                StoreError::Conflict(_) => ActorError::Refused(Rule::UserExists),
+                other => other.into(),
+            })
+    }
+
+    /// The read-only view of the store the HTTP layer works with.
+    pub fn reader(&self) -> Reader {
+        Reader(self.shared.store.clone())
+    }
+
+    /// Housekeeping: removes expired sessions and verification values (every read checks
+    /// expiry itself; this only reclaims space).
+    pub async fn purge_expired(
+        &self,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), ActorError> {
+        self.shared.store.purge_expired_sessions(now).await?;
+        self.shared.store.purge_expired_verifications(now).await?;
+        Ok(())
+    }
+
+    /// The store work of issuing a reset token, for an address without an account: a reset
+    /// request for an unknown address costs what one for a known address does.
+    pub async fn reset_token_decoy(&self, lifetime: ChronoDuration) -> Result<(), ActorError> {
+        let store = &self.shared.store;
+        let ghost = storage::UserId::generate();
+        store
+            .delete_verifications_of(&ghost.0, RESET_PASSWORD_PREFIX)
+            .await?;
+        let now = self.shared.clock.now();
+        let identifier = format!("{RESET_PASSWORD_PREFIX}{}", storage::random_string(24));
+        store
+            .create_verification(&storage::Verification {
+                id: storage::VerificationId::generate(),
+                identifier: identifier.clone(),
+                value: ghost.0,
+                expires_at: now + lifetime,
+                created_at: now,
+                updated_at: now,
+            })
+            .await?;
+        store.delete_verification(&identifier).await?;
+        Ok(())
     }
 
     /// The handle through which every change of this user goes.
@@ -251,62 +362,30 @@ impl Actors {
         format!("{}/{kind}:{id}", self.prefix)
     }
 
-    /// Sends a request to the actor registered as `kind:id`, spawning it (under the supervisor)
-    /// when it is not running. A message dropped because the actor stopped (idle) before
-    /// handling it is sent again to a fresh actor; a timeout is not retried (it may have run).
-    pub(crate) async fn call<A, T>(
+    /// Sends a request to the actor registered as `kind:id` (see [`runtime::call`]), after
+    /// counting it against the actor's bound of pending requests.
+    pub(crate) async fn call<A, M, T>(
         &self,
         kind: &str,
         args: &A::Arguments,
         make: impl Fn() -> A,
-        build: impl Fn(RpcReplyPort<Result<T, ActorError>>) -> A::Msg,
+        build: impl Fn(RpcReplyPort<Result<T, ActorError>>) -> M,
         id: &str,
     ) -> Result<T, ActorError>
     where
-        A: Actor,
+        A: Actor<Msg = runtime::Envelope<M>>,
         A::Arguments: Clone,
+        M: Send + 'static,
         T: Send + 'static,
     {
         let name = self.name(kind, id);
-        let timeout = self.shared.config.call_timeout;
-        let mut last = ActorError::Unavailable(format!("{kind} actor unavailable"));
-        for attempt in 0..5u32 {
-            if attempt > 0 {
-                // The actor was stopping; give the registry a moment to forget its name.
-                tokio::time::sleep(Duration::from_millis(2 << attempt)).await;
-            }
-            let actor = match ActorRef::<A::Msg>::where_is(&name) {
-                Some(a) => a,
-                None => match Actor::spawn_linked(
-                    Some(name.clone()),
-                    make(),
-                    args.clone(),
-                    self.supervisor.get_cell(),
-                )
-                .await
-                {
-                    Ok((a, _)) => a,
-                    Err(SpawnErr::ActorAlreadyRegistered(_)) => {
-                        match ActorRef::<A::Msg>::where_is(&name) {
-                            Some(a) => a,
-                            None => continue,
-                        }
-                    }
-                    Err(e) => return Err(ActorError::Internal(e.to_string())),
-                },
-            };
-            match actor.call(&build, Some(timeout)).await {
-                Ok(CallResult::Success(r)) => return r,
-                // Not processed (the actor stopped before reaching it): safe to send again.
-                Ok(CallResult::SenderError) | Err(_) => {
-                    last = ActorError::Unavailable(format!("{kind} actor stopped"));
-                    continue;
-                }
-                Ok(CallResult::Timeout) => {
-                    return Err(ActorError::Unavailable(format!("{kind} actor timed out")))
-                }
-            }
-        }
-        Err(last)
+        let _pending = self.pending.enter(&name, self.shared.config.max_pending)?;
+        let spec = runtime::CallSpec {
+            name: &name,
+            kind,
+            timeout: self.shared.config.call_timeout,
+            supervisor: &self.supervisor,
+        };
+        runtime::call(spec, args, make, build).await
     }
 }

@@ -1,14 +1,13 @@
 //! The user actor: owns the changes of one user's sessions and profile.
-use crate::{ActorError, Actors, Rule, Shared};
+use crate::runtime::{Attempts, Envelope, Idle};
+use crate::{Acting, ActorError, Actors, Rule, Shared};
 use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
-use std::time::Duration;
 use storage::{
-    Account, AccountId, Member, OrgId, Organization, Session, SessionId, TeamId, User, UserId,
-    CREDENTIAL_PROVIDER,
+    Account, Invitation, InvitationId, Member, MemberId, OrgId, Organization, Session, SessionId,
+    TeamId, User, UserId, Verification, VerificationId, CREDENTIAL_PROVIDER,
 };
-use tokio::time::Instant;
 
 type Reply<T> = RpcReplyPort<Result<T, ActorError>>;
 
@@ -41,8 +40,48 @@ pub struct UserPatch {
     pub email_verified: Option<bool>,
 }
 
+/// The identifier prefix of password-reset tokens (`reset-password:{token}`, spec §3).
+pub const RESET_PASSWORD_PREFIX: &str = "reset-password:";
+/// The identifier prefix of email-change confirmations (`change-email:{id}`).
+pub const CHANGE_EMAIL_PREFIX: &str = "change-email:";
+
+/// An accepted invitation: the invitation, the new member, and the session now active in its
+/// organization.
+#[derive(Debug, Clone)]
+pub struct Accepted {
+    pub invitation: Invitation,
+    pub member: Option<Member>,
+    pub session: Option<Session>,
+}
+
+/// What a completed password reset did besides setting the password.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResetOutcome {
+    /// Every session of the user was revoked.
+    pub sessions_revoked: bool,
+}
+
 pub(crate) enum UserMsg {
     CreateSession(NewSession, Reply<Session>),
+    IssueResetToken {
+        lifetime: chrono::Duration,
+        reply: Reply<String>,
+    },
+    ResetPassword {
+        token: String,
+        hash: String,
+        revoke_sessions: bool,
+        reply: Reply<ResetOutcome>,
+    },
+    VerifyEmail {
+        revoke_sessions: bool,
+        reply: Reply<(User, bool)>,
+    },
+    ConfirmEmailChange {
+        id: String,
+        new_email: String,
+        reply: Reply<User>,
+    },
     RefreshSession {
         token: String,
         dont_remember: bool,
@@ -63,10 +102,37 @@ pub(crate) enum UserMsg {
     },
     DeleteUser(Reply<()>),
     CreateOrganization {
-        org: Organization,
-        owner: Member,
+        org: Box<(Organization, Member)>,
         limit: Option<u32>,
+        activate: Option<String>,
+        reply: Reply<Option<Session>>,
+    },
+    AcceptInvitation {
+        org: OrgId,
+        invitation: InvitationId,
+        token: String,
+        reply: Reply<Accepted>,
+    },
+    LeaveOrganization {
+        org: OrgId,
+        member: Option<MemberId>,
+        token: String,
+        reply: Reply<(Member, Option<Session>)>,
+    },
+    IssueToken {
+        identifier: String,
+        lifetime: chrono::Duration,
         reply: Reply<()>,
+    },
+    DeleteWithToken {
+        identifier: String,
+        reply: Reply<()>,
+    },
+    ChangePassword {
+        current_hash: String,
+        new_hash: String,
+        new_session: Option<NewSession>,
+        reply: Reply<Option<Session>>,
     },
     SetActiveOrganization {
         token: String,
@@ -78,52 +144,76 @@ pub(crate) enum UserMsg {
         team: Option<TeamId>,
         reply: Reply<Option<Session>>,
     },
-    IdleCheck,
 }
 
 struct UserActor {
     shared: Arc<Shared>,
+    /// To ask organization actors, for operations of this user that span an organization
+    /// (joining, leaving). Organization actors never ask user actors, so no cycle can wait.
+    actors: Actors,
 }
 
 struct UserState {
     id: UserId,
-    last_active: Instant,
+    idle: Idle,
 }
 
 impl Actor for UserActor {
-    type Msg = UserMsg;
+    type Msg = Envelope<UserMsg>;
     type State = UserState;
     type Arguments = UserId;
 
     async fn pre_start(
         &self,
-        myself: ActorRef<UserMsg>,
+        myself: ActorRef<Envelope<UserMsg>>,
         id: UserId,
     ) -> Result<UserState, ActorProcessingErr> {
-        let idle = self.shared.config.idle_timeout;
-        // The interval task ends by itself when the actor stops (sending then fails).
-        myself.send_interval((idle / 2).max(Duration::from_millis(10)), || {
-            UserMsg::IdleCheck
-        });
         Ok(UserState {
             id,
-            last_active: Instant::now(),
+            idle: Idle::start(&myself, self.shared.config.idle_timeout),
         })
     }
 
     async fn handle(
         &self,
-        myself: ActorRef<UserMsg>,
-        msg: UserMsg,
+        myself: ActorRef<Envelope<UserMsg>>,
+        envelope: Envelope<UserMsg>,
         state: &mut UserState,
     ) -> Result<(), ActorProcessingErr> {
-        if !matches!(msg, UserMsg::IdleCheck) {
-            state.last_active = Instant::now();
-        }
+        let Some(msg) = state.idle.open(&myself, envelope) else {
+            return Ok(());
+        };
         // A reply fails only when the caller gave up waiting; nothing to do then.
         match msg {
             UserMsg::CreateSession(new, reply) => {
                 let _ = reply.send(self.create_session(&state.id, new).await);
+            }
+            UserMsg::IssueResetToken { lifetime, reply } => {
+                let _ = reply.send(self.issue_reset_token(&state.id, lifetime).await);
+            }
+            UserMsg::ResetPassword {
+                token,
+                hash,
+                revoke_sessions,
+                reply,
+            } => {
+                let r = self
+                    .reset_password(&state.id, &token, hash, revoke_sessions)
+                    .await;
+                let _ = reply.send(r);
+            }
+            UserMsg::VerifyEmail {
+                revoke_sessions,
+                reply,
+            } => {
+                let _ = reply.send(self.verify_email(&state.id, revoke_sessions).await);
+            }
+            UserMsg::ConfirmEmailChange {
+                id,
+                new_email,
+                reply,
+            } => {
+                let _ = reply.send(self.confirm_email_change(&state.id, &id, new_email).await);
             }
             UserMsg::RefreshSession {
                 token,
@@ -177,33 +267,72 @@ impl Actor for UserActor {
             }
             UserMsg::CreateOrganization {
                 org,
-                owner,
                 limit,
+                activate,
                 reply,
             } => {
-                let _ = reply.send(self.create_organization(&state.id, org, owner, limit).await);
-            }
-            UserMsg::SetActiveOrganization { token, org, reply } => {
+                let (org, owner) = *org;
                 let r = self
-                    .change_own_session(&state.id, &token, |s| {
-                        if s.active_organization_id != org {
-                            s.active_team_id = None;
-                        }
-                        s.active_organization_id = org;
-                    })
+                    .create_organization(&state.id, org, owner, limit, activate.as_deref())
                     .await;
                 let _ = reply.send(r);
+            }
+            UserMsg::AcceptInvitation {
+                org,
+                invitation,
+                token,
+                reply,
+            } => {
+                let r = self
+                    .accept_invitation(&state.id, org, invitation, &token)
+                    .await;
+                let _ = reply.send(r);
+            }
+            UserMsg::LeaveOrganization {
+                org,
+                member,
+                token,
+                reply,
+            } => {
+                let r = self
+                    .leave_organization(&state.id, org, member, &token)
+                    .await;
+                let _ = reply.send(r);
+            }
+            UserMsg::IssueToken {
+                identifier,
+                lifetime,
+                reply,
+            } => {
+                let _ = reply.send(self.issue_token(&state.id, identifier, lifetime).await);
+            }
+            UserMsg::DeleteWithToken { identifier, reply } => {
+                let r = async {
+                    self.take_token(&state.id, &identifier).await?;
+                    Ok(self.shared.store.delete_user(&state.id).await?)
+                }
+                .await;
+                let _ = reply.send(r);
+            }
+            UserMsg::ChangePassword {
+                current_hash,
+                new_hash,
+                new_session,
+                reply,
+            } => {
+                let r = self
+                    .change_password(&state.id, &current_hash, new_hash, new_session)
+                    .await;
+                let _ = reply.send(r);
+            }
+            UserMsg::SetActiveOrganization { token, org, reply } => {
+                let _ = reply.send(self.set_active(&state.id, &token, org).await);
             }
             UserMsg::SetActiveTeam { token, team, reply } => {
                 let r = self
                     .change_own_session(&state.id, &token, |s| s.active_team_id = team)
                     .await;
                 let _ = reply.send(r);
-            }
-            UserMsg::IdleCheck => {
-                if state.last_active.elapsed() >= self.shared.config.idle_timeout {
-                    myself.stop(Some("idle".into()));
-                }
             }
         }
         Ok(())
@@ -236,7 +365,15 @@ impl UserActor {
             active_team_id: None,
             impersonated_by: None,
         };
-        self.shared.store.create_session(&session).await?;
+        self.shared
+            .store
+            .create_session(&session)
+            .await
+            .map_err(|e| match e {
+                // The user is gone (deleted meanwhile).
+                storage::StoreError::NotFound => ActorError::Refused(Rule::UserGone),
+                other => other.into(),
+            })?;
         Ok(session)
     }
 
@@ -314,20 +451,142 @@ impl UserActor {
         org: Organization,
         owner: Member,
         limit: Option<u32>,
-    ) -> Result<(), ActorError> {
+        activate: Option<&str>,
+    ) -> Result<Option<Session>, ActorError> {
         let store = &self.shared.store;
-        if let Some(limit) = limit {
-            if store.list_user_organizations(user).await?.len() as u64 >= limit as u64 {
-                return Err(ActorError::Refused(Rule::OrganizationLimit));
+        let mut created = false;
+        let mut attempts = Attempts::new();
+        while attempts.next().await {
+            // With a limit, the count is decided on the user's version: a membership gained
+            // meanwhile (here or in another process) makes this decide again.
+            let version = match limit {
+                Some(limit) => {
+                    let u = store.get_user(user).await?.ok_or(ActorError::NotFound)?;
+                    if store.count_user_organizations(user).await? >= u64::from(limit) {
+                        return Err(ActorError::Refused(Rule::OrganizationLimit));
+                    }
+                    Some(u.version)
+                }
+                None => None,
+            };
+            match store.create_organization(&org, &owner, version).await {
+                Ok(()) => {
+                    created = true;
+                    break;
+                }
+                Err(storage::StoreError::ConcurrentModification) => continue,
+                Err(storage::StoreError::Conflict(_)) => {
+                    return Err(ActorError::Refused(Rule::SlugTaken))
+                }
+                Err(e) => return Err(e.into()),
             }
         }
-        store
-            .create_organization(&org, &owner)
-            .await
-            .map_err(|e| match e {
-                storage::StoreError::Conflict(_) => ActorError::Refused(Rule::SlugTaken),
-                other => other.into(),
+        if !created {
+            return Err(contended());
+        }
+        match activate {
+            Some(token) => self.set_active(user, token, Some(org.id)).await,
+            None => Ok(None),
+        }
+    }
+
+    /// Makes `org` (or none) the active organization of one of this user's sessions; a new
+    /// organization also resets the active team.
+    async fn set_active(
+        &self,
+        user: &UserId,
+        token: &str,
+        org: Option<OrgId>,
+    ) -> Result<Option<Session>, ActorError> {
+        self.change_own_session(user, token, |s| {
+            if s.active_organization_id != org {
+                s.active_team_id = None;
+            }
+            s.active_organization_id = org;
+        })
+        .await
+    }
+
+    /// Accepts an invitation (through the organization's actor) and makes the organization the
+    /// active one of the session that accepted: one request, one message.
+    async fn accept_invitation(
+        &self,
+        user: &UserId,
+        org: OrgId,
+        invitation: InvitationId,
+        token: &str,
+    ) -> Result<Accepted, ActorError> {
+        let (invitation, member) = self
+            .actors
+            .org(org.clone())
+            .respond_invitation(user.clone(), invitation, true)
+            .await?;
+        let session = self.set_active(user, token, Some(org)).await?;
+        Ok(Accepted {
+            invitation,
+            member,
+            session,
+        })
+    }
+
+    /// Leaves an organization (`member: None`) or removes a member of it as this user; when
+    /// this user is the one who left, the session's active organization is cleared if it was
+    /// that one.
+    async fn leave_organization(
+        &self,
+        user: &UserId,
+        org: OrgId,
+        member: Option<MemberId>,
+        token: &str,
+    ) -> Result<(Member, Option<Session>), ActorError> {
+        let handle = self.actors.org(org.clone());
+        let removed = match member {
+            None => handle.leave(user.clone()).await?,
+            Some(m) => handle.remove_member(Acting::User(user.clone()), m).await?,
+        };
+        if &removed.user_id != user {
+            return Ok((removed, None));
+        }
+        let session = self
+            .change_own_session(user, token, |s| {
+                if s.active_organization_id.as_ref() == Some(&org) {
+                    s.active_organization_id = None;
+                    s.active_team_id = None;
+                }
             })
+            .await?;
+        Ok((removed, session))
+    }
+
+    /// Replaces the password, only if the credential still holds `current_hash` (the one the
+    /// caller verified: a concurrent change makes this one fail); with `new_session`, every
+    /// session is revoked and a new one made — all in one turn.
+    async fn change_password(
+        &self,
+        user: &UserId,
+        current_hash: &str,
+        new_hash: String,
+        new_session: Option<NewSession>,
+    ) -> Result<Option<Session>, ActorError> {
+        let store = &self.shared.store;
+        let current = store
+            .list_accounts(user)
+            .await?
+            .into_iter()
+            .find(|a| a.provider_id == CREDENTIAL_PROVIDER)
+            .and_then(|a| a.password);
+        if current.as_deref() != Some(current_hash) {
+            return Err(ActorError::Refused(Rule::InvalidPassword));
+        }
+        self.set_password(user, new_hash, PasswordChange::OnlyIfExists)
+            .await?;
+        match new_session {
+            Some(new) => {
+                store.delete_user_sessions(user, None).await?;
+                Ok(Some(self.create_session(user, new).await?))
+            }
+            None => Ok(None),
+        }
     }
 
     async fn set_password(
@@ -345,34 +604,181 @@ impl UserActor {
             .find(|a| a.provider_id == CREDENTIAL_PROVIDER);
         match (existing, how) {
             (Some(a), PasswordChange::OnlyIfNone) if a.password.is_some() => {
-                Err(ActorError::Refused(Rule::HasPassword))
+                return Err(ActorError::Refused(Rule::HasPassword))
             }
             (Some(mut a), _) => {
                 a.password = Some(hash);
                 a.updated_at = now;
-                Ok(store.update_account(&a).await?)
+                store.update_account(&a).await?;
             }
-            (None, PasswordChange::OnlyIfExists) => Err(ActorError::Refused(Rule::AccountNotFound)),
+            (None, PasswordChange::OnlyIfExists) => {
+                return Err(ActorError::Refused(Rule::AccountNotFound))
+            }
             (None, _) => {
                 store.get_user(id).await?.ok_or(ActorError::NotFound)?;
-                let account = Account {
-                    id: AccountId::generate(),
-                    user_id: id.clone(),
-                    provider_id: CREDENTIAL_PROVIDER.into(),
-                    account_id: id.0.clone(),
-                    password: Some(hash),
-                    access_token: None,
-                    refresh_token: None,
-                    id_token: None,
-                    access_token_expires_at: None,
-                    refresh_token_expires_at: None,
-                    scope: None,
-                    created_at: now,
-                    updated_at: now,
-                };
-                Ok(store.create_account(&account).await?)
+                store
+                    .create_account(&Account::credential(id, hash, now))
+                    .await?;
             }
         }
+        // A new password ends every outstanding reset link (issued for the old one).
+        store
+            .delete_verifications_of(&id.0, RESET_PASSWORD_PREFIX)
+            .await?;
+        Ok(())
+    }
+
+    /// A new password-reset token; every older one of the user stops working (only the newest
+    /// mailed link resets). Serialized here, so two concurrent requests leave one valid token.
+    async fn issue_reset_token(
+        &self,
+        user: &UserId,
+        lifetime: chrono::Duration,
+    ) -> Result<String, ActorError> {
+        let store = &self.shared.store;
+        store
+            .delete_verifications_of(&user.0, RESET_PASSWORD_PREFIX)
+            .await?;
+        let token = storage::random_string(24);
+        let now = self.now();
+        store
+            .create_verification(&Verification {
+                id: VerificationId::generate(),
+                identifier: format!("{RESET_PASSWORD_PREFIX}{token}"),
+                value: user.0.clone(),
+                expires_at: now + lifetime,
+                created_at: now,
+                updated_at: now,
+            })
+            .await?;
+        Ok(token)
+    }
+
+    /// Stores a single-use token `identifier` pointing at this user (delete-account links,
+    /// email-change confirmations).
+    async fn issue_token(
+        &self,
+        user: &UserId,
+        identifier: String,
+        lifetime: chrono::Duration,
+    ) -> Result<(), ActorError> {
+        let now = self.now();
+        self.shared
+            .store
+            .create_verification(&Verification {
+                id: VerificationId::generate(),
+                identifier,
+                value: user.0.clone(),
+                expires_at: now + lifetime,
+                created_at: now,
+                updated_at: now,
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Consumes a single-use token of this user: `InvalidToken` when it is unknown, used,
+    /// expired or another user's.
+    async fn take_token(&self, user: &UserId, identifier: &str) -> Result<(), ActorError> {
+        let invalid = || ActorError::Refused(Rule::InvalidToken);
+        let v = self
+            .shared
+            .store
+            .consume_verification(identifier)
+            .await?
+            .ok_or_else(invalid)?;
+        if v.value != user.0 || v.expires_at <= self.now() {
+            return Err(invalid());
+        }
+        Ok(())
+    }
+
+    /// Consumes the reset token (once, even under concurrent use) and sets the password
+    /// (creating the credential if there is none). Following a mailed link proves the mailbox:
+    /// an unverified address becomes verified, and since whoever signed up with it before
+    /// need not be its owner, every session is revoked then, whatever `revoke_sessions` says.
+    async fn reset_password(
+        &self,
+        user: &UserId,
+        token: &str,
+        hash: String,
+        revoke_sessions: bool,
+    ) -> Result<ResetOutcome, ActorError> {
+        let store = &self.shared.store;
+        self.take_token(user, &format!("{RESET_PASSWORD_PREFIX}{token}"))
+            .await?;
+        let u = store
+            .get_user(user)
+            .await?
+            .ok_or(ActorError::Refused(Rule::InvalidToken))?;
+        self.set_password(user, hash, PasswordChange::Upsert)
+            .await?;
+        let unproven = !u.email_verified;
+        if unproven {
+            self.update_user(
+                user,
+                UserPatch {
+                    email_verified: Some(true),
+                    ..UserPatch::default()
+                },
+            )
+            .await?;
+        }
+        let sessions_revoked = revoke_sessions || unproven;
+        if sessions_revoked {
+            store.delete_user_sessions(user, None).await?;
+        }
+        Ok(ResetOutcome { sessions_revoked })
+    }
+
+    /// Marks the address verified (a no-op when it is). `revoke_sessions`: the link was
+    /// followed without this user's session, so the sessions made before the proof — possibly
+    /// by someone who signed up with another's address — are revoked. Returns the user and
+    /// whether sessions were revoked.
+    async fn verify_email(
+        &self,
+        user: &UserId,
+        revoke_sessions: bool,
+    ) -> Result<(User, bool), ActorError> {
+        let store = &self.shared.store;
+        let u = store.get_user(user).await?.ok_or(ActorError::NotFound)?;
+        if u.email_verified {
+            return Ok((u, false));
+        }
+        let u = self
+            .update_user(
+                user,
+                UserPatch {
+                    email_verified: Some(true),
+                    ..UserPatch::default()
+                },
+            )
+            .await?;
+        if revoke_sessions {
+            store.delete_user_sessions(user, None).await?;
+        }
+        Ok((u, revoke_sessions))
+    }
+
+    /// Applies a confirmed change of address: the confirmation (`change-email:{id}`) is
+    /// consumed, so a link works once, and only for the user it was issued to.
+    async fn confirm_email_change(
+        &self,
+        user: &UserId,
+        id: &str,
+        new_email: String,
+    ) -> Result<User, ActorError> {
+        self.take_token(user, &format!("{CHANGE_EMAIL_PREFIX}{id}"))
+            .await?;
+        self.update_user(
+            user,
+            UserPatch {
+                email: Some(new_email),
+                email_verified: Some(false),
+                ..UserPatch::default()
+            },
+        )
+        .await
     }
 
     async fn unlink_account(
@@ -383,39 +789,67 @@ impl UserActor {
         allow_unlinking_all: bool,
     ) -> Result<(), ActorError> {
         let store = &self.shared.store;
-        let accounts = store.list_accounts(id).await?;
-        let target = accounts
-            .iter()
-            .find(|a| {
-                a.provider_id == provider_id && account_id.is_none_or(|want| a.account_id == want)
-            })
-            .ok_or(ActorError::Refused(Rule::AccountNotFound))?;
-        // Checked here, inside the actor: two concurrent unlinks cannot both pass it.
-        if accounts.len() <= 1 && !allow_unlinking_all {
-            return Err(ActorError::Refused(Rule::LastAccount));
+        let mut attempts = Attempts::new();
+        while attempts.next().await {
+            let user = store.get_user(id).await?.ok_or(ActorError::NotFound)?;
+            let accounts = store.list_accounts(id).await?;
+            let target = accounts
+                .iter()
+                .find(|a| {
+                    a.provider_id == provider_id
+                        && account_id.is_none_or(|want| a.account_id == want)
+                })
+                .ok_or(ActorError::Refused(Rule::AccountNotFound))?;
+            if accounts.len() <= 1 && !allow_unlinking_all {
+                return Err(ActorError::Refused(Rule::LastAccount));
+            }
+            // Decided on the user's version: an unlink (or link) made meanwhile, here or in
+            // another process, makes this one decide again.
+            match store.delete_account(id, &target.id, user.version).await {
+                Err(storage::StoreError::ConcurrentModification) => continue,
+                other => return Ok(other?),
+            }
         }
-        Ok(store.delete_account(&target.id).await?)
+        Err(contended())
     }
 
+    /// Applies `patch` to the user as stored now; when another process changed the user
+    /// meanwhile (its version moved), applies it again to the newer row: no change is lost.
     async fn update_user(&self, id: &UserId, patch: UserPatch) -> Result<User, ActorError> {
         let store = &self.shared.store;
-        let mut user = store.get_user(id).await?.ok_or(ActorError::NotFound)?;
-        if let Some(name) = patch.name {
-            user.name = name;
+        let mut attempts = Attempts::new();
+        while attempts.next().await {
+            let mut user = store.get_user(id).await?.ok_or(ActorError::NotFound)?;
+            if let Some(name) = &patch.name {
+                user.name = name.clone();
+            }
+            if let Some(image) = &patch.image {
+                user.image = image.clone();
+            }
+            if let Some(email) = &patch.email {
+                user.email = email.to_lowercase();
+            }
+            if let Some(v) = patch.email_verified {
+                user.email_verified = v;
+            }
+            user.updated_at = self.now();
+            user.version += 1;
+            match store.update_user(&user).await {
+                Ok(()) => return Ok(user),
+                Err(storage::StoreError::ConcurrentModification) => continue,
+                Err(storage::StoreError::Conflict(_)) => {
+                    return Err(ActorError::Refused(Rule::EmailTaken))
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
-        if let Some(image) = patch.image {
-            user.image = image;
-        }
-        if let Some(email) = patch.email {
-            user.email = email.to_lowercase();
-        }
-        if let Some(v) = patch.email_verified {
-            user.email_verified = v;
-        }
-        user.updated_at = self.now();
-        store.update_user(&user).await?;
-        Ok(user)
+        Err(contended())
     }
+}
+
+/// Too many concurrent changes of the user for a decision to be written.
+fn contended() -> ActorError {
+    ActorError::Unavailable("user changed too often to apply the request".into())
 }
 
 /// A typed handle to one user's actor. Spawns the actor when it is not running, and retries
@@ -490,16 +924,143 @@ impl UserHandle {
     }
 
     /// Creates an organization with this user as its first member (see the actor method).
+    /// With `activate` (a session token of this user), the new organization becomes that
+    /// session's active one in the same turn; answers the session as it now is.
     pub async fn create_organization(
         &self,
         org: &Organization,
         owner: &Member,
         limit: Option<u32>,
-    ) -> Result<(), ActorError> {
+        activate: Option<&str>,
+    ) -> Result<Option<Session>, ActorError> {
         self.call(|reply| UserMsg::CreateOrganization {
-            org: org.clone(),
-            owner: owner.clone(),
+            org: Box::new((org.clone(), owner.clone())),
             limit,
+            activate: activate.map(str::to_owned),
+            reply,
+        })
+        .await
+    }
+
+    /// Accepts an invitation as this user and makes its organization the session's active one.
+    pub async fn accept_invitation(
+        &self,
+        org: OrgId,
+        invitation: InvitationId,
+        token: &str,
+    ) -> Result<Accepted, ActorError> {
+        self.call(|reply| UserMsg::AcceptInvitation {
+            org: org.clone(),
+            invitation: invitation.clone(),
+            token: token.to_owned(),
+            reply,
+        })
+        .await
+    }
+
+    /// Leaves `org` (`member: None`) or removes one of its members as this user; clears the
+    /// session's active organization when this user left it.
+    pub async fn leave_organization(
+        &self,
+        org: OrgId,
+        member: Option<MemberId>,
+        token: &str,
+    ) -> Result<(Member, Option<Session>), ActorError> {
+        self.call(|reply| UserMsg::LeaveOrganization {
+            org: org.clone(),
+            member: member.clone(),
+            token: token.to_owned(),
+            reply,
+        })
+        .await
+    }
+
+    /// Stores a single-use token `identifier` pointing at this user, valid for `lifetime`.
+    pub async fn issue_token(
+        &self,
+        identifier: &str,
+        lifetime: chrono::Duration,
+    ) -> Result<(), ActorError> {
+        self.call(|reply| UserMsg::IssueToken {
+            identifier: identifier.to_owned(),
+            lifetime,
+            reply,
+        })
+        .await
+    }
+
+    /// Consumes this user's single-use token `identifier` and deletes the user, in one turn;
+    /// `Refused(InvalidToken)` when the token is not (or no longer) valid for them.
+    pub async fn delete_with_token(&self, identifier: &str) -> Result<(), ActorError> {
+        self.call(|reply| UserMsg::DeleteWithToken {
+            identifier: identifier.to_owned(),
+            reply,
+        })
+        .await
+    }
+
+    /// Changes the password if the credential still holds `current_hash`; with `new_session`,
+    /// revokes every session and answers a new one.
+    pub async fn change_password(
+        &self,
+        current_hash: &str,
+        new_hash: &str,
+        new_session: Option<NewSession>,
+    ) -> Result<Option<Session>, ActorError> {
+        self.call(|reply| UserMsg::ChangePassword {
+            current_hash: current_hash.to_owned(),
+            new_hash: new_hash.to_owned(),
+            new_session: new_session.clone(),
+            reply,
+        })
+        .await
+    }
+
+    /// A new password-reset token for the mailed link; older ones of this user stop working.
+    pub async fn issue_reset_token(
+        &self,
+        lifetime: chrono::Duration,
+    ) -> Result<String, ActorError> {
+        self.call(|reply| UserMsg::IssueResetToken { lifetime, reply })
+            .await
+    }
+
+    /// Resets the password with a mailed token (see the actor method for what else it does).
+    /// `Refused(InvalidToken)` when the token is unknown, used, expired or another user's.
+    pub async fn reset_password(
+        &self,
+        token: &str,
+        hash: &str,
+        revoke_sessions: bool,
+    ) -> Result<ResetOutcome, ActorError> {
+        self.call(|reply| UserMsg::ResetPassword {
+            token: token.to_owned(),
+            hash: hash.to_owned(),
+            revoke_sessions,
+            reply,
+        })
+        .await
+    }
+
+    /// Marks the address verified; `revoke_sessions` when the link was followed without this
+    /// user's session. Answers the user and whether sessions were revoked.
+    pub async fn verify_email(&self, revoke_sessions: bool) -> Result<(User, bool), ActorError> {
+        self.call(|reply| UserMsg::VerifyEmail {
+            revoke_sessions,
+            reply,
+        })
+        .await
+    }
+
+    /// Applies a confirmed email change once (`id` of the stored confirmation).
+    pub async fn confirm_email_change(
+        &self,
+        id: &str,
+        new_email: &str,
+    ) -> Result<User, ActorError> {
+        self.call(|reply| UserMsg::ConfirmEmailChange {
+            id: id.to_owned(),
+            new_email: new_email.to_owned(),
             reply,
         })
         .await
@@ -549,6 +1110,7 @@ impl UserHandle {
                 &self.id,
                 || UserActor {
                     shared: shared.clone(),
+                    actors: self.actors.clone(),
                 },
                 build,
                 &self.id.0,

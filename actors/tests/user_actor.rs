@@ -1,6 +1,6 @@
 //! User actors against a real SQLite store: lifecycle (spawn on demand, stop when idle) and
 //! serialization of session changes.
-use actors::{ActorConfig, Actors, NewSession, UserPatch};
+use actors::{ActorConfig, ActorError, Actors, NewSession, RESET_PASSWORD_PREFIX};
 use chrono::Duration as ChronoDuration;
 use futures::future::join_all;
 use std::sync::Arc;
@@ -9,31 +9,27 @@ use storage::sqlite::SqliteStore;
 use storage::*;
 
 async fn setup(idle: Duration, clock: Arc<dyn Clock>) -> (Actors, DynStore, tempfile::TempDir) {
+    setup_with(clock, |c| c.idle_timeout = idle).await
+}
+
+async fn setup_with(
+    clock: Arc<dyn Clock>,
+    tweak: impl FnOnce(&mut ActorConfig),
+) -> (Actors, DynStore, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store: DynStore = Arc::new(SqliteStore::open(dir.path().join("a.db")).await.unwrap());
-    let cfg = ActorConfig {
-        idle_timeout: idle,
+    let mut cfg = ActorConfig {
+        idle_timeout: Duration::from_secs(30),
         ..ActorConfig::default()
     };
+    tweak(&mut cfg);
     let actors = Actors::start(store.clone(), clock, cfg).await.unwrap();
     (actors, store, dir)
 }
 
 async fn new_user(store: &DynStore, email: &str) -> User {
     let now = SystemClock.now();
-    let u = User {
-        id: UserId::generate(),
-        email: email.into(),
-        email_verified: false,
-        name: "U".into(),
-        image: None,
-        role: None,
-        banned: false,
-        ban_reason: None,
-        ban_expires: None,
-        created_at: now,
-        updated_at: now,
-    };
+    let u = User::new(email, "U".into(), None, now);
     store.create_user(&u, None).await.unwrap();
     u
 }
@@ -72,37 +68,97 @@ async fn idle_actors_stop_and_live_count_returns_to_zero() {
     assert_eq!(actors.live_actors(), 1);
 }
 
+/// Issuing a reset token is a read-modify-write of the user's tokens (delete the older ones,
+/// then create one). Twenty at once leave exactly one valid token only because the actor runs
+/// them one after another: the store serializes single statements, not the pair, so without
+/// the actor two requests interleave (delete, delete, create, create) and leave two.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_changes_of_one_user_are_serialized() {
     let (actors, store, _d) = setup(Duration::from_secs(30), Arc::new(SystemClock)).await;
-    let u = new_user(&store, "serial@example.com").await;
-    let tasks = (0..20).map(|i| {
-        let h = actors.user(u.id.clone());
-        async move {
-            if i % 2 == 0 {
-                h.create_session(NewSession::default()).await.map(|_| ())
-            } else {
-                h.update_user(UserPatch {
-                    name: Some(format!("name{i}")),
-                    ..UserPatch::default()
-                })
-                .await
-                .map(|_| ())
+    for round in 0..10 {
+        let u = new_user(&store, &format!("serial{round}@example.com")).await;
+        let tasks = (0..20).map(|_| {
+            let h = actors.user(u.id.clone());
+            async move { h.issue_reset_token(ChronoDuration::hours(1)).await }
+        });
+        let tokens: Vec<String> = join_all(tasks)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        let mut valid = 0;
+        for t in &tokens {
+            let id = format!("{RESET_PASSWORD_PREFIX}{t}");
+            if store.get_verification(&id).await.unwrap().is_some() {
+                valid += 1;
             }
         }
-    });
-    for r in join_all(tasks).await {
-        r.unwrap();
+        assert_eq!(valid, 1, "round {round}");
     }
-    assert_eq!(store.list_sessions(&u.id).await.unwrap().len(), 10);
-    assert!(store
-        .get_user(&u.id)
+}
+
+/// A request whose caller gave up (call timeout) is never applied later: every session in the
+/// store was answered to its caller, and every caller told 503 left nothing behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_request_its_caller_gave_up_on_is_never_applied() {
+    let (actors, store, _d) = setup_with(Arc::new(SystemClock), |c| {
+        c.call_timeout = Duration::from_millis(15);
+        c.max_pending = 100_000;
+    })
+    .await;
+    let u = new_user(&store, "timeout@example.com").await;
+    let (mut answered, mut gave_up) = (0usize, 0usize);
+    for _ in 0..10 {
+        let tasks = (0..400).map(|_| {
+            let h = actors.user(u.id.clone());
+            async move { h.create_session(NewSession::default()).await }
+        });
+        for r in join_all(tasks).await {
+            match r {
+                Ok(_) => answered += 1,
+                Err(ActorError::Unavailable(_)) => gave_up += 1,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(store.list_sessions(&u.id).await.unwrap().len(), answered);
+        if gave_up > 0 {
+            break;
+        }
+    }
+    assert!(
+        gave_up > 0,
+        "no call timed out: the test did not exercise the deadline"
+    );
+    // Nothing queued runs later either.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(store.list_sessions(&u.id).await.unwrap().len(), answered);
+}
+
+/// Beyond `max_pending` waiting requests, an actor refuses new ones at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_overloaded_actor_sheds_requests() {
+    let (actors, store, _d) = setup_with(Arc::new(SystemClock), |c| c.max_pending = 4).await;
+    let u = new_user(&store, "busy@example.com").await;
+    let tasks = (0..200).map(|_| {
+        let h = actors.user(u.id.clone());
+        async move { h.create_session(NewSession::default()).await }
+    });
+    let (mut ok, mut shed) = (0, 0);
+    for r in join_all(tasks).await {
+        match r {
+            Ok(_) => ok += 1,
+            Err(ActorError::Overloaded) => shed += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(shed > 0 && ok > 0, "ok {ok}, shed {shed}");
+    assert_eq!(store.list_sessions(&u.id).await.unwrap().len(), ok);
+    // Once the burst is over, requests pass again.
+    actors
+        .user(u.id.clone())
+        .create_session(NewSession::default())
         .await
-        .unwrap()
-        .unwrap()
-        .name
-        .starts_with("name"));
-    assert_eq!(actors.live_actors(), 1, "one actor per user");
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -60,6 +60,148 @@ pub struct Config {
     pub email_verification: EmailVerificationConfig,
     pub account: AccountConfig,
     pub organization: OrganizationConfig,
+    pub server: ServerConfig,
+    /// Where the data lives: `sqlite` (a file in `data_dir`; one machine) or `scylla` (a
+    /// ScyllaDB or Cassandra cluster shared by any number of Gatehouse processes).
+    pub store: StoreKind,
+    pub scylla: ScyllaConfig,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreKind {
+    Sqlite,
+    Scylla,
+}
+
+/// The ScyllaDB backend (`store = "scylla"`); see README, "Running on ScyllaDB".
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ScyllaConfig {
+    /// Contact points, `host:port`, comma-separated (the driver discovers the other nodes).
+    pub uri: String,
+    pub keyspace: String,
+    /// The keyspace's replication as a CQL map, used when `gatehouse migrate` creates it.
+    pub replication: String,
+    /// The datacenter this process runs in: its nodes are preferred, and `LOCAL_*`
+    /// consistency levels count replicas there.
+    pub local_datacenter: Option<String>,
+    /// Reads and plain writes (`LOCAL_QUORUM`: a majority of the local replicas).
+    pub consistency: String,
+    /// Lightweight transactions (`LOCAL_SERIAL`, or `SERIAL` across datacenters).
+    pub serial_consistency: String,
+    /// One request's time limit, milliseconds.
+    pub request_timeout_ms: u64,
+    /// Connecting to a node, milliseconds.
+    pub connect_timeout_ms: u64,
+}
+
+impl Default for ScyllaConfig {
+    fn default() -> Self {
+        Self {
+            uri: String::new(),
+            keyspace: "gatehouse".into(),
+            replication: "{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}".into(),
+            local_datacenter: None,
+            consistency: "LOCAL_QUORUM".into(),
+            serial_consistency: "LOCAL_SERIAL".into(),
+            request_timeout_ms: 5_000,
+            connect_timeout_ms: 5_000,
+        }
+    }
+}
+
+impl ScyllaConfig {
+    /// The backend's options, or what is wrong with them.
+    pub fn options(&self) -> Result<storage::scylla::ScyllaOptions, ConfigError> {
+        use storage::scylla::{consistency_named, serial_consistency_named, ScyllaOptions};
+        let bad = |m: String| ConfigError::Invalid(m);
+        let nodes: Vec<String> = self
+            .uri
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if nodes.is_empty() {
+            return Err(bad(
+                "store = \"scylla\" needs scylla.uri (host:port[,host:port…])".into(),
+            ));
+        }
+        if let Some(n) = nodes.iter().find(|n| !n.contains(':')) {
+            return Err(bad(format!("scylla.uri: {n:?} is not host:port")));
+        }
+        let keyspace_ok = !self.keyspace.is_empty()
+            && self.keyspace.len() <= 48
+            && self.keyspace.starts_with(|c: char| c.is_ascii_alphabetic())
+            && self
+                .keyspace
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !keyspace_ok {
+            return Err(bad(format!(
+                "scylla.keyspace {:?}: a letter, then letters, digits or _ (48 at most)",
+                self.keyspace
+            )));
+        }
+        let r = self.replication.trim();
+        if !(r.starts_with('{') && r.ends_with('}')) || r.contains(';') {
+            return Err(bad(format!(
+                "scylla.replication {:?} must be a CQL map, e.g. \
+                 {{'class': 'NetworkTopologyStrategy', 'dc1': 3}}",
+                self.replication
+            )));
+        }
+        let mut opts = ScyllaOptions::new(nodes, &self.keyspace);
+        opts.replication = r.to_owned();
+        opts.local_datacenter = self.local_datacenter.clone().filter(|d| !d.is_empty());
+        opts.consistency = consistency_named(&self.consistency)
+            .ok_or_else(|| bad(format!("scylla.consistency {:?} unknown", self.consistency)))?;
+        opts.serial_consistency =
+            serial_consistency_named(&self.serial_consistency).ok_or_else(|| {
+                bad(format!(
+                    "scylla.serial_consistency {:?}: SERIAL or LOCAL_SERIAL",
+                    self.serial_consistency
+                ))
+            })?;
+        if self.request_timeout_ms == 0 || self.connect_timeout_ms == 0 {
+            return Err(bad("scylla timeouts must be positive".into()));
+        }
+        opts.request_timeout = std::time::Duration::from_millis(self.request_timeout_ms);
+        opts.connect_timeout = std::time::Duration::from_millis(self.connect_timeout_ms);
+        Ok(opts)
+    }
+}
+
+/// Connection limits of the HTTP server (see `api/src/server.rs`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// A request's headers must arrive within this, counted from when the connection starts
+    /// waiting for them, milliseconds.
+    pub header_read_timeout_ms: u64,
+    /// A request's body must arrive within this once its headers have, milliseconds (408).
+    pub body_read_timeout_ms: u64,
+    /// A connection with no request in flight and no traffic for this long is closed,
+    /// milliseconds.
+    pub keep_alive_timeout_ms: u64,
+    /// Connections open at once; at the cap the server stops accepting until one closes.
+    /// Lowered at start to what the open-files limit allows.
+    pub max_connections: usize,
+    /// Largest request head (request line and headers), bytes; larger ones get 431.
+    pub max_header_bytes: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            header_read_timeout_ms: 10_000,
+            body_read_timeout_ms: 30_000,
+            keep_alive_timeout_ms: 5_000,
+            max_connections: 10_000,
+            max_header_bytes: 16_384,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -252,6 +394,10 @@ pub struct LimitsConfig {
     pub invitation_expires_in: u64,
     /// Members per organization.
     pub membership_limit: u32,
+    /// Invitations an organization may send per 24 hours (0: no cap).
+    pub invitations_per_organization_per_day: u32,
+    /// Invitations one member may send per 24 hours (0: no cap).
+    pub invitations_per_inviter_per_day: u32,
     /// Organizations a user may create (absent: unlimited).
     pub organization_limit: Option<u32>,
     /// OAuth state lifetime, seconds.
@@ -263,8 +409,11 @@ pub struct LimitsConfig {
 pub struct ActorsConfig {
     /// An actor with no message for this long stops, milliseconds.
     pub idle_timeout_ms: u64,
-    /// How long a request waits for an actor, milliseconds.
+    /// How long a request waits for an actor to take it, milliseconds; a request not started
+    /// by then is never applied (503).
     pub call_timeout_ms: u64,
+    /// Requests that may wait for one user's or organization's actor; more get 503 at once.
+    pub max_pending: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -297,6 +446,9 @@ impl Default for Config {
             email_verification: EmailVerificationConfig::default(),
             account: AccountConfig::default(),
             organization: OrganizationConfig::default(),
+            server: ServerConfig::default(),
+            store: StoreKind::Sqlite,
+            scylla: ScyllaConfig::default(),
         }
     }
 }
@@ -343,6 +495,8 @@ impl Default for LimitsConfig {
             verification_token_expires_in: 3600,
             invitation_expires_in: 172800,
             membership_limit: 100,
+            invitations_per_organization_per_day: 100,
+            invitations_per_inviter_per_day: 50,
             organization_limit: None,
             state_expires_in: 600,
         }
@@ -354,6 +508,7 @@ impl Default for ActorsConfig {
         Self {
             idle_timeout_ms: 60_000,
             call_timeout_ms: 10_000,
+            max_pending: 256,
         }
     }
 }
@@ -436,6 +591,20 @@ impl Config {
         }
         if self.session.expires_in == 0 {
             return bad("session.expires_in must be positive".into());
+        }
+        let s = &self.server;
+        if s.header_read_timeout_ms == 0
+            || s.body_read_timeout_ms == 0
+            || s.keep_alive_timeout_ms == 0
+            || s.max_connections == 0
+        {
+            return bad("server timeouts and max_connections must be positive".into());
+        }
+        if s.max_header_bytes < 8192 {
+            return bad("server.max_header_bytes must be at least 8192".into());
+        }
+        if self.store == StoreKind::Scylla {
+            self.scylla.options()?;
         }
         if !matches!(self.log.format.as_str(), "text" | "json") {
             return bad("log.format must be text or json".into());
@@ -580,5 +749,54 @@ mod tests {
         assert_eq!(c.base_url, "http://localhost:3000");
         assert_eq!(c.password.min_length, 8);
         assert_eq!(c.password.max_length, 128);
+    }
+
+    #[test]
+    fn the_scylla_store_from_the_environment() {
+        let c = Config::load(
+            None,
+            env(&[
+                ("GATEHOUSE_STORE", "scylla"),
+                ("GATEHOUSE_SCYLLA__URI", "10.0.0.1:9042, 10.0.0.2:9042"),
+                ("GATEHOUSE_SCYLLA__LOCAL_DATACENTER", "dc1"),
+                ("GATEHOUSE_SCYLLA__CONSISTENCY", "quorum"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.store, StoreKind::Scylla);
+        let o = c.scylla.options().unwrap();
+        assert_eq!(o.nodes, vec!["10.0.0.1:9042", "10.0.0.2:9042"]);
+        assert_eq!(o.keyspace, "gatehouse");
+        assert_eq!(o.local_datacenter.as_deref(), Some("dc1"));
+        assert_eq!(o.consistency, storage::scylla::Consistency::Quorum);
+        assert_eq!(
+            o.serial_consistency,
+            storage::scylla::SerialConsistency::LocalSerial
+        );
+        assert_eq!(
+            Config::load(None, env(&[])).unwrap().store,
+            StoreKind::Sqlite
+        );
+        for bad in [
+            vec![("GATEHOUSE_STORE", "scylla")],
+            vec![("GATEHOUSE_STORE", "mysql")],
+            vec![
+                ("GATEHOUSE_STORE", "scylla"),
+                ("GATEHOUSE_SCYLLA__URI", "a:1"),
+                ("GATEHOUSE_SCYLLA__KEYSPACE", "x;drop"),
+            ],
+            vec![
+                ("GATEHOUSE_STORE", "scylla"),
+                ("GATEHOUSE_SCYLLA__URI", "a:1"),
+                ("GATEHOUSE_SCYLLA__REPLICATION", "{'x': 1}; DROP"),
+            ],
+            vec![
+                ("GATEHOUSE_STORE", "scylla"),
+                ("GATEHOUSE_SCYLLA__URI", "a:1"),
+                ("GATEHOUSE_SCYLLA__SERIAL_CONSISTENCY", "ONE"),
+            ],
+        ] {
+            assert!(Config::load(None, env(&bad)).is_err(), "{bad:?}");
+        }
     }
 }

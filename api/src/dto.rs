@@ -142,3 +142,49 @@ impl poem_openapi::types::ToJSON for Text {
         Some(serde_json::Value::String(self.0.clone()))
     }
 }
+
+/// A value or `null`: documented as nullable (poem-openapi documents `Option<T>` as `T`),
+/// for answers that are `null` when there is nothing (get-session, set-active…).
+#[derive(Debug, Clone)]
+pub struct Nullable<T>(pub Option<T>);
+
+impl<T: poem_openapi::types::Type> poem_openapi::types::Type for Nullable<T> {
+    const IS_REQUIRED: bool = false;
+    type RawValueType = T::RawValueType;
+    type RawElementValueType = T::RawElementValueType;
+
+    fn name() -> std::borrow::Cow<'static, str> {
+        format!("Nullable<{}>", T::name()).into()
+    }
+    fn schema_ref() -> poem_openapi::registry::MetaSchemaRef {
+        use poem_openapi::registry::{MetaSchema, MetaSchemaRef};
+        MetaSchemaRef::Inline(Box::new(MetaSchema {
+            nullable: true,
+            all_of: vec![T::schema_ref()],
+            ..MetaSchema::ANY
+        }))
+    }
+    fn register(registry: &mut poem_openapi::registry::Registry) {
+        T::register(registry);
+    }
+    fn as_raw_value(&self) -> Option<&Self::RawValueType> {
+        self.0.as_ref().and_then(|v| v.as_raw_value())
+    }
+    fn raw_element_iter<'a>(
+        &'a self,
+    ) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
+        match &self.0 {
+            Some(v) => v.raw_element_iter(),
+            None => Box::new(std::iter::empty()),
+        }
+    }
+}
+
+impl<T: poem_openapi::types::ToJSON> poem_openapi::types::ToJSON for Nullable<T> {
+    fn to_json(&self) -> Option<serde_json::Value> {
+        match &self.0 {
+            Some(v) => v.to_json(),
+            None => Some(serde_json::Value::Null),
+        }
+    }
+}

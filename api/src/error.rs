@@ -72,7 +72,15 @@ codes! {
     NotAMember => ("USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION", FORBIDDEN, "User is not a member of the organization"),
     Forbidden => ("FORBIDDEN", FORBIDDEN, "You are not allowed to access resource"),
     ServerCredentialRequired => ("SERVER_CREDENTIAL_REQUIRED", FORBIDDEN, "userId is only accepted from server calls"),
+    NotAllowedToCreateRole => ("YOU_ARE_NOT_ALLOWED_TO_CREATE_A_ROLE", FORBIDDEN, "You are not allowed to create a role"),
+    NotAllowedToUpdateRole => ("YOU_ARE_NOT_ALLOWED_TO_UPDATE_A_ROLE", FORBIDDEN, "You are not allowed to update a role"),
+    NotAllowedToUpdateMember => ("YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER", FORBIDDEN, "You are not allowed to update this member"),
+    NotAllowedToDeleteMember => ("YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER", UNAUTHORIZED, "You are not allowed to delete this member"),
+    NotAllowedToInviteWithRole => ("YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE", FORBIDDEN, "You are not allowed to invite a user with this role"),
     InvitationNotFound => ("INVITATION_NOT_FOUND", BAD_REQUEST, "Invitation not found"),
+    InviterGone => ("INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION", BAD_REQUEST, "Inviter is no longer a member of the organization"),
+    InvitationLimit => ("INVITATION_LIMIT_REACHED", FORBIDDEN, "Invitation limit reached"),
+    InvitationEmailVerificationRequired => ("EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION", FORBIDDEN, "Email verification required to view or list invitations for the session email"),
     AlreadyInvited => ("USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION", BAD_REQUEST, "User is already invited to this organization"),
     TeamNotFound => ("TEAM_NOT_FOUND", BAD_REQUEST, "Team not found"),
     NotRecipient => ("YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION", FORBIDDEN, "You are not the recipient of the invitation"),
@@ -94,6 +102,7 @@ codes! {
     NotFound => ("NOT_FOUND", NOT_FOUND, "Not found"),
     MethodNotAllowed => ("METHOD_NOT_ALLOWED", METHOD_NOT_ALLOWED, "Method not allowed"),
     PayloadTooLarge => ("PAYLOAD_TOO_LARGE", PAYLOAD_TOO_LARGE, "Request body is too large"),
+    RequestTimeout => ("REQUEST_TIMEOUT", REQUEST_TIMEOUT, "The request body did not arrive in time"),
     UnsupportedMediaType => ("UNSUPPORTED_MEDIA_TYPE", UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json"),
     UserAlreadyExists => ("USER_ALREADY_EXISTS", UNPROCESSABLE_ENTITY, "User already exists"),
     FailedToCreateUser => ("FAILED_TO_CREATE_USER", UNPROCESSABLE_ENTITY, "Failed to create user"),
@@ -214,11 +223,37 @@ impl From<actors::ActorError> for ApiError {
                     Rule::RoleNotFound => Code::InvalidRole.into(),
                     Rule::RoleExists => Code::RoleAlreadyExists.into(),
                     Rule::RoleInUse => Code::RoleInUse.into(),
+                    Rule::InviterGone => Code::InviterGone.into(),
+                    Rule::InvalidToken => Code::InvalidToken.into(),
+                    Rule::EmailTaken => Code::CouldntUpdateYourEmail.into(),
+                    Rule::InvalidPassword => Code::InvalidPassword.into(),
+                    Rule::UserExists => Code::UserAlreadyExists.into(),
+                    Rule::InvalidRoleDefinition(why) => Self::validation(false, vec![why]),
+                    Rule::UserGone => Code::FailedToCreateSession.into(),
+                    Rule::InvitationLimit => Code::InvitationLimit.into(),
+                    Rule::Escalation(what) => {
+                        use actors::Escalation as E;
+                        match what {
+                            E::CreateRole => Code::NotAllowedToCreateRole,
+                            E::UpdateRole => Code::NotAllowedToUpdateRole,
+                            E::UpdateMember => Code::NotAllowedToUpdateMember,
+                            E::RemoveMember => Code::NotAllowedToDeleteMember,
+                            E::AddMember | E::Invite => Code::NotAllowedToInviteWithRole,
+                        }
+                        .into()
+                    }
                 }
             }
             actors::ActorError::Unavailable(m) => {
                 tracing::warn!(cause = %m, "dependency unavailable");
                 Self::new(Code::ServiceUnavailable)
+            }
+            actors::ActorError::Overloaded => {
+                tracing::warn!("too many requests waiting for one user or organization");
+                Self::with_message(
+                    Code::ServiceUnavailable,
+                    "Too many requests for this account or organization at once; try again",
+                )
             }
             other => Self::internal(other),
         }

@@ -108,6 +108,8 @@ impl<'a> poem::FromRequest<'a> for &'a PendingCookies {
 #[derive(Debug, Clone)]
 pub struct TrustedOrigins {
     patterns: Vec<String>,
+    /// The base URL, against which relative redirect targets are resolved.
+    base: Option<url::Url>,
 }
 
 impl TrustedOrigins {
@@ -127,7 +129,10 @@ impl TrustedOrigins {
                 origin_of(e).unwrap_or_else(|| e.to_ascii_lowercase())
             });
         }
-        Self { patterns }
+        Self {
+            patterns,
+            base: url::Url::parse(base_url).ok(),
+        }
     }
 
     /// Whether an absolute URL's origin is trusted.
@@ -135,13 +140,17 @@ impl TrustedOrigins {
         let Some(origin) = origin_of(url) else {
             return false;
         };
+        self.is_trusted_origin(&origin)
+    }
+
+    fn is_trusted_origin(&self, origin: &str) -> bool {
         self.patterns.iter().any(|p| {
             if p.contains('*') {
                 // A pattern without a scheme matches the host part of any http(s) origin.
                 let target = if p.contains("://") {
-                    origin.as_str()
+                    origin
                 } else {
-                    origin.split_once("://").map_or(origin.as_str(), |(_, h)| h)
+                    origin.split_once("://").map_or(origin, |(_, h)| h)
                 };
                 glob(p.as_bytes(), target.as_bytes())
             } else {
@@ -150,22 +159,87 @@ impl TrustedOrigins {
         })
     }
 
-    /// A redirect target is fine when it is a safe relative path or a trusted absolute URL.
-    pub fn is_safe_redirect(&self, target: &str) -> bool {
-        if target.starts_with('/') {
-            return is_safe_relative(target);
-        }
-        self.is_trusted_url(target)
+    /// The normalized form of a redirect target when it is safe: a relative path resolved
+    /// against the base URL (dot segments removed, characters encoded, and still on the base
+    /// origin) and written as `path?query#fragment`, or an absolute http(s) URL of a trusted
+    /// origin without credentials, as the `url` crate serializes it. Control characters
+    /// (browsers drop CR, LF and TAB inside URLs), backslashes (`/\host`, `\@`), surrounding
+    /// whitespace and protocol-relative `//host` forms are refused. Only the returned string
+    /// is ever redirected to.
+    pub fn normalize_redirect(&self, target: &str) -> Option<String> {
+        // The cap holds for what is redirected to: encoding can lengthen a target.
+        self.normalize_unbounded(target)
+            .filter(|normal| normal.len() <= MAX_URL_LEN)
     }
 
-    /// Checks a redirect target from a request, answering 403 with `code` when it fails.
-    pub fn check_redirect(&self, target: Option<&str>, code: Code) -> Result<(), ApiError> {
+    fn normalize_unbounded(&self, target: &str) -> Option<String> {
+        if target.is_empty()
+            || target.len() > MAX_URL_LEN
+            || target.trim() != target
+            || target.chars().any(|c| c.is_control() || c == '\\')
+        {
+            return None;
+        }
+        if target.starts_with('/') {
+            if !is_safe_relative(target) {
+                return None;
+            }
+            let base = self.base.as_ref()?;
+            let joined = base.join(target).ok()?;
+            if joined.origin() != base.origin() {
+                return None;
+            }
+            let mut out = joined.path().to_owned();
+            if let Some(q) = joined.query() {
+                out.push('?');
+                out.push_str(q);
+            }
+            if let Some(f) = joined.fragment() {
+                out.push('#');
+                out.push_str(f);
+            }
+            // Resolution must not have produced a protocol-relative path either.
+            return is_safe_relative(&out).then_some(out);
+        }
+        let u = url::Url::parse(target).ok()?;
+        if !matches!(u.scheme(), "http" | "https")
+            || !u.username().is_empty()
+            || u.password().is_some()
+        {
+            return None;
+        }
+        let origin = match u.origin() {
+            o @ url::Origin::Tuple(..) => o.ascii_serialization(),
+            url::Origin::Opaque(_) => return None,
+        };
+        self.is_trusted_origin(&origin).then(|| u.to_string())
+    }
+
+    /// A redirect target is fine when it is a safe relative path or a trusted absolute URL.
+    pub fn is_safe_redirect(&self, target: &str) -> bool {
+        self.normalize_redirect(target).is_some()
+    }
+
+    /// Checks a redirect target from a request: its normalized form (see
+    /// [`TrustedOrigins::normalize_redirect`]), `None` when absent or empty, 403 with `code`
+    /// when it is not safe.
+    pub fn redirect_target(
+        &self,
+        target: Option<&str>,
+        code: Code,
+    ) -> Result<Option<String>, ApiError> {
         match target {
-            Some(t) if !t.is_empty() && !self.is_safe_redirect(t) => Err(ApiError::new(code)),
-            _ => Ok(()),
+            None | Some("") => Ok(None),
+            Some(t) => self
+                .normalize_redirect(t)
+                .map(Some)
+                .ok_or_else(|| ApiError::new(code)),
         }
     }
 }
+
+/// The longest redirect target accepted (browsers and proxies cut URLs around 2 KB–8 KB).
+pub const MAX_URL_LEN: usize = 2048;
 
 /// `scheme://host[:port]`, lowercased, for http(s) URLs.
 fn origin_of(url: &str) -> Option<String> {
@@ -237,9 +311,17 @@ pub async fn middleware<E: Endpoint>(next: E, req: Request) -> poem::Result<Resp
         .and_then(|v| v.to_str().ok())
         .filter(|o| state.origins.is_trusted_url(o))
         .map(str::to_owned);
+    let cacheable = is_document(req.uri().path());
     let mut resp = tracing::Instrument::instrument(handle(next, req, &state), span.clone()).await;
     if let Some(origin) = cors_origin {
         add_cors(&mut resp, &origin);
+    }
+    // Answers carry sessions, users, tokens and cookies: no browser or proxy may keep them.
+    if !cacheable && !resp.headers().contains_key(header::CACHE_CONTROL) {
+        resp.headers_mut().insert(
+            header::CACHE_CONTROL,
+            header::HeaderValue::from_static("no-store"),
+        );
     }
     span.in_scope(|| {
         tracing::debug!(
@@ -258,7 +340,8 @@ async fn handle<E: Endpoint>(next: E, mut req: Request, state: &AppState) -> Res
             .status(poem::http::StatusCode::NO_CONTENT)
             .finish();
     }
-    if let Err(e) = limit_body(&mut req, state.config.max_body_bytes).await {
+    let body_timeout = std::time::Duration::from_millis(state.config.server.body_read_timeout_ms);
+    if let Err(e) = limit_body(&mut req, state.config.max_body_bytes, body_timeout).await {
         return e.into_response();
     }
     if let Err(e) = check_origin(&req, state) {
@@ -303,6 +386,12 @@ fn add_cors(resp: &mut Response, origin: &str) {
     h.append(header::VARY, header::HeaderValue::from_static("Origin"));
 }
 
+/// The OpenAPI document and its browsable reference: public, the same for everyone.
+fn is_document(path: &str) -> bool {
+    path.strip_prefix(crate::BASE_PATH)
+        .is_some_and(|p| p == "/openapi.json" || p.starts_with("/reference"))
+}
+
 /// The request path as it may appear in logs: path segments that are tokens are masked.
 fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
     const TOKEN_PREFIX: &str = "/api/auth/reset-password/";
@@ -312,8 +401,13 @@ fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Reads the body up to the limit (also for chunked bodies without a length): 413 past it.
-async fn limit_body(req: &mut Request, max: usize) -> Result<(), ApiError> {
+/// Reads the body up to the limit (also for chunked bodies without a length): 413 past it,
+/// 408 when it does not arrive within `timeout` (a client trickling its body).
+async fn limit_body(
+    req: &mut Request,
+    max: usize,
+    timeout: std::time::Duration,
+) -> Result<(), ApiError> {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -326,12 +420,52 @@ async fn limit_body(req: &mut Request, max: usize) -> Result<(), ApiError> {
         return Ok(());
     }
     let body = req.take_body();
-    let bytes = body.into_bytes_limit(max).await.map_err(|e| match e {
-        poem::error::ReadBodyError::PayloadTooLarge => ApiError::new(Code::PayloadTooLarge),
-        other => ApiError::validation(false, vec![other.to_string()]),
-    })?;
+    let bytes = tokio::time::timeout(timeout, body.into_bytes_limit(max))
+        .await
+        .map_err(|_| ApiError::new(Code::RequestTimeout))?
+        .map_err(|e| match e {
+            poem::error::ReadBodyError::PayloadTooLarge => ApiError::new(Code::PayloadTooLarge),
+            other => ApiError::validation(false, vec![other.to_string()]),
+        })?;
+    if json_depth(&bytes) > MAX_JSON_DEPTH {
+        return Err(ApiError::validation(
+            false,
+            vec![format!("body: nested deeper than {MAX_JSON_DEPTH} levels")],
+        ));
+    }
     req.set_body(bytes);
     Ok(())
+}
+
+/// The deepest nesting of arrays and objects a JSON body may have (no route needs more than a
+/// few levels; deep nesting only costs the parser).
+pub const MAX_JSON_DEPTH: usize = 32;
+
+/// How deeply `[`/`{` nest in a JSON text (brackets inside strings do not count). Cheap and
+/// tolerant: it runs before parsing, which reports malformed bodies itself.
+fn json_depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in bytes {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
 }
 
 /// DESIGN §5: a state-changing request that carries cookies must come from a trusted origin.
@@ -418,9 +552,54 @@ mod tests {
             "evil.com",
             "/a\nb",
             "https://trusted.dev.evil.com/",
+            "http://localhost:3000/\r\nSet-Cookie: x=y",
+            "http://localhost:3000\\@evil.com",
+            "https://app.example.com\\@evil.com/",
+            "https://app.example.com@evil.com/",
+            "https://user:pw@app.example.com/",
+            "/\t/evil.com",
+            " /dashboard",
+            "/dashboard ",
+            "/a/../..//evil.com",
+            "/%09/evil.com",
         ] {
-            assert!(!t.is_safe_redirect(bad), "{bad}");
+            assert!(!t.is_safe_redirect(bad), "{bad:?}");
         }
+        let long = format!("/{}", "a".repeat(MAX_URL_LEN));
+        assert!(!t.is_safe_redirect(&long));
+        // Short enough as sent, too long once encoded (found by the fuzzer).
+        let grows = format!("/{}", " ".repeat(MAX_URL_LEN / 2));
+        assert!(grows.len() <= MAX_URL_LEN);
+        assert!(!t.is_safe_redirect(&grows));
+    }
+
+    #[test]
+    fn redirect_targets_are_normalized() {
+        let t = TrustedOrigins::new("http://localhost:3000", &["https://app.example.com".into()]);
+        for (given, normal) in [
+            ("/a/../b?x=1#f", "/b?x=1#f"),
+            ("/a b/ü", "/a%20b/%C3%BC"),
+            ("/dashboard", "/dashboard"),
+            (
+                "https://APP.example.com:443/cb?x=%20",
+                "https://app.example.com/cb?x=%20",
+            ),
+            ("http://localhost:3000", "http://localhost:3000/"),
+        ] {
+            assert_eq!(
+                t.normalize_redirect(given).as_deref(),
+                Some(normal),
+                "{given}"
+            );
+        }
+        assert_eq!(
+            t.redirect_target(Some(""), Code::InvalidCallbackurl)
+                .unwrap(),
+            None
+        );
+        assert!(t
+            .redirect_target(Some("//evil.com"), Code::InvalidCallbackurl)
+            .is_err());
     }
 
     #[test]
@@ -437,6 +616,16 @@ mod tests {
             loggable_path("/api/auth/get-session"),
             "/api/auth/get-session"
         );
+    }
+
+    #[test]
+    fn json_depth_ignores_brackets_in_strings() {
+        assert_eq!(json_depth(b"{}"), 1);
+        assert_eq!(json_depth(br#"{"a":[{"b":"[[[{{{"}]}"#), 3);
+        assert_eq!(json_depth(br#"{"a":"\"[[["}"#), 1);
+        assert_eq!(json_depth(b"5"), 0);
+        let deep = format!("{}{}", "[".repeat(40), "]".repeat(40));
+        assert_eq!(json_depth(deep.as_bytes()), 40);
     }
 
     #[test]

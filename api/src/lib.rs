@@ -12,6 +12,7 @@ pub mod error;
 pub mod http;
 pub mod mail;
 pub mod routes;
+pub mod server;
 pub mod session;
 
 use config::{Config, Secret};
@@ -31,7 +32,8 @@ pub struct AppState(Arc<Inner>);
 
 pub struct Inner {
     pub config: Config,
-    pub store: DynStore,
+    /// The store, read-only: writes go through `actors`.
+    pub reader: actors::Reader,
     pub actors: actors::Actors,
     pub clock: Arc<dyn Clock>,
     pub signer: crypto::Signer,
@@ -65,6 +67,8 @@ pub enum StartError {
     Mail(#[from] mail::MailError),
     #[error("organization roles: {0}")]
     Roles(String),
+    #[error("configuration: {0}")]
+    Config(String),
 }
 
 /// Every group of operations, one per OpenAPI tag.
@@ -72,9 +76,16 @@ pub type Apis = (
     routes::AuthApi,
     routes::SessionApi,
     routes::UserApi,
-    routes::AccountApi,
+    routes::VerificationApi,
+    routes::PasswordApi,
+    routes::EmailApi,
+    routes::DeletionApi,
+    routes::LinkedAccountApi,
     routes::OrganizationApi,
+    routes::MemberApi,
+    routes::InvitationApi,
     routes::TeamApi,
+    routes::RoleApi,
     routes::MetaApi,
 );
 
@@ -85,9 +96,16 @@ pub fn openapi_service() -> OpenApiService<Apis, ()> {
             routes::AuthApi,
             routes::SessionApi,
             routes::UserApi,
-            routes::AccountApi,
+            routes::VerificationApi,
+            routes::PasswordApi,
+            routes::EmailApi,
+            routes::DeletionApi,
+            routes::LinkedAccountApi,
             routes::OrganizationApi,
+            routes::MemberApi,
+            routes::InvitationApi,
             routes::TeamApi,
+            routes::RoleApi,
             routes::MetaApi,
         ),
         "Gatehouse",
@@ -100,9 +118,54 @@ pub fn openapi_service() -> OpenApiService<Apis, ()> {
     .server(BASE_PATH)
 }
 
-/// The OpenAPI document as committed in `openapi/openapi.json`.
+/// The OpenAPI document as committed in `openapi/openapi.json` and served at
+/// `/api/auth/openapi.json`: poem-openapi's, with every optional property marked `nullable`,
+/// because the wire sends `null` for an absent value (and accepts it).
 pub fn openapi_json() -> String {
-    openapi_service().spec()
+    let raw = openapi_service().spec();
+    let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(&raw) else {
+        return raw;
+    };
+    nullable_optionals(&mut doc);
+    serde_json::to_string_pretty(&doc).unwrap_or(raw)
+}
+
+/// Marks the properties that are not `required` (`Option<T>` fields) as `nullable`; a `$ref`
+/// is wrapped in `allOf`, since OpenAPI 3.0 ignores a reference's siblings.
+fn nullable_optionals(doc: &mut serde_json::Value) {
+    use serde_json::{json, Value};
+    let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    for schema in schemas.values_mut() {
+        let required: Vec<String> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| {
+                r.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for (name, prop) in props.iter_mut() {
+            if required.contains(name) {
+                continue;
+            }
+            let Some(obj) = prop.as_object_mut() else {
+                continue;
+            };
+            if let Some(reference) = obj.remove("$ref") {
+                obj.insert("allOf".into(), json!([{ "$ref": reference }]));
+            }
+            obj.insert("nullable".into(), Value::Bool(true));
+        }
+    }
 }
 
 /// Uses the configured secret, or the one kept in the data dir, or generates and keeps one.
@@ -145,18 +208,72 @@ fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
     opts.open(path)?.write_all(contents.as_bytes())
 }
 
+/// The configured store: the SQLite file in the data dir (created and migrated as needed), or
+/// the ScyllaDB keyspace (which must have been migrated with `gatehouse migrate`).
+pub async fn open_store(config: &Config) -> Result<DynStore, StartError> {
+    Ok(match config.store {
+        config::StoreKind::Sqlite => {
+            std::fs::create_dir_all(&config.data_dir)
+                .map_err(|e| StartError::DataDir(config.data_dir.display().to_string(), e))?;
+            Arc::new(
+                storage::sqlite::SqliteStore::open(config.data_dir.join("gatehouse.db")).await?,
+            )
+        }
+        config::StoreKind::Scylla => {
+            let opts = config
+                .scylla
+                .options()
+                .map_err(|e| StartError::Config(e.to_string()))?;
+            Arc::new(storage::scylla::ScyllaStore::connect(&opts).await?)
+        }
+    })
+}
+
+/// Creates or updates the configured store's schema (`gatehouse migrate`); says what it did.
+pub async fn migrate(config: &Config) -> Result<String, StartError> {
+    match config.store {
+        config::StoreKind::Sqlite => {
+            open_store(config).await?;
+            Ok(format!(
+                "SQLite store {} is at the current schema",
+                config.data_dir.join("gatehouse.db").display()
+            ))
+        }
+        config::StoreKind::Scylla => {
+            let opts = config
+                .scylla
+                .options()
+                .map_err(|e| StartError::Config(e.to_string()))?;
+            let store = storage::scylla::ScyllaStore::migrate(&opts).await?;
+            Ok(format!(
+                "ScyllaDB keyspace {} is at schema version {}",
+                opts.keyspace,
+                store.schema_version().await?
+            ))
+        }
+    }
+}
+
 impl AppState {
-    /// Opens the store in the data dir, starts the actors, and prepares everything else.
+    /// Opens the configured store, starts the actors, and prepares everything else.
     pub async fn start(config: Config, clock: Arc<dyn Clock>) -> Result<Self, StartError> {
+        let store = open_store(&config).await?;
+        Self::start_with_store(config, clock, store).await
+    }
+
+    /// Like [`AppState::start`], on a store the caller opened.
+    pub async fn start_with_store(
+        config: Config,
+        clock: Arc<dyn Clock>,
+        store: DynStore,
+    ) -> Result<Self, StartError> {
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| StartError::DataDir(config.data_dir.display().to_string(), e))?;
         let secret = load_secret(&config)?;
-        let store: DynStore = Arc::new(
-            storage::sqlite::SqliteStore::open(config.data_dir.join("gatehouse.db")).await?,
-        );
         let actor_config = actors::ActorConfig {
             idle_timeout: Duration::from_millis(config.actors.idle_timeout_ms),
             call_timeout: Duration::from_millis(config.actors.call_timeout_ms),
+            max_pending: config.actors.max_pending.max(1),
             sessions: actors::SessionPolicy {
                 expires_in: chrono::Duration::seconds(config.session.expires_in as i64),
                 update_age: chrono::Duration::seconds(config.session.update_age as i64),
@@ -172,6 +289,8 @@ impl AppState {
                 require_verified_email: config
                     .organization
                     .require_email_verification_on_invitation,
+                invitations_per_day: config.limits.invitations_per_organization_per_day,
+                invitations_per_inviter_per_day: config.limits.invitations_per_inviter_per_day,
                 global_roles: config
                     .organization
                     .roles
@@ -200,8 +319,8 @@ impl AppState {
             revocations: session::Revocations::default(),
             mailer,
             hasher,
+            reader: actors.reader(),
             actors,
-            store,
             clock,
             config,
         })))
@@ -210,11 +329,18 @@ impl AppState {
     /// The whole HTTP application.
     pub fn endpoint(&self) -> impl Endpoint + 'static {
         let api = openapi_service();
-        let spec = api.spec_endpoint();
-        let reference = api.scalar();
+        let doc = openapi_json();
+        // Scalar's page embeds the document verbatim: swap in the served one.
+        let page = api.scalar_html().replacen(&api.spec(), &doc, 1);
+        let spec = poem::endpoint::make_sync(move |_| {
+            poem::Response::builder()
+                .content_type("application/json; charset=utf-8")
+                .body(doc.clone())
+        });
+        let reference = poem::endpoint::make_sync(move |_| poem::web::Html(page.clone()));
         Route::new()
             .at(format!("{BASE_PATH}/openapi.json"), spec)
-            .nest(format!("{BASE_PATH}/reference"), reference)
+            .at(format!("{BASE_PATH}/reference"), reference)
             .nest(BASE_PATH, api)
             .around(http::middleware)
             .data(self.clone())
@@ -228,12 +354,8 @@ impl AppState {
             let mut tick = tokio::time::interval(every);
             loop {
                 tick.tick().await;
-                let now = state.clock.now();
-                if let Err(e) = state.store.purge_expired_sessions(now).await {
-                    tracing::warn!(error = %e, "purging expired sessions failed");
-                }
-                if let Err(e) = state.store.purge_expired_verifications(now).await {
-                    tracing::warn!(error = %e, "purging expired verifications failed");
+                if let Err(e) = state.actors.purge_expired(state.clock.now()).await {
+                    tracing::warn!(error = %e, "purging expired sessions and tokens failed");
                 }
             }
         })

@@ -245,19 +245,7 @@ impl Mailer {
         let mut all: Vec<(&str, &str)> =
             vec![("app_name", &self.app_name), ("link", link), ("email", to)];
         all.extend_from_slice(vars);
-        let fill = |s: &str, escape: bool| {
-            let mut out = s.to_owned();
-            // Later entries win, so explicit vars override the defaults.
-            for (k, v) in all.iter().rev() {
-                let v = if escape {
-                    html_escape(v)
-                } else {
-                    (*v).to_owned()
-                };
-                out = out.replace(&format!("{{{{{k}}}}}"), &v);
-            }
-            out
-        };
+        let fill = |s: &str, escape: bool| fill_template(s, &all, escape);
         Ok(Mail {
             kind,
             to: to.to_owned(),
@@ -269,6 +257,41 @@ impl Mailer {
             created_at: crate::dto::iso(&Utc::now()),
         })
     }
+}
+
+/// Replaces each `{{name}}` of the template once, in one pass: a value is never read as a
+/// template itself, so a user-chosen name such as `{{link}}` stays text. Later entries of `vars`
+/// win (explicit values override the defaults); unknown placeholders are left as they are.
+fn fill_template(template: &str, vars: &[(&str, &str)], escape: bool) -> String {
+    let mut out = String::with_capacity(template.len() + 64);
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let value = after.find("}}").and_then(|end| {
+            let key = &after[..end];
+            vars.iter()
+                .rev()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| (end, *v))
+        });
+        match value {
+            Some((end, v)) => {
+                if escape {
+                    out.push_str(&html_escape(v));
+                } else {
+                    out.push_str(v);
+                }
+                rest = &after[end + 2..];
+            }
+            None => {
+                out.push_str("{{");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn html_escape(s: &str) -> String {
@@ -354,10 +377,15 @@ async fn deliver(
     tracing::error!(kind = kind.name(), "mail not sent after retries");
 }
 
+/// Outbox files sort in the order they were written: the time to the nanosecond, then a
+/// counter for messages of one process within the same tick.
+static OUTBOX_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 async fn write_outbox(dir: &Path, mail: &Mail) -> Result<(), MailError> {
+    let seq = OUTBOX_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = format!(
-        "{}-{}-{}.json",
-        Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
+        "{}-{seq:08}-{}-{}.json",
+        Utc::now().format("%Y%m%dT%H%M%S%.9fZ"),
         mail.kind.name(),
         storage::random_lower_alnum(6)
     );
@@ -374,4 +402,28 @@ async fn write_outbox(dir: &Path, mail: &Mail) -> Result<(), MailError> {
     // Outbox mode is for development: the link is logged so it can be followed from the log.
     tracing::info!(to = %mail.to, kind = mail.kind.name(), link = %mail.link, file = %path.display(), "mail written to outbox");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fill_template;
+
+    #[test]
+    fn values_are_filled_once_and_escaped_in_html() {
+        let vars = [
+            ("link", "https://x.example/a?b=1&c=2"),
+            ("organization", "<b>{{link}}</b> & co"),
+            ("name", "Ann"),
+            ("name", "Bob"),
+        ];
+        let t = "Hi {{name}}, join {{organization}}: {{link}} {{unknown}} {{";
+        assert_eq!(
+            fill_template(t, &vars, false),
+            "Hi Bob, join <b>{{link}}</b> & co: https://x.example/a?b=1&c=2 {{unknown}} {{"
+        );
+        assert_eq!(
+            fill_template("<a href=\"{{link}}\">{{organization}}</a>", &vars, true),
+            "<a href=\"https://x.example/a?b=1&amp;c=2\">&lt;b&gt;{{link}}&lt;/b&gt; &amp; co</a>"
+        );
+    }
 }

@@ -3,8 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use gatehouse_api::config::Config;
-use gatehouse_api::AppState;
-use poem::listener::{Acceptor, Listener, TcpListener};
+use gatehouse_api::{server, AppState};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -34,16 +33,32 @@ enum Command {
     Openapi,
     /// Print the effective configuration as TOML (secrets redacted).
     Config,
+    /// Create or update the store's schema (the ScyllaDB keyspace and tables; the SQLite file
+    /// migrates itself), then exit. Run it once per deployment, before the servers start.
+    Migrate,
+    /// Write everything in the configured store as JSON lines (users with their accounts and
+    /// live sessions, organizations with everything in them, key pairs) — e.g. to move from
+    /// SQLite to ScyllaDB. The dump holds password hashes and tokens: keep it as safe as the
+    /// database.
+    Export {
+        /// Write here (created, readable by the owner only) instead of standard output.
+        #[arg(long, value_name = "PATH")]
+        output: Option<PathBuf>,
+    },
+    /// Read a dump made by `export` into the configured store, which must be empty (and, on
+    /// ScyllaDB, migrated).
+    Import {
+        /// Read from here instead of standard input.
+        #[arg(long, value_name = "PATH")]
+        input: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
-        Some(Command::Openapi) => {
-            println!("{}", gatehouse_api::openapi_json());
-            return ExitCode::SUCCESS;
-        }
-        Some(Command::Config) | Some(Command::Serve) | None => {}
+    if let Some(Command::Openapi) = cli.command {
+        println!("{}", gatehouse_api::openapi_json());
+        return ExitCode::SUCCESS;
     }
     let config = match Config::load(cli.config.as_deref(), std::env::vars()) {
         Ok(c) => c,
@@ -75,14 +90,71 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve(config)) {
-        Ok(()) => ExitCode::SUCCESS,
+    let done = match cli.command {
+        Some(Command::Migrate) => runtime
+            .block_on(gatehouse_api::migrate(&config))
+            .map_err(Into::into),
+        Some(Command::Export { output }) => runtime.block_on(export(&config, output)),
+        Some(Command::Import { input }) => runtime.block_on(import(&config, input)),
+        _ => {
+            return match runtime.block_on(serve(config)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!(error = %e, "gatehouse stopped with an error");
+                    eprintln!("gatehouse: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    };
+    match done {
+        // What was done goes to stderr: stdout may be the dump.
+        Ok(said) => {
+            eprintln!("{said}");
+            ExitCode::SUCCESS
+        }
         Err(e) => {
-            tracing::error!(error = %e, "gatehouse stopped with an error");
             eprintln!("gatehouse: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+type CommandResult = Result<String, Box<dyn std::error::Error>>;
+
+async fn export(config: &Config, output: Option<PathBuf>) -> CommandResult {
+    let store = gatehouse_api::open_store(config).await?;
+    let counts = match output {
+        Some(path) => {
+            let mut opts = std::fs::OpenOptions::new();
+            opts.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+            let file = opts
+                .open(&path)
+                .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+            let mut out = std::io::BufWriter::new(file);
+            storage::transfer::export(&*store, &mut out).await?
+        }
+        None => {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            storage::transfer::export(&*store, &mut out).await?
+        }
+    };
+    Ok(format!("exported {counts}"))
+}
+
+async fn import(config: &Config, input: Option<PathBuf>) -> CommandResult {
+    let store = gatehouse_api::open_store(config).await?;
+    let counts = match input {
+        Some(path) => {
+            let file = std::fs::File::open(&path)
+                .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+            storage::transfer::import(&*store, std::io::BufReader::new(file)).await?
+        }
+        None => storage::transfer::import(&*store, std::io::stdin().lock()).await?,
+    };
+    Ok(format!("imported {counts}"))
 }
 
 fn init_logging(config: &Config) {
@@ -103,25 +175,25 @@ fn init_logging(config: &Config) {
 async fn serve(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     let listen = config.listen.clone();
     let base_url = config.base_url.clone();
+    let limits =
+        server::Limits::from_config(&config.server).fit_to_fd_limit(server::raise_fd_limit());
     let state = AppState::start(config, Arc::new(storage::SystemClock)).await?;
     let housekeeping = state.spawn_housekeeping(Duration::from_secs(3600));
-    let acceptor = TcpListener::bind(listen).into_acceptor().await?;
-    let local = acceptor
-        .local_addr()
-        .into_iter()
-        .next()
-        .and_then(|a| a.as_socket_addr().map(|s| s.to_string()))
-        .unwrap_or_default();
-    tracing::info!(listen = %local, base_url = %base_url, "gatehouse listening");
+    let listener = tokio::net::TcpListener::bind(&listen)
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let local = listener.local_addr()?.to_string();
+    tracing::info!(listen = %local, base_url = %base_url, max_connections = limits.max_connections, "gatehouse listening");
     // One plain line on stdout that tools (and the end-to-end tests) wait for.
     println!("gatehouse listening on {local}");
-    poem::Server::new_with_acceptor(acceptor)
-        .run_with_graceful_shutdown(
-            state.endpoint(),
-            shutdown_signal(),
-            Some(Duration::from_secs(30)),
-        )
-        .await?;
+    server::serve(
+        listener,
+        state.endpoint(),
+        limits,
+        shutdown_signal(),
+        Duration::from_secs(30),
+    )
+    .await?;
     housekeeping.abort();
     state.actors.shutdown().await;
     tracing::info!("gatehouse stopped");

@@ -160,7 +160,7 @@ impl AppState {
             }
         }
         let now = self.clock.now();
-        let Some(session) = self.store.get_session(&token).await? else {
+        let Some(session) = self.reader.get_session(&token).await? else {
             pending.push(self.cookies.clear_all());
             return Ok(None);
         };
@@ -173,7 +173,7 @@ impl AppState {
             pending.push(self.cookies.clear_all());
             return Ok(None);
         }
-        let Some(user) = self.store.get_user(&session.user_id).await? else {
+        let Some(user) = self.reader.get_user(&session.user_id).await? else {
             pending.push(self.cookies.clear_all());
             return Ok(None);
         };
@@ -240,7 +240,13 @@ impl AppState {
         Ok(())
     }
 
-    fn reissue_cache(&self, cookies: &PendingCookies, user: &User, session: Option<Session>) {
+    /// With the cookie cache on, re-issues the cached session after a change of it.
+    pub(crate) fn reissue_cache(
+        &self,
+        cookies: &PendingCookies,
+        user: &User,
+        session: Option<Session>,
+    ) {
         if let Some(session) = session {
             cookies.push(self.cache_cookie(&Authed {
                 session,
@@ -255,12 +261,29 @@ impl AppState {
         self.revocations.record(user, self.clock.now(), keep);
     }
 
+    /// Whether the request carries a valid server credential.
+    pub(crate) fn server_call_ok(&self, req: &Request) -> bool {
+        self.server_call(req) == Some(true)
+    }
+
+    /// Whether the request carries the server credential (`Authorization: Bearer <server_key>`),
+    /// compared in constant time. `None` when no server key is configured.
+    pub(crate) fn server_call(&self, req: &Request) -> Option<bool> {
+        let key = self.config.server_key.as_ref()?;
+        let sent = req
+            .headers()
+            .get(poem::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        Some(subtle::ConstantTimeEq::ct_eq(sent.as_bytes(), key.expose().as_bytes()).into())
+    }
+
     /// Sensitive actions need a session younger than `fresh_age` (when it is non-zero).
-    pub fn require_fresh(&self, authed: &Authed) -> ApiResult<()> {
+    pub fn require_fresh(&self, session: &Session) -> ApiResult<()> {
         let fresh = self.config.session.fresh_age;
         if fresh > 0
-            && authed.session.created_at + chrono::Duration::seconds(fresh as i64)
-                < self.clock.now()
+            && session.created_at + chrono::Duration::seconds(fresh as i64) < self.clock.now()
         {
             return Err(ApiError::new(Code::SessionNotFresh));
         }
@@ -268,13 +291,39 @@ impl AppState {
     }
 }
 
-/// A handler parameter that requires a signed-in caller: 401 `UNAUTHORIZED` otherwise. It
-/// carries the request's pending cookies, so a change of the session can re-issue them.
-pub struct Auth(pub Authed, pub PendingCookies);
+/// Who is calling, as a handler parameter: a signed-in user (401 `UNAUTHORIZED` otherwise),
+/// with their session and the request's pending cookies (so a change of the session can
+/// re-issue them). Organization handlers act as [`Principal::acting`]; the organization's actor
+/// resolves the acting member and decides what they may do.
+pub struct Principal {
+    pub user: User,
+    pub session: Session,
+    pub cookies: PendingCookies,
+}
+
+impl Principal {
+    /// The caller as an organization actor sees them.
+    pub fn acting(&self) -> actors::Acting {
+        actors::Acting::User(self.user.id.clone())
+    }
+
+    /// The organization named by `id`, or the session's active one
+    /// (`NO_ACTIVE_ORGANIZATION` when there is none).
+    pub fn org_id(&self, id: Option<&str>) -> ApiResult<storage::OrgId> {
+        match id {
+            Some(id) => Ok(storage::OrgId(id.to_owned())),
+            None => self
+                .session
+                .active_organization_id
+                .clone()
+                .ok_or_else(|| Code::NoActiveOrganization.into()),
+        }
+    }
+}
 
 pub const SESSION_SCHEME: &str = "sessionCookie";
 
-impl<'a> ApiExtractor<'a> for Auth {
+impl<'a> ApiExtractor<'a> for Principal {
     const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::SecurityScheme];
     type ParamType = ();
     type ParamRawType = ();
@@ -318,7 +367,11 @@ impl<'a> ApiExtractor<'a> for Auth {
             .resolve_session(req, pending, ResolveOptions::default())
             .await?
         {
-            Some(a) => Ok(Auth(a, pending.clone())),
+            Some(a) => Ok(Principal {
+                user: a.user,
+                session: a.session,
+                cookies: pending.clone(),
+            }),
             None => Err(ApiError::new(Code::Unauthorized).into()),
         }
     }

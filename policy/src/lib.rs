@@ -71,7 +71,42 @@ pub fn validate_role_name(name: &str) -> Result<(), PolicyError> {
     }
 }
 
-/// Splits `"admin, member"` into role names.
+/// Parses a role list as a client sends it (`"admin"`, `"admin, member"`) into its stored form:
+/// entries trimmed, duplicates dropped (first one kept), joined with `,`. An empty entry
+/// (`""`, `"member,"`, `"a,,b"`) or an invalid name is refused; whether each role exists is the
+/// organization's policy's question ([`Policy::is_role`]).
+pub fn normalize_roles(input: &str) -> Result<String, PolicyError> {
+    let mut seen: Vec<&str> = Vec::new();
+    for entry in input.split(',') {
+        let name = entry.trim();
+        if name.is_empty() {
+            return Err(PolicyError::InvalidRoleName(input.to_owned()));
+        }
+        validate_role_name(name)?;
+        if !seen.contains(&name) {
+            seen.push(name);
+        }
+    }
+    Ok(seen.join(","))
+}
+
+/// Whether every permission of `a` is also in `b`.
+pub fn is_subset(a: &Permissions, b: &Permissions) -> bool {
+    a.iter()
+        .all(|(res, acts)| acts.is_empty() || b.get(res).is_some_and(|have| acts.is_subset(have)))
+}
+
+/// The permissions of `a` that are also in `b`.
+pub fn intersection(a: &Permissions, b: &Permissions) -> Permissions {
+    a.iter()
+        .filter_map(|(res, acts)| {
+            let both: BTreeSet<String> = b.get(res)?.intersection(acts).cloned().collect();
+            (!both.is_empty()).then(|| (res.clone(), both))
+        })
+        .collect()
+}
+
+/// Splits `"admin, member"` into role names (lenient: for reading stored values).
 pub fn parse_roles(roles: &str) -> Vec<&str> {
     roles
         .split(',')
@@ -168,6 +203,38 @@ impl Policy {
             }
         }
         Ok(any)
+    }
+
+    /// Every permission the comma-separated `roles` grant together (unknown role: an error).
+    pub fn permissions_of(&self, roles: &str) -> Result<Permissions, PolicyError> {
+        let mut out = Permissions::new();
+        for (res, actions) in RESOURCES {
+            for act in *actions {
+                if self.allows(roles, res, act)? {
+                    out.entry(res.to_string())
+                        .or_default()
+                        .insert(act.to_string());
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// What only owners hold: the built-in `owner` role's permissions that `admin` lacks
+    /// (deleting the organization). Only an owner may grant these, whatever other roles say.
+    pub fn owner_only(&self) -> Result<Permissions, PolicyError> {
+        let owner = self.permissions_of("owner")?;
+        let admin = self.permissions_of("admin")?;
+        Ok(owner
+            .into_iter()
+            .filter_map(|(res, acts)| {
+                let only: BTreeSet<String> = match admin.get(&res) {
+                    Some(a) => acts.difference(a).cloned().collect(),
+                    None => acts,
+                };
+                (!only.is_empty()).then_some((res, only))
+            })
+            .collect())
     }
 
     /// Whether the roles grant every permission asked for.
@@ -275,5 +342,50 @@ mod tests {
         assert!(validate_role_name("").is_err());
         assert!(validate_role_name("team-lead_2").is_ok());
         assert_eq!(parse_roles(" admin , member,,"), vec!["admin", "member"]);
+    }
+
+    #[test]
+    fn role_lists_are_normalized_or_refused() {
+        assert_eq!(normalize_roles("owner ").unwrap(), "owner");
+        assert_eq!(
+            normalize_roles(" admin , member,admin").unwrap(),
+            "admin,member"
+        );
+        for bad in ["", " ", "member,", ",member", "a,,b", "ad min", "a;b"] {
+            assert!(normalize_roles(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn permission_sets() {
+        let custom = vec![(
+            "deleter".to_string(),
+            perms(&[("organization", &["delete"]), ("member", &["update"])]),
+        )];
+        let p = Policy::new("o", &[], &custom).await.unwrap();
+        let admin = p.permissions_of("admin").unwrap();
+        let owner = p.permissions_of("owner").unwrap();
+        assert!(is_subset(&admin, &owner));
+        assert!(!is_subset(&owner, &admin));
+        assert_eq!(
+            p.owner_only().unwrap(),
+            perms(&[("organization", &["delete"])])
+        );
+        let deleter = p.permissions_of("deleter").unwrap();
+        assert!(!is_subset(&deleter, &admin));
+        assert_eq!(
+            p.permissions_of("member,deleter").unwrap(),
+            perms(&[
+                ("organization", &["delete"]),
+                ("member", &["update"]),
+                ("ac", &["read"])
+            ])
+        );
+        assert_eq!(
+            intersection(&deleter, &p.owner_only().unwrap()),
+            perms(&[("organization", &["delete"])])
+        );
+        assert!(is_subset(&Permissions::new(), &admin));
+        assert!(p.permissions_of("ghost").is_err());
     }
 }

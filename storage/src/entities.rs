@@ -22,9 +22,34 @@ pub struct User {
     pub ban_expires: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Bumped by every change of the user's row, accounts and memberships; writes that decide
+    /// on the user (its profile, unlinking the last account, creating one more organization)
+    /// compare-and-set it, so decisions made in several processes cannot interleave.
+    #[serde(default)]
+    pub version: u64,
 }
 
-#[derive(Clone, PartialEq, Eq)]
+impl User {
+    /// A new user (unverified, default role, not banned); `email` is lowercased.
+    pub fn new(email: &str, name: String, image: Option<String>, now: DateTime<Utc>) -> Self {
+        Self {
+            id: UserId::generate(),
+            email: email.to_lowercase(),
+            email_verified: false,
+            name,
+            image,
+            role: None,
+            banned: false,
+            ban_reason: None,
+            ban_expires: None,
+            created_at: now,
+            updated_at: now,
+            version: 0,
+        }
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Account {
     pub id: AccountId,
     pub user_id: UserId,
@@ -41,6 +66,27 @@ pub struct Account {
     pub scope: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+impl Account {
+    /// The password credential of `user` with the argon2id hash `password`.
+    pub fn credential(user: &UserId, password: String, now: DateTime<Utc>) -> Self {
+        Self {
+            id: AccountId::generate(),
+            user_id: user.clone(),
+            provider_id: CREDENTIAL_PROVIDER.into(),
+            account_id: user.0.clone(),
+            password: Some(password),
+            access_token: None,
+            refresh_token: None,
+            id_token: None,
+            access_token_expires_at: None,
+            refresh_token_expires_at: None,
+            scope: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
 }
 
 // Secrets (password hash, tokens) never reach logs through `Debug`.
@@ -82,7 +128,7 @@ impl std::fmt::Debug for Session {
     }
 }
 
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verification {
     pub id: VerificationId,
     /// e.g. `reset-password:{token}`, `delete-account-{token}`.
@@ -102,7 +148,10 @@ impl std::fmt::Debug for Verification {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The built-in role counted in [`Organization::owner_count`].
+pub const OWNER_ROLE: &str = "owner";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Organization {
     pub id: OrgId,
     pub name: String,
@@ -111,9 +160,44 @@ pub struct Organization {
     /// A JSON object, stored as text.
     pub metadata: Option<String>,
     pub created_at: DateTime<Utc>,
+    /// Bumped by every change of the organization or of anything in it (members,
+    /// invitations, teams, roles). Writers compare-and-set it, so changes decided in several
+    /// processes cannot interleave: a decision made on an older version is refused.
+    pub version: u64,
+    /// Members, and members holding [`OWNER_ROLE`], as of `version`: the membership limit and
+    /// the last-owner rule are checked against them.
+    pub member_count: u32,
+    pub owner_count: u32,
+    /// Bumped when a custom role changes: a policy built at another value is stale.
+    pub roles_version: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+impl Organization {
+    /// A new organization with its creator as the one member (`creator_is_owner` counts them).
+    pub fn new(
+        name: String,
+        slug: String,
+        logo: Option<String>,
+        metadata: Option<String>,
+        creator_is_owner: bool,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            id: OrgId::generate(),
+            name,
+            slug,
+            logo,
+            metadata,
+            created_at: now,
+            version: 0,
+            member_count: 1,
+            owner_count: u32::from(creator_is_owner),
+            roles_version: 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Member {
     pub id: MemberId,
     pub organization_id: OrgId,
@@ -124,7 +208,8 @@ pub struct Member {
     pub created_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum InvitationStatus {
     Pending,
     Accepted,
@@ -152,7 +237,7 @@ impl InvitationStatus {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Invitation {
     pub id: InvitationId,
     pub organization_id: OrgId,
@@ -166,7 +251,7 @@ pub struct Invitation {
     pub created_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Team {
     pub id: TeamId,
     pub name: String,
@@ -175,7 +260,7 @@ pub struct Team {
     pub updated_at: Option<DateTime<Utc>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TeamMember {
     pub id: TeamMemberId,
     pub team_id: TeamId,
@@ -185,7 +270,7 @@ pub struct TeamMember {
 
 /// A custom role of one organization: `permission` is a JSON object
 /// `{resource: [action, …]}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrganizationRole {
     pub id: RoleId,
     pub organization_id: OrgId,
@@ -195,7 +280,7 @@ pub struct OrganizationRole {
     pub updated_at: Option<DateTime<Utc>>,
 }
 
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyPair {
     pub id: KeyPairId,
     pub public_key: String,

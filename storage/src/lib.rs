@@ -13,7 +13,9 @@
 mod clock;
 mod entities;
 mod ids;
+pub mod scylla;
 pub mod sqlite;
+pub mod transfer;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -48,24 +50,34 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// Users, keyed by id, with a unique (lowercased) email.
 #[async_trait]
 pub trait UserStore: Send + Sync {
-    /// Creates the user, and with it its first account (e.g. the password credential), as one
-    /// unit: either both exist afterwards or neither. `Conflict("email")` when the email is taken.
+    /// Creates the user with its first account (e.g. the password credential):
+    /// `Conflict("email")` when the email is taken, `Conflict("account")` when the account is
+    /// linked already. Claims (email, then account) come first and the user row last, so the
+    /// user is visible only once everything it needs is written; a failed create releases its
+    /// claims, and a crash may leave a claim pointing at no user, which reads as absent and a
+    /// later claim takes over.
     async fn create_user(&self, user: &User, account: Option<&Account>) -> StoreResult<()>;
     async fn get_user(&self, id: &UserId) -> StoreResult<Option<User>>;
     async fn get_user_by_email(&self, email: &str) -> StoreResult<Option<User>>;
-    /// Replaces the mutable fields of an existing user; `NotFound` if it is gone,
+    /// Replaces the mutable fields of an existing user, only if it is at version
+    /// `user.version - 1` (`ConcurrentModification` otherwise); `NotFound` if it is gone,
     /// `Conflict("email")` if a changed email is taken.
     async fn update_user(&self, user: &User) -> StoreResult<()>;
-    /// Deletes the user and everything that belongs to it: sessions, accounts, memberships,
-    /// team memberships, and verification values whose value is the user id (pending reset
-    /// and delete tokens). `NotFound` if it did not exist.
+    /// Deletes the user (`NotFound` if it did not exist): from then on it reads as absent, and
+    /// so does everything that belongs to it — sessions, accounts, memberships, team
+    /// memberships, and verification values whose value is the user id (pending reset and
+    /// delete tokens) — which are removed before the call returns, idempotently (through each
+    /// organization's version for memberships). After a crash in between, rows of a user that
+    /// is gone are never served: readers check the user (a session of a deleted user does not
+    /// resolve).
     async fn delete_user(&self, id: &UserId) -> StoreResult<()>;
 }
 
 /// Linked accounts (the password credential and social providers).
 #[async_trait]
 pub trait AccountStore: Send + Sync {
-    /// `Conflict("account")` when (provider_id, account_id) is linked already.
+    /// `Conflict("account")` when (provider_id, account_id) is linked already. Moves the user's
+    /// version.
     async fn create_account(&self, account: &Account) -> StoreResult<()>;
     async fn list_accounts(&self, user_id: &UserId) -> StoreResult<Vec<Account>>;
     async fn get_account_by_provider(
@@ -75,7 +87,10 @@ pub trait AccountStore: Send + Sync {
     ) -> StoreResult<Option<Account>>;
     /// Replaces the mutable fields (tokens, password, scope); `NotFound` if it is gone.
     async fn update_account(&self, account: &Account) -> StoreResult<()>;
-    async fn delete_account(&self, id: &AccountId) -> StoreResult<()>;
+    /// Unlinks an account of `user`, only if the user is at version `expected` (the version the
+    /// "not the last account" decision was made on): `ConcurrentModification` otherwise.
+    async fn delete_account(&self, user: &UserId, id: &AccountId, expected: u64)
+        -> StoreResult<()>;
 }
 
 /// Sessions, keyed by token, listed per user.
@@ -90,9 +105,12 @@ pub trait SessionStore: Send + Sync {
     async fn update_session(&self, session: &Session) -> StoreResult<()>;
     /// Returns whether a session was deleted.
     async fn delete_session(&self, token: &str) -> StoreResult<bool>;
-    /// Deletes every session of the user except `keep` (if given); returns how many.
+    /// Deletes every session of the user that exists when the call starts, except `keep` (if
+    /// given); returns how many. One created concurrently may survive it.
     async fn delete_user_sessions(&self, user_id: &UserId, keep: Option<&str>) -> StoreResult<u64>;
-    /// Removes sessions that expired before `now` (housekeeping; a TTL does it in ScyllaDB).
+    /// Removes sessions that expired before `now`; returns how many. A backend that expires
+    /// rows itself (TTL, as ScyllaDB) does nothing here. Until then a read may return an
+    /// expired session: callers check `expires_at`.
     async fn purge_expired_sessions(&self, now: DateTime<Utc>) -> StoreResult<u64>;
 }
 
@@ -105,61 +123,236 @@ pub trait VerificationStore: Send + Sync {
     /// Atomically deletes and returns the value: of N concurrent consumers exactly one gets it.
     async fn consume_verification(&self, identifier: &str) -> StoreResult<Option<Verification>>;
     async fn delete_verification(&self, identifier: &str) -> StoreResult<bool>;
+    /// Deletes every value of one owner (`value`, a user id) whose identifier starts with
+    /// `prefix` (e.g. all of a user's pending `reset-password:` tokens); returns how many. A
+    /// partitioned backend keeps a lookup by value for it.
+    async fn delete_verifications_of(&self, value: &str, prefix: &str) -> StoreResult<u64>;
+    /// As [`SessionStore::purge_expired_sessions`], for single-use values.
     async fn purge_expired_verifications(&self, now: DateTime<Utc>) -> StoreResult<u64>;
 }
 
-/// Organizations with their members, invitations, teams and custom roles.
+/// One change inside an organization. Changes are applied only through
+/// [`OrganizationStore::change_organization`], under the organization's version, so the
+/// invariants an organization actor checks (last owner, membership limit, role in use, last
+/// team) hold against every other process's changes too. The changes of one unit apply in
+/// order, each seeing the ones before it (a team created, then a member added to it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OrgChange {
+    /// `Conflict("member")` when the user is a member already. Moves the user's version.
+    AddMember(Member),
+    SetMemberRole {
+        member: MemberId,
+        role: String,
+    },
+    /// Also removes the member from the organization's teams, and the organization (with its
+    /// team) from the removed user's sessions that had it active.
+    RemoveMember(MemberId),
+    Invite(Invitation),
+    /// Only if the invitation is still in `from`: `Conflict("invitation")` otherwise.
+    TransitionInvitation {
+        id: InvitationId,
+        from: InvitationStatus,
+        to: InvitationStatus,
+    },
+    /// `Conflict("team")` when the organization has a team of that name.
+    CreateTeam(Team),
+    UpdateTeam(Team),
+    /// Members and sessions that pointed at the team lose it.
+    DeleteTeam(TeamId),
+    /// `Conflict("team member")` when the user is in the team already.
+    AddTeamMember(TeamMember),
+    /// `NotFound` when the user is not in the team.
+    RemoveTeamMember {
+        team: TeamId,
+        user: UserId,
+    },
+    /// `Conflict("role")` when the organization has a role of that name.
+    CreateRole(OrganizationRole),
+    UpdateRole(OrganizationRole),
+    DeleteRole(RoleId),
+}
+
+/// Organizations: the row every change inside one is decided on (see [`OrgChange`]).
 #[async_trait]
 pub trait OrganizationStore: Send + Sync {
-    /// Creates the organization with its first member; `Conflict("slug")` when taken.
-    async fn create_organization(&self, org: &Organization, owner: &Member) -> StoreResult<()>;
+    /// Claims the slug first (`Conflict("slug")` when taken), then writes the organization (at
+    /// version 0, with its counters as given) with its first member; the organization is visible
+    /// once the call returns. With `creator_version`, only if the member's user is still at that
+    /// version (the per-user organization limit was decided on it): `ConcurrentModification`
+    /// otherwise, and nothing is visible. The member's user version moves. A crash between the
+    /// claim and the row may leave a slug claim pointing at no organization; it reads as absent
+    /// and a later create takes it over.
+    async fn create_organization(
+        &self,
+        org: &Organization,
+        owner: &Member,
+        creator_version: Option<u64>,
+    ) -> StoreResult<()>;
     async fn get_organization(&self, id: &OrgId) -> StoreResult<Option<Organization>>;
     async fn get_organization_by_slug(&self, slug: &str) -> StoreResult<Option<Organization>>;
-    /// `NotFound` if gone, `Conflict("slug")` if a new slug is taken.
-    async fn update_organization(&self, org: &Organization) -> StoreResult<()>;
-    /// Deletes the organization with its members, invitations, teams and roles.
-    async fn delete_organization(&self, id: &OrgId) -> StoreResult<()>;
+    /// Writes `next` as the organization's row (settings, counters, roles version) and applies
+    /// `changes`, as one unit, only if the stored row is at version `next.version - 1`:
+    /// `ConcurrentModification` when it moved on (reload and decide again), `NotFound` when
+    /// the organization is gone, `Conflict("slug")` when a new slug is taken, and a change's own
+    /// error when one cannot apply (nothing is written then). What other keys point at (the
+    /// user's list of organizations, invitations by email, sessions' active organization) is
+    /// brought in line after the unit, idempotently, before the call returns.
+    async fn change_organization(
+        &self,
+        next: &Organization,
+        changes: &[OrgChange],
+    ) -> StoreResult<()>;
+    /// Deletes the organization, only if it is at version `expected`
+    /// (`ConcurrentModification` otherwise): from then on it and everything in it (members,
+    /// invitations, teams, roles) read as absent and it cannot change. Its slug is freed and
+    /// what pointed at it (lookups, members' sessions' active organization) is removed before
+    /// the call returns; after a crash in between, lookups that point at it read as nothing.
+    async fn delete_organization(&self, id: &OrgId, expected: u64) -> StoreResult<()>;
     async fn list_user_organizations(&self, user_id: &UserId) -> StoreResult<Vec<Organization>>;
+    /// How many organizations the user is a member of, counting a creation or join by another
+    /// process that is under way (so a decision made on the user's version, as the
+    /// per-user organization limit is, sees it). May count one that is about to fail.
+    async fn count_user_organizations(&self, user: &UserId) -> StoreResult<u64>;
+}
 
-    /// `Conflict("member")` when the user is a member already.
-    async fn create_member(&self, member: &Member) -> StoreResult<()>;
+/// One page of a list, oldest first, and the cursor of the next page (`None`: the last one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next: Option<String>,
+}
+
+impl<T> Page<T> {
+    /// A page from up to `limit + 1` items read in order: the extra one only says that there
+    /// is a next page, which starts after the cursor of the page's last item.
+    pub(crate) fn from_overfetch(
+        mut items: Vec<T>,
+        limit: u32,
+        cursor: impl Fn(&T) -> String,
+    ) -> Self {
+        let next = if items.len() > limit as usize {
+            items.truncate(limit as usize);
+            items.last().map(cursor)
+        } else {
+            None
+        };
+        Page { items, next }
+    }
+}
+
+/// How many rows a store reads per page when a caller wants more than one page.
+pub const PAGE_SIZE: u32 = 500;
+
+/// The members of an organization (written through [`OrgChange`]s).
+#[async_trait]
+pub trait MemberStore: Send + Sync {
     async fn get_member(&self, org: &OrgId, user: &UserId) -> StoreResult<Option<Member>>;
-    async fn get_member_by_id(&self, id: &MemberId) -> StoreResult<Option<Member>>;
-    async fn list_members(&self, org: &OrgId, limit: u32, offset: u32) -> StoreResult<Vec<Member>>;
+    /// A member of `org` by its id (an id of another organization is not found).
+    async fn get_member_by_id(&self, org: &OrgId, id: &MemberId) -> StoreResult<Option<Member>>;
+    /// Up to `limit` members, oldest first (by creation time, then id), after the cursor a
+    /// previous page returned (`None`: from the start). Members added meanwhile never make a
+    /// page repeat or skip one that existed when the first page was read.
+    async fn list_members(
+        &self,
+        org: &OrgId,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Page<Member>>;
     async fn count_members(&self, org: &OrgId) -> StoreResult<u64>;
-    async fn update_member_role(&self, id: &MemberId, role: &str) -> StoreResult<()>;
-    async fn delete_member(&self, id: &MemberId) -> StoreResult<()>;
 
-    async fn create_invitation(&self, inv: &Invitation) -> StoreResult<()>;
+    /// Every member, oldest first.
+    async fn list_all_members(&self, org: &OrgId) -> StoreResult<Vec<Member>> {
+        self.list_members_window(org, 0, u32::MAX).await
+    }
+
+    /// `limit` members after the first `offset`, oldest first: `limit`/`offset` paging (as the
+    /// HTTP API has it) over cursor pages.
+    async fn list_members_window(
+        &self,
+        org: &OrgId,
+        offset: u32,
+        limit: u32,
+    ) -> StoreResult<Vec<Member>> {
+        let (mut skip, mut out, mut after) = (offset as usize, Vec::new(), None::<String>);
+        while out.len() < limit as usize {
+            let want = (skip + limit as usize - out.len()).min(PAGE_SIZE as usize) as u32;
+            let page = self.list_members(org, after.as_deref(), want).await?;
+            let n = page.items.len();
+            let drop = skip.min(n);
+            skip -= drop;
+            let room = limit as usize - out.len();
+            out.extend(page.items.into_iter().skip(drop).take(room));
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The cursor of the page that follows `m` (creation time in milliseconds, then id).
+pub(crate) fn member_cursor(m: &Member) -> String {
+    format!("{}.{}", m.created_at.timestamp_millis(), m.id.0)
+}
+
+/// The (milliseconds, id) a [`member_cursor`] holds.
+pub(crate) fn parse_member_cursor(cursor: &str) -> StoreResult<(i64, String)> {
+    cursor
+        .split_once('.')
+        .and_then(|(ms, id)| Some((ms.parse().ok()?, id.to_owned())))
+        .ok_or_else(|| StoreError::Internal(format!("not a member cursor: {cursor:?}")))
+}
+
+/// The page after `after` of members already in cursor order.
+pub(crate) fn page_of_members(
+    sorted: Vec<Member>,
+    after: Option<&str>,
+    limit: u32,
+) -> StoreResult<Page<Member>> {
+    let from = match after {
+        None => 0,
+        Some(c) => {
+            let (ms, id) = parse_member_cursor(c)?;
+            sorted.partition_point(|m| {
+                (m.created_at.timestamp_millis(), m.id.0.as_str()) <= (ms, id.as_str())
+            })
+        }
+    };
+    let items = sorted
+        .into_iter()
+        .skip(from)
+        .take(limit as usize + 1)
+        .collect();
+    Ok(Page::from_overfetch(items, limit, member_cursor))
+}
+
+/// Invitations (written through [`OrgChange`]s).
+#[async_trait]
+pub trait InvitationStore: Send + Sync {
+    /// By id alone (the accept and reject routes only have that): a partitioned backend keeps a
+    /// lookup from the id to its organization.
     async fn get_invitation(&self, id: &InvitationId) -> StoreResult<Option<Invitation>>;
     async fn list_invitations(&self, org: &OrgId) -> StoreResult<Vec<Invitation>>;
     async fn list_invitations_by_email(&self, email: &str) -> StoreResult<Vec<Invitation>>;
-    /// Moves the invitation from `from` to `to` only if it is still in `from`:
-    /// `ConcurrentModification` otherwise, `NotFound` if it does not exist.
-    async fn transition_invitation(
-        &self,
-        id: &InvitationId,
-        from: InvitationStatus,
-        to: InvitationStatus,
-    ) -> StoreResult<()>;
+}
 
-    /// `Conflict("team")` when the organization has a team of that name.
-    async fn create_team(&self, team: &Team) -> StoreResult<()>;
+/// Teams and their members (written through [`OrgChange`]s).
+#[async_trait]
+pub trait TeamStore: Send + Sync {
+    /// By id alone (routes name a team by its id): a partitioned backend keeps a lookup from
+    /// the id to its organization.
     async fn get_team(&self, id: &TeamId) -> StoreResult<Option<Team>>;
     async fn list_teams(&self, org: &OrgId) -> StoreResult<Vec<Team>>;
-    async fn update_team(&self, team: &Team) -> StoreResult<()>;
-    async fn delete_team(&self, id: &TeamId) -> StoreResult<()>;
-    async fn add_team_member(&self, tm: &TeamMember) -> StoreResult<()>;
-    async fn remove_team_member(&self, team: &TeamId, user: &UserId) -> StoreResult<bool>;
-    async fn list_team_members(&self, team: &TeamId) -> StoreResult<Vec<TeamMember>>;
+    async fn list_team_members(&self, team: &Team) -> StoreResult<Vec<TeamMember>>;
     async fn list_user_teams(&self, user: &UserId) -> StoreResult<Vec<Team>>;
+}
 
-    /// `Conflict("role")` when the organization has a role of that name.
-    async fn create_role(&self, role: &OrganizationRole) -> StoreResult<()>;
+/// Custom roles of organizations (written through [`OrgChange`]s).
+#[async_trait]
+pub trait RoleStore: Send + Sync {
     async fn get_role(&self, org: &OrgId, name: &str) -> StoreResult<Option<OrganizationRole>>;
     async fn list_roles(&self, org: &OrgId) -> StoreResult<Vec<OrganizationRole>>;
-    async fn update_role(&self, role: &OrganizationRole) -> StoreResult<()>;
-    async fn delete_role(&self, id: &RoleId) -> StoreResult<()>;
 }
 
 /// Signing key pairs (JWT/JWKS).
@@ -169,9 +362,31 @@ pub trait KeyPairStore: Send + Sync {
     async fn list_key_pairs(&self) -> StoreResult<Vec<KeyPair>>;
 }
 
+/// Whole-store iteration, for export and administration: never on a request path (a
+/// partitioned backend scans every node for it). Pages come in the backend's own stable order.
+#[async_trait]
+pub trait ScanStore: Send + Sync {
+    async fn scan_users(&self, after: Option<&str>, limit: u32) -> StoreResult<Page<User>>;
+    async fn scan_organizations(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Page<Organization>>;
+}
+
 /// Everything the server needs from a backend.
 pub trait Store:
-    UserStore + AccountStore + SessionStore + VerificationStore + OrganizationStore + KeyPairStore
+    UserStore
+    + AccountStore
+    + SessionStore
+    + VerificationStore
+    + OrganizationStore
+    + MemberStore
+    + InvitationStore
+    + TeamStore
+    + RoleStore
+    + KeyPairStore
+    + ScanStore
 {
 }
 impl<T> Store for T where
@@ -180,7 +395,12 @@ impl<T> Store for T where
         + SessionStore
         + VerificationStore
         + OrganizationStore
+        + MemberStore
+        + InvitationStore
+        + TeamStore
+        + RoleStore
         + KeyPairStore
+        + ScanStore
 {
 }
 

@@ -11,19 +11,23 @@ use poem::web::Data;
 use poem::Request;
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
-use storage::{Account, AccountId, User, UserId, CREDENTIAL_PROVIDER};
+use storage::{Account, User, UserId, CREDENTIAL_PROVIDER};
 
 pub struct AuthApi;
 
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 struct SignUpBody {
+    /// At most 256 characters.
+    #[oai(validator(max_length = 256))]
     name: Text,
     email: Text,
     password: Text,
+    /// An image URL; at most 2048 characters.
+    #[oai(validator(max_length = 2048))]
     image: Option<Text>,
     /// Where the client goes after verifying the email; a trusted origin or a relative path.
-    #[oai(rename = "callbackURL")]
+    #[oai(rename = "callbackURL", validator(max_length = 2048))]
     callback_url: Option<Text>,
     /// `false`: a browser-session cookie and a shorter session.
     remember_me: Option<bool>,
@@ -42,7 +46,7 @@ struct SignInBody {
     email: Text,
     password: Text,
     /// Returned as `url` with `redirect: true`; a trusted origin or a relative path.
-    #[oai(rename = "callbackURL")]
+    #[oai(rename = "callbackURL", validator(max_length = 2048))]
     callback_url: Option<Text>,
     /// Default `true`. `false`: a browser-session cookie and a 1-day session.
     remember_me: Option<bool>,
@@ -87,11 +91,7 @@ impl AppState {
             .actors
             .user(user.id.clone())
             .create_session(new)
-            .await
-            .map_err(|e| match e {
-                actors::ActorError::NotFound => ApiError::new(Code::FailedToCreateSession),
-                other => other.into(),
-            })?;
+            .await?;
         let authed = Authed { session, user };
         cookies.push(self.session_cookies(&authed, !remember_me));
         Ok(authed)
@@ -116,11 +116,11 @@ impl AuthApi {
         let body = body.0;
         let email = normalize_email(&body.email.0).ok_or(Code::InvalidEmail)?;
         state.check_password_length(&body.password.0)?;
-        state.origins.check_redirect(
+        let cb = state.origins.redirect_target(
             body.callback_url.as_ref().map(|t| t.0.as_str()),
             Code::InvalidCallbackurl,
         )?;
-        if state.store.get_user_by_email(&email).await?.is_some() {
+        if state.reader.get_user_by_email(&email).await?.is_some() {
             return Err(Code::UserAlreadyExists.into());
         }
         let hash = state
@@ -129,49 +129,21 @@ impl AuthApi {
             .await
             .map_err(ApiError::internal)?;
         let now = state.clock.now();
-        let user = User {
-            id: UserId::generate(),
-            email,
-            email_verified: false,
-            name: body.name.0,
-            image: body.image.map(|t| t.0),
-            role: None,
-            banned: false,
-            ban_reason: None,
-            ban_expires: None,
-            created_at: now,
-            updated_at: now,
-        };
-        let account = Account {
-            id: AccountId::generate(),
-            user_id: user.id.clone(),
-            provider_id: CREDENTIAL_PROVIDER.into(),
-            account_id: user.id.0.clone(),
-            password: Some(hash),
-            access_token: None,
-            refresh_token: None,
-            id_token: None,
-            access_token_expires_at: None,
-            refresh_token_expires_at: None,
-            scope: None,
-            created_at: now,
-            updated_at: now,
-        };
+        let user = User::new(&email, body.name.0, body.image.map(|t| t.0), now);
+        let account = Account::credential(&user.id, hash, now);
         // The store's unique email decides a race between two sign-ups of one address.
-        state
-            .store
-            .create_user(&user, Some(&account))
-            .await
-            .map_err(|e| match e {
-                storage::StoreError::Conflict(_) => ApiError::new(Code::UserAlreadyExists),
-                other => other.into(),
-            })?;
+        state.actors.sign_up(&user, &account).await?;
         tracing::info!(user = %user.id, "user signed up");
         let ev = &state.config.email_verification;
         if (ev.send_on_sign_up || ev.require_email_verification) && state.mailer.enabled() {
-            let cb = body.callback_url.as_ref().map(|t| t.0.as_str());
             state
-                .send_verification(&user, MailKind::VerifyEmail, &user.email, None, cb)
+                .send_verification(
+                    &user,
+                    MailKind::VerifyEmail,
+                    &user.email,
+                    None,
+                    cb.as_deref(),
+                )
                 .await?;
         }
         if ev.require_email_verification {
@@ -204,21 +176,24 @@ impl AuthApi {
     ) -> ApiResult<Json<SignInResponse>> {
         let body = body.0;
         let email = normalize_email(&body.email.0).ok_or(Code::InvalidEmail)?;
-        state.origins.check_redirect(
+        let cb = state.origins.redirect_target(
             body.callback_url.as_ref().map(|t| t.0.as_str()),
             Code::InvalidCallbackurl,
         )?;
-        let user = state.store.get_user_by_email(&email).await?;
-        let hash = match &user {
-            Some(u) => state
-                .store
-                .list_accounts(&u.id)
-                .await?
-                .into_iter()
-                .find(|a| a.provider_id == CREDENTIAL_PROVIDER)
-                .and_then(|a| a.password),
-            None => None,
-        };
+        let user = state.reader.get_user_by_email(&email).await?;
+        // The same reads and the same hashing whether or not the address has an account, so
+        // neither the answer nor its timing tells them apart: an unknown address looks up the
+        // accounts of a fresh id and verifies against a dummy hash.
+        let probe = user
+            .as_ref()
+            .map_or_else(UserId::generate, |u| u.id.clone());
+        let hash = state
+            .reader
+            .list_accounts(&probe)
+            .await?
+            .into_iter()
+            .find(|a| a.provider_id == CREDENTIAL_PROVIDER)
+            .and_then(|a| a.password);
         let ok = match hash {
             Some(h) => state.hasher.verify(body.password.0, h).await,
             None => state.hasher.verify_dummy(body.password.0).await,
@@ -230,9 +205,14 @@ impl AuthApi {
         };
         if state.config.email_verification.require_email_verification && !user.email_verified {
             if state.mailer.enabled() {
-                let cb = body.callback_url.as_ref().map(|t| t.0.as_str());
                 state
-                    .send_verification(&user, MailKind::VerifyEmail, &user.email, None, cb)
+                    .send_verification(
+                        &user,
+                        MailKind::VerifyEmail,
+                        &user.email,
+                        None,
+                        cb.as_deref(),
+                    )
                     .await?;
             }
             return Err(Code::EmailNotVerified.into());
@@ -242,9 +222,9 @@ impl AuthApi {
             .await?;
         tracing::info!(user = %authed.user.id, "user signed in");
         Ok(Json(SignInResponse {
-            redirect: body.callback_url.is_some(),
+            redirect: cb.is_some(),
             token: authed.session.token.clone(),
-            url: body.callback_url.map(|t| t.0),
+            url: cb,
             user: UserDto::from(&authed.user),
         }))
     }
@@ -262,7 +242,7 @@ impl AuthApi {
     ) -> ApiResult<Json<SuccessResponse>> {
         cookies.push(state.cookies.clear_all());
         let token = state.signed_token(req).ok_or(Code::FailedToGetSession)?;
-        if let Some(session) = state.store.get_session(&token).await? {
+        if let Some(session) = state.reader.get_session(&token).await? {
             state
                 .actors
                 .user(session.user_id.clone())

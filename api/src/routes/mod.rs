@@ -5,16 +5,14 @@ mod auth;
 mod meta;
 mod organization;
 mod sessions;
-mod teams;
 mod user;
 
-pub use account::AccountApi;
+pub use account::{DeletionApi, EmailApi, LinkedAccountApi, PasswordApi, VerificationApi};
 pub use auth::AuthApi;
 pub use meta::{error_page, MetaApi};
-pub use organization::OrganizationApi;
+pub(crate) use organization::TeamDto;
+pub use organization::{InvitationApi, MemberApi, OrganizationApi, RoleApi, TeamApi};
 pub use sessions::SessionApi;
-pub use teams::TeamApi;
-pub(crate) use teams::TeamDto;
 pub use user::UserApi;
 
 use poem_openapi::Tags;

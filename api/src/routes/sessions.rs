@@ -1,9 +1,9 @@
 //! Reading, listing and revoking sessions.
 use super::Tag;
-use crate::dto::{SessionDto, SessionWithUser, StatusResponse, Text, UserDto};
+use crate::dto::{Nullable, SessionDto, SessionWithUser, StatusResponse, Text, UserDto};
 use crate::error::{ApiResult, Code};
 use crate::http::PendingCookies;
-use crate::session::{Auth, ResolveOptions};
+use crate::session::{Principal, ResolveOptions};
 use crate::AppState;
 use poem::web::Data;
 use poem::Request;
@@ -18,7 +18,7 @@ enum GetSessionResponse {
     /// The session and its user, or `null` when there is no valid session.
     #[oai(status = 200)]
     Ok(
-        Json<Option<SessionWithUser>>,
+        Json<Nullable<SessionWithUser>>,
         #[oai(header = "Cache-Control")] String,
     ),
 }
@@ -54,7 +54,10 @@ impl SessionApi {
             session: SessionDto::from(&a.session),
             user: UserDto::from(&a.user),
         });
-        Ok(GetSessionResponse::Ok(Json(body), "no-store".into()))
+        Ok(GetSessionResponse::Ok(
+            Json(Nullable(body)),
+            "no-store".into(),
+        ))
     }
 
     /// List the caller's sessions
@@ -64,10 +67,10 @@ impl SessionApi {
     async fn list_sessions(
         &self,
         state: Data<&AppState>,
-        auth: Auth,
+        auth: Principal,
     ) -> ApiResult<Json<Vec<SessionDto>>> {
         let now = state.clock.now();
-        let sessions = state.store.list_sessions(&auth.0.user.id).await?;
+        let sessions = state.reader.list_sessions(&auth.user.id).await?;
         Ok(Json(
             sessions
                 .iter()
@@ -90,10 +93,10 @@ impl SessionApi {
         &self,
         state: Data<&AppState>,
         cookies: &PendingCookies,
-        auth: Auth,
+        auth: Principal,
         body: Json<RevokeSessionBody>,
     ) -> ApiResult<Json<StatusResponse>> {
-        let user = &auth.0.user.id;
+        let user = &auth.user.id;
         let revoked = state
             .actors
             .user(user.clone())
@@ -103,7 +106,7 @@ impl SessionApi {
             return Err(Code::SessionNotFound.into());
         }
         state.note_revocation(user);
-        if body.0.token.0 == auth.0.session.token {
+        if body.0.token.0 == auth.session.token {
             cookies.push(state.cookies.clear_all());
         }
         Ok(Json(StatusResponse { status: true }))
@@ -121,9 +124,9 @@ impl SessionApi {
         &self,
         state: Data<&AppState>,
         cookies: &PendingCookies,
-        auth: Auth,
+        auth: Principal,
     ) -> ApiResult<Json<StatusResponse>> {
-        let user = &auth.0.user.id;
+        let user = &auth.user.id;
         state
             .actors
             .user(user.clone())
@@ -145,13 +148,13 @@ impl SessionApi {
     async fn revoke_other_sessions(
         &self,
         state: Data<&AppState>,
-        auth: Auth,
+        auth: Principal,
     ) -> ApiResult<Json<StatusResponse>> {
-        let user = &auth.0.user.id;
+        let user = &auth.user.id;
         state
             .actors
             .user(user.clone())
-            .revoke_sessions(Some(&auth.0.session.token))
+            .revoke_sessions(Some(&auth.session.token))
             .await?;
         state.note_revocation(user);
         Ok(Json(StatusResponse { status: true }))

@@ -3,7 +3,7 @@ use super::Tag;
 use crate::dto::StatusResponse;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::PendingCookies;
-use crate::session::{Auth, Authed};
+use crate::session::{Authed, Principal};
 use crate::AppState;
 use actors::UserPatch;
 use poem::web::Data;
@@ -19,9 +19,11 @@ pub struct UserApi;
 #[derive(Debug, Object)]
 #[oai(rename = "UpdateUserBody")]
 struct UpdateUserFields {
-    /// The display name.
+    /// The display name; at most 256 characters.
+    #[oai(validator(max_length = 256))]
     name: Option<String>,
-    /// An image URL, or `null` to remove it.
+    /// An image URL (at most 2048 characters), or `null` to remove it.
+    #[oai(validator(max_length = 2048))]
     image: Option<String>,
 }
 
@@ -69,7 +71,13 @@ impl ParseFromJSON for UpdateUserBody {
         };
         for (key, v) in map {
             match (key.as_str(), v) {
+                ("name", serde_json::Value::String(s)) if s.chars().count() > 256 => {
+                    return Err(ParseError::custom("name: at most 256 characters"))
+                }
                 ("name", serde_json::Value::String(s)) => body.name = Some(s),
+                ("image", serde_json::Value::String(s)) if s.chars().count() > 2048 => {
+                    return Err(ParseError::custom("image: at most 2048 characters"))
+                }
                 ("name", _) => return Err(ParseError::custom("name: expected a string")),
                 ("image", serde_json::Value::String(s)) => body.image = Some(Some(s)),
                 ("image", serde_json::Value::Null) => body.image = Some(None),
@@ -97,7 +105,7 @@ impl UserApi {
         &self,
         state: Data<&AppState>,
         cookies: &PendingCookies,
-        auth: Auth,
+        auth: Principal,
         body: Json<UpdateUserBody>,
     ) -> ApiResult<Json<StatusResponse>> {
         let body = body.0;
@@ -116,7 +124,7 @@ impl UserApi {
         }
         let user = state
             .actors
-            .user(auth.0.user.id.clone())
+            .user(auth.user.id.clone())
             .update_user(UserPatch {
                 name: body.name,
                 image: body.image,
@@ -125,7 +133,7 @@ impl UserApi {
             .await?;
         // A cached copy of the user in the cookie would now be stale: re-issue it.
         let authed = Authed {
-            session: auth.0.session,
+            session: auth.session,
             user,
         };
         cookies.push(state.cache_cookie(&authed));

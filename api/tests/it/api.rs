@@ -1,8 +1,7 @@
 //! Every route and every error of the foundation, in-process over the real application.
-mod common;
 
+use crate::common::*;
 use chrono::Duration;
-use common::*;
 use futures::future::join_all;
 use gatehouse_api::error::Code;
 use poem::http::Method;
@@ -295,7 +294,7 @@ async fn bad_cookies_give_null_and_clear_only_real_dead_sessions() {
         .expect(200);
     assert_eq!(resp.text, "null");
     assert_eq!(resp.set_cookies().len(), 3);
-    assert!(h.state.store.get_session(&token).await.unwrap().is_none());
+    assert!(h.store.get_session(&token).await.unwrap().is_none());
 }
 
 #[tokio::test]
@@ -446,19 +445,12 @@ async fn list_and_revoke_sessions() {
     assert_eq!(r.set_cookies().len(), 3);
     assert_eq!(h.get("/api/auth/get-session", Some(&a)).await.text, "null");
     let gus = h
-        .state
         .store
         .get_user_by_email("gus@example.com")
         .await
         .unwrap()
         .unwrap();
-    assert!(h
-        .state
-        .store
-        .list_sessions(&gus.id)
-        .await
-        .unwrap()
-        .is_empty());
+    assert!(h.store.list_sessions(&gus.id).await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -473,7 +465,7 @@ async fn sign_out_deletes_the_session_and_clears_cookies() {
         .expect(200);
     assert_eq!(out.json(), json!({"success": true}));
     assert_eq!(out.set_cookies().len(), 3);
-    assert!(h.state.store.get_session(&token).await.unwrap().is_none());
+    assert!(h.store.get_session(&token).await.unwrap().is_none());
     assert_eq!(
         h.get("/api/auth/get-session", Some(&cookie)).await.text,
         "null"
@@ -704,7 +696,7 @@ async fn cookie_cache_is_used_bypassed_and_loses_to_revocation() {
     let token = r.json()["token"].as_str().unwrap().to_owned();
 
     // Deleted behind this process's back (as another instance would): the cache still answers…
-    h.state.store.delete_session(&token).await.unwrap();
+    h.store.delete_session(&token).await.unwrap();
     assert_eq!(h.session(&cookie).await["session"]["token"], token.as_str());
     // …unless bypassed.
     assert_eq!(
@@ -891,7 +883,15 @@ fn every_error_code_has_its_pinned_status() {
         ("USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION", 403),
         ("FORBIDDEN", 403),
         ("SERVER_CREDENTIAL_REQUIRED", 403),
+        ("YOU_ARE_NOT_ALLOWED_TO_CREATE_A_ROLE", 403),
+        ("YOU_ARE_NOT_ALLOWED_TO_UPDATE_A_ROLE", 403),
+        ("YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER", 403),
+        ("YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER", 401),
+        ("YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE", 403),
         ("INVITATION_NOT_FOUND", 400),
+        ("INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION", 400),
+        ("INVITATION_LIMIT_REACHED", 403),
+        ("EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION", 403),
         ("TEAM_ALREADY_EXISTS", 400),
         ("UNABLE_TO_REMOVE_LAST_TEAM", 400),
         ("ROLE_NAME_IS_ALREADY_TAKEN", 400),
@@ -915,6 +915,7 @@ fn every_error_code_has_its_pinned_status() {
         ("NOT_FOUND", 404),
         ("METHOD_NOT_ALLOWED", 405),
         ("PAYLOAD_TOO_LARGE", 413),
+        ("REQUEST_TIMEOUT", 408),
         ("UNSUPPORTED_MEDIA_TYPE", 415),
         ("USER_ALREADY_EXISTS", 422),
         ("FAILED_TO_CREATE_USER", 422),
@@ -1114,4 +1115,250 @@ async fn forwarded_client_address_only_when_trusted() {
             assert_ne!(s["session"]["ipAddress"], "203.0.113.7");
         }
     }
+}
+
+/// Issue #8: answers carrying sessions or cookies are never stored by browsers or proxies; the
+/// public OpenAPI document may be.
+#[tokio::test]
+async fn answers_with_session_data_are_not_cacheable() {
+    let h = harness().await;
+    let r = h.sign_up("ann@example.com", PW).await;
+    assert_eq!(r.headers["cache-control"], "no-store");
+    let cookie = r.cookie_header();
+    let r = h
+        .get("/api/auth/get-session", Some(&cookie))
+        .await
+        .expect(200);
+    assert_eq!(r.headers["cache-control"], "no-store");
+    let r = h
+        .sign_in("ann@example.com", "wrong-password")
+        .await
+        .expect(401);
+    assert_eq!(r.headers["cache-control"], "no-store");
+    let r = h.get("/api/auth/openapi.json", None).await.expect(200);
+    assert!(r.headers.get("cache-control").is_none());
+}
+
+/// Issue #8: documented length caps (names 256 characters, URLs 2048, organization metadata
+/// 8192 bytes) and a JSON nesting cap (32) answer 400 `VALIDATION_ERROR`, never store a 1 MB
+/// name.
+#[tokio::test]
+async fn oversized_fields_and_deep_json_are_refused() {
+    let h = harness().await;
+    let long = |n: usize| "x".repeat(n);
+    let r = h
+        .post(
+            "/api/auth/sign-up/email",
+            json!({"name": long(300_000), "email": "big@example.com", "password": PW}),
+            None,
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "VALIDATION_ERROR");
+    assert!(
+        r.json()["details"][0].as_str().unwrap().contains("name"),
+        "{}",
+        r.text
+    );
+    h.post(
+        "/api/auth/sign-up/email",
+        json!({"name": long(256), "email": "ok@example.com", "password": PW, "image": format!("https://i.example/{}", long(2000))}),
+        None,
+    )
+    .await
+    .expect(200);
+    h.post(
+        "/api/auth/sign-up/email",
+        json!({"name": "n", "email": "img@example.com", "password": PW, "image": long(2049)}),
+        None,
+    )
+    .await
+    .expect(400);
+    let cookie = h.sign_up("ann@example.com", PW).await.cookie_header();
+    for body in [json!({"name": long(257)}), json!({"image": long(2049)})] {
+        let r = h
+            .post("/api/auth/update-user", body, Some(&cookie))
+            .await
+            .expect(400);
+        assert_eq!(r.code(), "VALIDATION_ERROR");
+    }
+    for body in [
+        json!({"name": long(257), "slug": "a"}),
+        json!({"name": "n", "slug": "b", "logo": long(2049)}),
+        json!({"name": "n", "slug": "c", "metadata": {"blob": long(9000)}}),
+    ] {
+        let r = h
+            .post("/api/auth/organization/create", body, Some(&cookie))
+            .await
+            .expect(400);
+        assert_eq!(r.code(), "VALIDATION_ERROR", "{}", r.text);
+    }
+    let org = h
+        .post(
+            "/api/auth/organization/create",
+            json!({"name": "n", "slug": "d"}),
+            Some(&cookie),
+        )
+        .await
+        .expect(200)
+        .json();
+    let r = h
+        .post(
+            "/api/auth/organization/create-team",
+            json!({"name": long(257), "organizationId": org["id"]}),
+            Some(&cookie),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "VALIDATION_ERROR");
+    let r = h
+        .post(
+            "/api/auth/organization/update",
+            json!({"data": {"metadata": {"blob": long(9000)}}, "organizationId": org["id"]}),
+            Some(&cookie),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "VALIDATION_ERROR");
+
+    // Nesting: 32 levels parse, 33 are refused before parsing.
+    let nested = |depth: usize| {
+        let mut v = json!(1);
+        for _ in 0..depth - 1 {
+            v = json!([v]);
+        }
+        json!({"email": "ann@example.com", "password": PW, "x": v})
+    };
+    h.sign_in_body(nested(32)).await.expect(200);
+    let r = h.sign_in_body(nested(33)).await.expect(400);
+    assert!(
+        r.json()["details"][0].as_str().unwrap().contains("nested"),
+        "{}",
+        r.text
+    );
+    let r = h
+        .call(
+            Method::POST,
+            "/api/auth/sign-in/email",
+            None,
+            None,
+            &[("content-type", "application/json")],
+        )
+        .await;
+    assert_eq!(r.status.as_u16(), 400);
+}
+
+/// Issue #8: redirect targets are parsed, normalized and refused when they carry control
+/// characters, backslashes or credentials; only the normalized form is redirected to.
+#[tokio::test]
+async fn redirect_targets_are_normalized_and_hostile_ones_refused() {
+    let h = harness().await;
+    h.sign_up("ann@example.com", PW).await;
+    for bad in [
+        "http://localhost:3000/\r\nSet-Cookie: a=b",
+        "/ok\r\nx",
+        "http://localhost:3000\\@evil.example",
+        "/\\evil.example",
+        "http://ann@localhost:3000/",
+        "https://evil.example/",
+    ] {
+        let r = h
+            .post(
+                "/api/auth/sign-in/email",
+                json!({"email": "ann@example.com", "password": PW, "callbackURL": bad}),
+                None,
+            )
+            .await
+            .expect(403);
+        assert_eq!(r.code(), "INVALID_CALLBACKURL", "{bad:?}");
+    }
+    let r = h
+        .post(
+            "/api/auth/sign-in/email",
+            json!({"email": "ann@example.com", "password": PW, "callbackURL": "/a/../dash board"}),
+            None,
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.json()["url"], "/dash%20board");
+    // A reset link: the Location is the normalized target, always present.
+    h.post(
+        "/api/auth/request-password-reset",
+        json!({"email": "ann@example.com", "redirectTo": "/x/./y/../reset"}),
+        None,
+    )
+    .await
+    .expect(200);
+    let mail = last_mail(&h, "reset-password", "ann@example.com").unwrap();
+    let r = h.get(&link_path(&h, &mail), None).await.expect(302);
+    assert!(
+        r.headers["location"]
+            .to_str()
+            .unwrap()
+            .starts_with("http://localhost:3000/x/reset?token="),
+        "{:?}",
+        r.headers["location"]
+    );
+    let r = h
+        .get(
+            "/api/auth/reset-password/abc?callbackURL=%2Fok%0D%0AX-Evil%3A%201",
+            None,
+        )
+        .await
+        .expect(403);
+    assert_eq!(r.code(), "INVALID_CALLBACKURL");
+}
+
+/// Issue #8: signing in with an unknown address does exactly the store work (and hashing) of
+/// a known address with a wrong password, so timing tells nothing.
+#[tokio::test]
+async fn unknown_and_wrong_password_sign_ins_do_the_same_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(
+        storage::sqlite::SqliteStore::open(dir.path().join("g.db"))
+            .await
+            .unwrap(),
+    );
+    let config = test_config(dir.path(), |_| {});
+    let clock = std::sync::Arc::new(storage::ManualClock::default());
+    let state = gatehouse_api::AppState::start_with_store(config, clock, store.clone())
+        .await
+        .unwrap();
+    let ep = {
+        use poem::EndpointExt;
+        state.endpoint().map_to_response().boxed()
+    };
+    let sign_in = |email: &'static str| {
+        let ep = &ep;
+        async move {
+            call(
+                ep,
+                Method::POST,
+                "/api/auth/sign-in/email",
+                Some(json!({"email": email, "password": "not-the-password"})),
+                None,
+                &[("origin", ORIGIN)],
+            )
+            .await
+        }
+    };
+    call(
+        &ep,
+        Method::POST,
+        "/api/auth/sign-up/email",
+        Some(json!({"name": "Ann", "email": "ann@example.com", "password": PW})),
+        None,
+        &[("origin", ORIGIN)],
+    )
+    .await
+    .expect(200);
+    let work = |f: (usize, usize), t: (usize, usize)| (t.0 - f.0, t.1 - f.1);
+    let before = store.op_counts();
+    sign_in("ann@example.com").await.expect(401);
+    let known = work(before, store.op_counts());
+    let before = store.op_counts();
+    sign_in("nobody@example.com").await.expect(401);
+    let unknown = work(before, store.op_counts());
+    assert_eq!(known, unknown);
+    assert!(known.0 >= 2, "{known:?}");
 }

@@ -1,7 +1,6 @@
 //! Organizations and members: authorization for every route × role, the rules, and races.
-mod common;
 
-use common::*;
+use crate::common::*;
 use futures::future::join_all;
 use poem::http::Method;
 use serde_json::{json, Value};
@@ -13,6 +12,9 @@ async fn org_harness(limit: u32) -> H {
     harness_with(move |c| {
         c.server_key = Some(gatehouse_api::config::Secret::new(KEY));
         c.limits.membership_limit = limit;
+        // The matrix sends hundreds of invitations; the daily caps have their own test.
+        c.limits.invitations_per_organization_per_day = 0;
+        c.limits.invitations_per_inviter_per_day = 0;
         c.organization.roles.insert(
             "recruiter".into(),
             [
@@ -386,14 +388,16 @@ async fn role_rules() {
         )
         .await
         .expect(403);
-    assert_eq!(r.code(), "FORBIDDEN");
-    h.post(
-        "/api/auth/organization/remove-member",
-        json!({"organizationId": org_id, "memberIdOrEmail": owner_member}),
-        Some(&admin),
-    )
-    .await
-    .expect(403);
+    assert_eq!(r.code(), "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER");
+    let r = h
+        .post(
+            "/api/auth/organization/remove-member",
+            json!({"organizationId": org_id, "memberIdOrEmail": owner_member}),
+            Some(&admin),
+        )
+        .await
+        .expect(401);
+    assert_eq!(r.code(), "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER");
     // Unknown roles are an error, roles may be lists.
     let r = h
         .post(
@@ -658,7 +662,9 @@ async fn two_concurrent_creates_of_one_slug_make_one_organization() {
 }
 
 /// Verifies a user's address by following the mailed link.
-async fn verify(h: &H, email: &str) {
+/// Verifies the address from the mailed link, followed in the user's own signed-in browser
+/// (`cookie`; `None` when the test has no session for them).
+async fn verify(h: &H, email: &str, cookie: Option<&str>) {
     h.post(
         "/api/auth/send-verification-email",
         json!({"email": email}),
@@ -667,7 +673,7 @@ async fn verify(h: &H, email: &str) {
     .await
     .expect(200);
     let mail = last_mail(h, "verify-email", email).unwrap();
-    h.get(&link_path(h, &mail), None).await.expect(200);
+    h.get(&link_path(h, &mail), cookie).await.expect(200);
 }
 
 fn invitation_id(h: &H, to: &str) -> String {
@@ -747,8 +753,8 @@ async fn invitation_lifecycle() {
         r.code(),
         "EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION"
     );
-    verify(&h, "bob@example.com").await;
-    verify(&h, "carol@example.com").await;
+    verify(&h, "bob@example.com", Some(&bob)).await;
+    verify(&h, "carol@example.com", Some(&carol)).await;
     let r = h
         .get(
             &format!("/api/auth/organization/get-invitation?id={id}"),
@@ -891,7 +897,7 @@ async fn invitation_lifecycle() {
         .expect(200);
     assert_eq!(r.json()["status"], "canceled");
     let (dan, _) = user(&h, "dan@example.com").await;
-    verify(&h, "dan@example.com").await;
+    verify(&h, "dan@example.com", Some(&dan)).await;
     h.post(
         "/api/auth/organization/accept-invitation",
         json!({"invitationId": dan_inv}),
@@ -913,7 +919,7 @@ async fn invitation_lifecycle() {
         .unwrap()
         .to_owned();
     user(&h, "eve@example.com").await;
-    verify(&h, "eve@example.com").await;
+    verify(&h, "eve@example.com", None).await;
     h.clock.advance(chrono::Duration::hours(49));
     let eve = h
         .sign_in("eve@example.com", PW)
@@ -937,7 +943,10 @@ async fn invitation_lifecycle() {
         )
         .await
         .expect(403);
-    assert_eq!(r.code(), "FORBIDDEN");
+    assert_eq!(
+        r.code(),
+        "YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE"
+    );
     let r = h
         .post(
             "/api/auth/organization/invite-member",
@@ -999,7 +1008,7 @@ async fn twenty_concurrent_accepts_make_one_member() {
     let org = create_org(&h, &owner, "accept-race").await;
     let org_id = org["id"].as_str().unwrap().to_owned();
     let (guest, guest_id) = user(&h, "guest@example.com").await;
-    verify(&h, "guest@example.com").await;
+    verify(&h, "guest@example.com", Some(&guest)).await;
     h.post(
         "/api/auth/organization/invite-member",
         json!({"email": "guest@example.com", "role": "member"}),
@@ -1328,7 +1337,7 @@ async fn teams() {
     .await
     .expect(200);
     let (joiner, _) = user(&h, "joiner@example.com").await;
-    verify(&h, "joiner@example.com").await;
+    verify(&h, "joiner@example.com", Some(&joiner)).await;
     let id = invitation_id(&h, "joiner@example.com");
     h.post(
         "/api/auth/organization/accept-invitation",
@@ -1650,4 +1659,445 @@ async fn active_organization_changes_reach_the_cookie_cache() {
         h.session(&cookie).await["session"]["activeOrganizationId"],
         b.as_str()
     );
+}
+
+/// Attack (issue #8, high): an admin — who may not delete the organization — must not reach
+/// `organization:delete` (or anything else beyond their own roles) by creating, updating or
+/// assigning a custom role. Only an owner hands out what only owners hold.
+#[tokio::test]
+async fn custom_roles_cannot_escalate_privileges() {
+    let h = org_harness(100).await;
+    let (owner, _) = user(&h, "owner@example.com").await;
+    let org = create_org(&h, &owner, "escalate").await;
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let (admin, admin_id) = user(&h, "admin@example.com").await;
+    let admin_member = add_member(&h, &org_id, &admin_id, "admin").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, plain_id) = user(&h, "plain@example.com").await;
+    let plain_member = add_member(&h, &org_id, &plain_id, "member").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let post = |path: &'static str, mut body: Value, who: String| {
+        let h = &h;
+        body["organizationId"] = json!(org_id);
+        async move {
+            h.post(&format!("/api/auth/organization/{path}"), body, Some(&who))
+                .await
+        }
+    };
+
+    // create-role with a permission the admin lacks.
+    let r = post(
+        "create-role",
+        json!({"role": "deleter", "permission": {"organization": ["delete"]}}),
+        admin.clone(),
+    )
+    .await
+    .expect(403);
+    assert_eq!(r.code(), "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_ROLE");
+    // Within the admin's own permissions it works…
+    post(
+        "create-role",
+        json!({"role": "helper", "permission": {"member": ["create"]}}),
+        admin.clone(),
+    )
+    .await
+    .expect(200);
+    // …but update-role cannot widen it past them.
+    let r = post(
+        "update-role",
+        json!({"roleName": "helper", "data": {"permission": {"member": ["create"], "organization": ["delete"]}}}),
+        admin.clone(),
+    )
+    .await
+    .expect(403);
+    assert_eq!(r.code(), "YOU_ARE_NOT_ALLOWED_TO_UPDATE_A_ROLE");
+
+    // The owner may create a stronger role; the admin may neither take it, give it, invite
+    // with it, nor edit it.
+    post(
+        "create-role",
+        json!({"role": "deleter", "permission": {"organization": ["delete"]}}),
+        owner.clone(),
+    )
+    .await
+    .expect(200);
+    for (member, role) in [
+        (&admin_member, json!(["admin", "deleter"])),
+        (&admin_member, json!("deleter")),
+        (&plain_member, json!("deleter")),
+        (&plain_member, json!("owner")),
+    ] {
+        let r = post(
+            "update-member-role",
+            json!({"memberId": member, "role": role}),
+            admin.clone(),
+        )
+        .await
+        .expect(403);
+        assert_eq!(r.code(), "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER");
+    }
+    let r = post(
+        "invite-member",
+        json!({"email": "new@example.com", "role": "deleter"}),
+        admin.clone(),
+    )
+    .await
+    .expect(403);
+    assert_eq!(
+        r.code(),
+        "YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE"
+    );
+    let r = post(
+        "update-role",
+        json!({"roleName": "deleter", "data": {"permission": {"member": ["create"]}}}),
+        admin.clone(),
+    )
+    .await
+    .expect(403);
+    assert_eq!(r.code(), "YOU_ARE_NOT_ALLOWED_TO_UPDATE_A_ROLE");
+    let r = post("delete", json!({"organizationId": org_id}), admin.clone())
+        .await
+        .expect(403);
+    assert_eq!(r.code(), "FORBIDDEN");
+
+    // A member holding a stronger role is out of the admin's reach.
+    post(
+        "update-member-role",
+        json!({"memberId": plain_member, "role": "member,deleter"}),
+        owner.clone(),
+    )
+    .await
+    .expect(200);
+    let r = post(
+        "update-member-role",
+        json!({"memberId": plain_member, "role": "member"}),
+        admin.clone(),
+    )
+    .await
+    .expect(403);
+    assert_eq!(r.code(), "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER");
+    let r = post(
+        "remove-member",
+        json!({"memberIdOrEmail": plain_member}),
+        admin.clone(),
+    )
+    .await
+    .expect(401);
+    assert_eq!(r.code(), "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER");
+
+    // Holding an owner-only permission through a custom role is not owning: such a member
+    // cannot pass it on, even with the rights to create roles and change members.
+    post(
+        "create-role",
+        json!({"role": "boss", "permission": {"organization": ["delete"], "member": ["update"], "ac": ["create", "read"]}}),
+        owner.clone(),
+    )
+    .await
+    .expect(200);
+    let (boss, boss_id) = user(&h, "boss@example.com").await;
+    add_member(&h, &org_id, &boss_id, "boss").await;
+    let r = post(
+        "create-role",
+        json!({"role": "deleter2", "permission": {"organization": ["delete"]}}),
+        boss.clone(),
+    )
+    .await
+    .expect(403);
+    assert_eq!(r.code(), "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_ROLE");
+    let r = post(
+        "update-member-role",
+        json!({"memberId": admin_member, "role": "deleter"}),
+        boss.clone(),
+    )
+    .await
+    .expect(403);
+    assert_eq!(r.code(), "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER");
+
+    // Nothing moved: the admin is still an admin and the organization exists.
+    let full = h
+        .get(
+            &format!("/api/auth/organization/get-full-organization?organizationId={org_id}"),
+            Some(&owner),
+        )
+        .await
+        .expect(200)
+        .json();
+    let admin_row = full["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == admin_member.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(admin_row["role"], "admin");
+}
+
+/// Role lists are stored parsed: trimmed, without duplicates; empty or unknown entries are
+/// refused on every write (update-member-role, invite, add-member).
+#[tokio::test]
+async fn role_strings_are_normalized_on_every_write() {
+    let h = org_harness(100).await;
+    let (owner, _) = user(&h, "owner@example.com").await;
+    let org = create_org(&h, &owner, "normal").await;
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let (_, m_id) = user(&h, "m@example.com").await;
+    let m = add_member(&h, &org_id, &m_id, " member ").await;
+    assert_eq!(m["role"], "member");
+    let mid = m["id"].as_str().unwrap().to_owned();
+    for (role, stored) in [
+        (json!("admin "), "admin"),
+        (json!("admin, member,admin"), "admin,member"),
+        (json!([" member", "admin", "member"]), "member,admin"),
+    ] {
+        let r = h
+            .post(
+                "/api/auth/organization/update-member-role",
+                json!({"memberId": mid, "role": role}),
+                Some(&owner),
+            )
+            .await
+            .expect(200);
+        assert_eq!(r.json()["role"], stored, "{role}");
+    }
+    for role in [
+        json!("member,"),
+        json!(""),
+        json!(" "),
+        json!("admin,,member"),
+        json!(["admin", ""]),
+        json!("wizard"),
+    ] {
+        let r = h
+            .post(
+                "/api/auth/organization/update-member-role",
+                json!({"memberId": mid, "role": role}),
+                Some(&owner),
+            )
+            .await
+            .expect(400);
+        assert_eq!(r.code(), "ROLE_NOT_FOUND", "{role}");
+        let r = h
+            .post(
+                "/api/auth/organization/invite-member",
+                json!({"email": "someone@example.com", "role": role}),
+                Some(&owner),
+            )
+            .await
+            .expect(400);
+        assert_eq!(r.code(), "ROLE_NOT_FOUND", "{role}");
+    }
+    let r = h
+        .post(
+            "/api/auth/organization/invite-member",
+            json!({"email": "someone@example.com", "role": " owner , owner"}),
+            Some(&owner),
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.json()["role"], "owner");
+}
+
+/// Signs a user up and verifies the address from the mailed link (followed in their own,
+/// signed-in browser): their cookie.
+async fn verified_user(h: &H, email: &str) -> String {
+    let (cookie, _) = user(h, email).await;
+    verify(h, email, Some(&cookie)).await;
+    cookie
+}
+
+/// Attack (issue #8): an invitation grants what its inviter may grant when it is accepted.
+/// A removed (or demoted) inviter's invitations no longer make members.
+#[tokio::test]
+async fn invitations_of_a_removed_or_demoted_inviter_cannot_be_accepted() {
+    let h = org_harness(100).await;
+    let (owner, _) = user(&h, "owner@example.com").await;
+    let org = create_org(&h, &owner, "inviters").await;
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let (admin, admin_id) = user(&h, "admin@example.com").await;
+    let admin_member = add_member(&h, &org_id, &admin_id, "admin").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for to in ["m1@example.com", "m2@example.com"] {
+        h.post(
+            "/api/auth/organization/invite-member",
+            json!({"organizationId": org_id, "email": to, "role": "admin"}),
+            Some(&admin),
+        )
+        .await
+        .expect(200);
+    }
+    let inv1 = invitation_id(&h, "m1@example.com");
+    let inv2 = invitation_id(&h, "m2@example.com");
+
+    // Demoted to a plain member: may no longer invite (let alone grant admin).
+    h.post(
+        "/api/auth/organization/update-member-role",
+        json!({"organizationId": org_id, "memberId": admin_member, "role": "member"}),
+        Some(&owner),
+    )
+    .await
+    .expect(200);
+    let m1 = verified_user(&h, "m1@example.com").await;
+    let r = h
+        .post(
+            "/api/auth/organization/accept-invitation",
+            json!({"invitationId": inv1}),
+            Some(&m1),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.code(),
+        "INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION"
+    );
+
+    // Removed altogether.
+    h.post(
+        "/api/auth/organization/remove-member",
+        json!({"organizationId": org_id, "memberIdOrEmail": admin_member}),
+        Some(&owner),
+    )
+    .await
+    .expect(200);
+    let m2 = verified_user(&h, "m2@example.com").await;
+    let r = h
+        .post(
+            "/api/auth/organization/accept-invitation",
+            json!({"invitationId": inv2}),
+            Some(&m2),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.code(),
+        "INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION"
+    );
+
+    // No member was made; the owner's own invitations still work.
+    let members = h
+        .get(
+            &format!("/api/auth/organization/list-members?organizationId={org_id}"),
+            Some(&owner),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(members["total"], 1);
+    h.post(
+        "/api/auth/organization/invite-member",
+        json!({"organizationId": org_id, "email": "m2@example.com", "role": "member", "resend": true}),
+        Some(&owner),
+    )
+    .await
+    .expect(200);
+}
+
+/// Invitations are capped per organization and per inviter per day; the HTML mail escapes
+/// every user-chosen value and never reads one as a template.
+#[tokio::test]
+async fn invitations_are_capped_per_day_and_mails_escape_what_users_chose() {
+    let h = harness_with(|c| {
+        c.server_key = Some(gatehouse_api::config::Secret::new(KEY));
+        c.limits.invitations_per_organization_per_day = 3;
+        c.limits.invitations_per_inviter_per_day = 2;
+    })
+    .await;
+    let (owner, _) = user(&h, "owner@example.com").await;
+    let org = h
+        .post(
+            "/api/auth/organization/create",
+            json!({"name": "<img src=x onerror=alert(1)> {{link}}", "slug": "caps"}),
+            Some(&owner),
+        )
+        .await
+        .expect(200)
+        .json();
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let (admin, admin_id) = user(&h, "admin@example.com").await;
+    add_member(&h, &org_id, &admin_id, "admin").await;
+    let invite = |who: String, to: &'static str| {
+        let h = &h;
+        let org_id = org_id.clone();
+        async move {
+            h.post(
+                "/api/auth/organization/invite-member",
+                json!({"organizationId": org_id, "email": to, "role": "member"}),
+                Some(&who),
+            )
+            .await
+        }
+    };
+    invite(admin.clone(), "a1@example.com").await.expect(200);
+    invite(admin.clone(), "a2@example.com").await.expect(200);
+    let r = invite(admin.clone(), "a3@example.com").await.expect(403);
+    assert_eq!(r.code(), "INVITATION_LIMIT_REACHED");
+    // Resending a pending invitation is not a new one.
+    h.post(
+        "/api/auth/organization/invite-member",
+        json!({"organizationId": org_id, "email": "a1@example.com", "role": "member", "resend": true}),
+        Some(&admin),
+    )
+    .await
+    .expect(200);
+    invite(owner.clone(), "o1@example.com").await.expect(200);
+    let r = invite(owner.clone(), "o2@example.com").await.expect(403);
+    assert_eq!(r.code(), "INVITATION_LIMIT_REACHED");
+    h.clock.advance(chrono::Duration::hours(25));
+    let owner = h
+        .sign_in("owner@example.com", PW)
+        .await
+        .expect(200)
+        .cookie_header();
+    invite(owner.clone(), "o2@example.com").await.expect(200);
+
+    let mail = last_mail(&h, "invitation", "o2@example.com").unwrap();
+    let html = mail["html"].as_str().unwrap();
+    assert!(!html.contains("<img"), "{html}");
+    assert!(
+        html.contains("&lt;img src=x onerror=alert(1)&gt; {{link}}"),
+        "{html}"
+    );
+    assert!(mail["subject"].as_str().unwrap().contains("{{link}}"));
+}
+
+/// An account whose address is unverified never sees invitation ids (someone else may have
+/// signed up with the address): list-user-invitations refuses it.
+#[tokio::test]
+async fn invitation_ids_do_not_reach_unverified_accounts() {
+    let h = org_harness(100).await;
+    let (owner, _) = user(&h, "owner@example.com").await;
+    create_org(&h, &owner, "proof").await;
+    h.post(
+        "/api/auth/organization/invite-member",
+        json!({"email": "victim@example.com", "role": "admin"}),
+        Some(&owner),
+    )
+    .await
+    .expect(200);
+    let (mallory, _) = user(&h, "victim@example.com").await;
+    let r = h
+        .get(
+            "/api/auth/organization/list-user-invitations",
+            Some(&mallory),
+        )
+        .await
+        .expect(403);
+    assert_eq!(r.code(), "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION");
+    // Signed in, the account holder proves the address; then the list is theirs.
+    verify(&h, "victim@example.com", Some(&mallory)).await;
+    let victim = mallory;
+    let list = h
+        .get(
+            "/api/auth/organization/list-user-invitations",
+            Some(&victim),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(list.as_array().unwrap().len(), 1);
 }

@@ -1,20 +1,23 @@
 //! In-process API harness: the real application endpoint on a real SQLite file in a temp dir,
 //! a manual clock, and a tiny cookie-aware request helper.
-#![allow(dead_code)]
 
 use gatehouse_api::config::{Config, Secret};
 use gatehouse_api::AppState;
 use poem::http::{header, Method, StatusCode};
 use poem::{Endpoint, EndpointExt, Request};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
+use std::time::Duration;
 use storage::ManualClock;
 
 pub const ORIGIN: &str = "http://localhost:3000";
 
 pub struct H {
     pub state: AppState,
+    /// The store itself, for tests that set up or inspect what the API may only read.
+    pub store: storage::DynStore,
     pub ep: Arc<poem::endpoint::BoxEndpoint<'static>>,
     pub clock: Arc<ManualClock>,
     _dir: tempfile::TempDir,
@@ -79,10 +82,18 @@ pub async fn harness_with(tweak: impl FnOnce(&mut Config)) -> H {
     let dir = tempfile::tempdir().unwrap();
     let config = test_config(dir.path(), tweak);
     let clock = Arc::new(ManualClock::default());
-    let state = AppState::start(config, clock.clone()).await.unwrap();
+    let store: storage::DynStore = Arc::new(
+        storage::sqlite::SqliteStore::open(dir.path().join("gatehouse.db"))
+            .await
+            .unwrap(),
+    );
+    let state = AppState::start_with_store(config, clock.clone(), store.clone())
+        .await
+        .unwrap();
     let ep = Arc::new(state.endpoint().map_to_response().boxed());
     H {
         state,
+        store,
         ep,
         clock,
         _dir: dir,
@@ -140,6 +151,11 @@ impl H {
         .await
     }
 
+    /// A sign-in with any body (as a browser on the trusted origin sends it).
+    pub async fn sign_in_body(&self, body: Value) -> Resp {
+        self.post("/api/auth/sign-in/email", body, None).await
+    }
+
     pub async fn session(&self, cookie: &str) -> Value {
         self.get("/api/auth/get-session", Some(cookie))
             .await
@@ -178,14 +194,6 @@ pub async fn call(
         headers,
         text,
     }
-}
-
-/// Parses `a=b; c=d` into a map.
-pub fn parse_cookie_header(h: &str) -> HashMap<String, String> {
-    h.split("; ")
-        .filter_map(|p| p.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
 }
 
 /// Every message in the outbox, oldest first.
@@ -228,18 +236,88 @@ pub fn reset_token_of(mail: &Value) -> String {
 pub async fn store_user(h: &H, email: &str) -> storage::User {
     let now = storage::Clock::now(&*h.clock);
     let u = storage::User {
-        id: storage::UserId::generate(),
-        email: email.into(),
         email_verified: true,
-        name: "Stored".into(),
-        image: None,
-        role: None,
-        banned: false,
-        ban_reason: None,
-        ban_expires: None,
-        created_at: now,
-        updated_at: now,
+        ..storage::User::new(email, "Stored".into(), None, now)
     };
-    h.state.store.create_user(&u, None).await.unwrap();
+    h.store.create_user(&u, None).await.unwrap();
     u
+}
+
+/// The real `gatehouse` binary on a free loopback port (fast password hashing), until dropped.
+pub struct Server {
+    pub child: Child,
+    /// `http://addr/api/auth`.
+    pub base: String,
+    pub addr: String,
+}
+
+impl Server {
+    pub fn start(data_dir: &std::path::Path) -> Self {
+        Self::start_with(data_dir, &[], None)
+    }
+
+    /// With extra environment, and optionally under `ulimit -n <open_files>`.
+    pub fn start_with(
+        data_dir: &std::path::Path,
+        env: &[(&str, &str)],
+        open_files: Option<u32>,
+    ) -> Self {
+        let bin = env!("CARGO_BIN_EXE_gatehouse");
+        let mut cmd = match open_files {
+            Some(n) => {
+                let mut c = Command::new("sh");
+                c.args(["-c", &format!("ulimit -n {n} && exec \"$0\""), bin]);
+                c
+            }
+            None => Command::new(bin),
+        };
+        cmd.env("GATEHOUSE_LISTEN", "127.0.0.1:0")
+            .env("GATEHOUSE_DATA_DIR", data_dir)
+            .env("GATEHOUSE_PASSWORD__ARGON2_MEMORY_KIB", "1024")
+            .env("GATEHOUSE_PASSWORD__ARGON2_ITERATIONS", "1")
+            .env("RUST_LOG", "warn");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start gatehouse");
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("gatehouse listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        Server {
+            child,
+            base: format!("http://{addr}/api/auth"),
+            addr,
+        }
+    }
+
+    /// SIGTERM, then wait: the process must exit successfully (graceful shutdown).
+    pub fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        let ok = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(ok.success());
+        for _ in 0..100 {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "gatehouse exited with {status}");
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        panic!("gatehouse did not stop on SIGTERM");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
 }

@@ -1,12 +1,11 @@
 //! Account flows end to end through HTTP, following the links from the messages the server
 //! really produced (outbox files), with expired, reused, tampered and wrong-kind tokens.
-mod common;
 
+use crate::common::*;
 use chrono::Duration;
-use common::*;
 use futures::future::join_all;
 use poem::http::Method;
-use serde_json::json;
+use serde_json::{json, Value};
 
 const PW: &str = "first-password-1";
 
@@ -57,7 +56,7 @@ async fn email_verification_via_the_mailed_link() {
         .expect(400);
     assert_eq!(r.code(), "INVALID_TOKEN");
 
-    let r = h.get(&path, None).await.expect(302);
+    let r = h.get(&path, Some(&cookie)).await.expect(302);
     assert_eq!(r.headers["location"], "http://localhost:3000/welcome");
     assert_eq!(h.session(&cookie).await["user"]["emailVerified"], true);
     // Following it again is harmless.
@@ -601,7 +600,9 @@ async fn change_email_unverified_and_verified_paths() {
     .expect(200);
     assert_eq!(h.session(&cookie).await["user"]["email"], "new@example.com");
     let mail = last_mail(&h, "verify-email", "new@example.com").unwrap();
-    h.get(&link_path(&h, &mail), None).await.expect(200);
+    h.get(&link_path(&h, &mail), Some(&cookie))
+        .await
+        .expect(200);
     assert_eq!(h.session(&cookie).await["user"]["emailVerified"], true);
 
     // Verified: a confirmation link goes to the current address; nothing changes yet.
@@ -713,14 +714,7 @@ async fn delete_account_via_the_mailed_link() {
         .as_str()
         .unwrap()
         .to_owned();
-    let org = storage::Organization {
-        id: storage::OrgId::generate(),
-        name: "O".into(),
-        slug: "o".into(),
-        logo: None,
-        metadata: None,
-        created_at: now,
-    };
+    let org = storage::Organization::new("O".into(), "o".into(), None, None, true, now);
     let member = |u: &str, role: &str| storage::Member {
         id: storage::MemberId::generate(),
         organization_id: org.id.clone(),
@@ -729,14 +723,14 @@ async fn delete_account_via_the_mailed_link() {
         team_id: None,
         created_at: now,
     };
-    h.state
-        .store
-        .create_organization(&org, &member(&owner, "owner"))
+    h.store
+        .create_organization(&org, &member(&owner, "owner"), None)
         .await
         .unwrap();
     h.state
-        .store
-        .create_member(&member(&user_id.0, "member"))
+        .actors
+        .org(org.id.clone())
+        .add_member(actors::Acting::Server, user_id.clone(), "member")
         .await
         .unwrap();
 
@@ -750,16 +744,15 @@ async fn delete_account_via_the_mailed_link() {
         .expect(200);
     assert_eq!(r.json()["message"], "Verification email sent");
     assert!(
-        h.state.store.get_user(&user_id).await.unwrap().is_some(),
+        h.store.get_user(&user_id).await.unwrap().is_some(),
         "nothing deleted before confirmation"
     );
     let mail = last_mail(&h, "delete-account", "del@example.com").unwrap();
     let r = h.get(&link_path(&h, &mail), None).await.expect(302);
     assert_eq!(r.headers["location"], "http://localhost:3000/goodbye");
     assert_eq!(r.set_cookies().len(), 3);
-    assert!(h.state.store.get_user(&user_id).await.unwrap().is_none());
+    assert!(h.store.get_user(&user_id).await.unwrap().is_none());
     assert!(h
-        .state
         .store
         .get_member(&org.id, &user_id)
         .await
@@ -854,8 +847,7 @@ async fn list_and_unlink_accounts() {
         json!({"code": "YOU_CANT_UNLINK_YOUR_LAST_ACCOUNT", "message": "You can't unlink your last account"})
     );
     let now = storage::Clock::now(&*h.clock);
-    h.state
-        .store
+    h.store
         .create_account(&storage::Account {
             id: storage::AccountId::generate(),
             user_id: storage::UserId(uid.clone()),
@@ -1013,4 +1005,235 @@ async fn reset_creates_a_password_for_a_user_without_one() {
         .await
         .json();
     assert_eq!(accounts[0]["providerId"], "credential");
+}
+
+/// The token of the newest reset mail to `to` (after following its link).
+async fn reset_token(h: &H, to: &str) -> String {
+    h.post(
+        "/api/auth/request-password-reset",
+        json!({"email": to, "redirectTo": "/reset"}),
+        None,
+    )
+    .await
+    .expect(200);
+    reset_token_of(&last_mail(h, "reset-password", to).unwrap())
+}
+
+async fn reset(h: &H, token: &str, password: &str) -> Resp {
+    h.post(
+        "/api/auth/reset-password",
+        json!({"newPassword": password, "token": token}),
+        None,
+    )
+    .await
+}
+
+/// Attack (issue #8): Mallory signs up with the victim's address. When the victim proves the
+/// mailbox by resetting the password from the mailed link, Mallory's sessions die and the
+/// address counts as verified — even with `revoke_sessions_on_password_reset` off.
+#[tokio::test]
+async fn a_reset_on_an_unverified_account_evicts_whoever_signed_up_with_it() {
+    let h = harness().await;
+    let mallory = h.sign_up("victim@example.com", PW).await.cookie_header();
+    let token = reset_token(&h, "victim@example.com").await;
+    reset(&h, &token, "the-victims-own-1").await.expect(200);
+    assert_eq!(h.session(&mallory).await, Value::Null);
+    h.sign_in("victim@example.com", PW).await.expect(401);
+    let victim = h
+        .sign_in("victim@example.com", "the-victims-own-1")
+        .await
+        .expect(200)
+        .cookie_header();
+    assert_eq!(h.session(&victim).await["user"]["emailVerified"], true);
+
+    // A verified account's reset keeps its sessions (the configured default).
+    let token = reset_token(&h, "victim@example.com").await;
+    reset(&h, &token, "the-victims-own-2").await.expect(200);
+    assert_eq!(
+        h.session(&victim).await["user"]["email"],
+        "victim@example.com"
+    );
+}
+
+/// Attack (issue #8): following a verification link without the account's session proves the
+/// mailbox for someone other than whoever holds those sessions: they are revoked. The account
+/// holder following it while signed in keeps their session.
+#[tokio::test]
+async fn verifying_without_the_accounts_session_revokes_earlier_sessions() {
+    let h = harness().await;
+    let mallory = h.sign_up("victim@example.com", PW).await.cookie_header();
+    let other = h.sign_up("other@example.com", PW).await.cookie_header();
+    h.post(
+        "/api/auth/send-verification-email",
+        json!({"email": "victim@example.com"}),
+        None,
+    )
+    .await
+    .expect(200);
+    let link = link_path(
+        &h,
+        &last_mail(&h, "verify-email", "victim@example.com").unwrap(),
+    );
+    // Followed in a browser signed in as somebody else: not this account's session either.
+    h.get(&link, Some(&other)).await.expect(200);
+    assert_eq!(h.session(&mallory).await, Value::Null);
+    assert_eq!(
+        h.session(&other).await["user"]["email"],
+        "other@example.com"
+    );
+
+    // The holder's own session survives their own verification.
+    let own = h.sign_up("own@example.com", PW).await.cookie_header();
+    h.post(
+        "/api/auth/send-verification-email",
+        json!({"email": "own@example.com"}),
+        None,
+    )
+    .await
+    .expect(200);
+    let link = link_path(
+        &h,
+        &last_mail(&h, "verify-email", "own@example.com").unwrap(),
+    );
+    h.get(&link, Some(&own)).await.expect(200);
+    assert_eq!(h.session(&own).await["user"]["emailVerified"], true);
+    // Following it again (verified already) changes nothing.
+    h.get(&link, None).await.expect(200);
+    assert_eq!(h.session(&own).await["user"]["emailVerified"], true);
+}
+
+/// Issue #8: a newer reset link, a completed reset and a password change each end every older
+/// reset link of the user.
+#[tokio::test]
+async fn older_reset_tokens_die_with_a_newer_one_a_reset_or_a_password_change() {
+    let h = harness().await;
+    let cookie = h.sign_up("pat@example.com", PW).await.cookie_header();
+    let first = reset_token(&h, "pat@example.com").await;
+    let second = reset_token(&h, "pat@example.com").await;
+    assert_ne!(first, second);
+    let r = reset(&h, &first, "new-password-1").await.expect(400);
+    assert_eq!(r.code(), "INVALID_TOKEN");
+    // The link of the older mail now leads to the error.
+    let r = h
+        .get(
+            &format!("/api/auth/reset-password/{first}?callbackURL=/reset"),
+            None,
+        )
+        .await
+        .expect(302);
+    assert!(r.headers["location"]
+        .to_str()
+        .unwrap()
+        .ends_with("error=INVALID_TOKEN"));
+
+    // A password change ends the outstanding one.
+    h.post(
+        "/api/auth/change-password",
+        json!({"currentPassword": PW, "newPassword": "changed-password-1"}),
+        Some(&cookie),
+    )
+    .await
+    .expect(200);
+    let r = reset(&h, &second, "new-password-2").await.expect(400);
+    assert_eq!(r.code(), "INVALID_TOKEN");
+
+    // A completed reset ends the others (issued concurrently, say): both were valid until
+    // one was used.
+    let third = reset_token(&h, "pat@example.com").await;
+    reset(&h, &third, "reset-password-3").await.expect(200);
+    let r = reset(&h, &third, "reset-password-4").await.expect(400);
+    assert_eq!(r.code(), "INVALID_TOKEN");
+    h.sign_in("pat@example.com", "reset-password-3")
+        .await
+        .expect(200);
+}
+
+/// Issue #8: twenty concurrent reset requests leave exactly one working link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_reset_requests_leave_one_valid_token() {
+    let h = harness().await;
+    h.sign_up("pat@example.com", PW).await;
+    let tasks = (0..20).map(|_| {
+        h.post(
+            "/api/auth/request-password-reset",
+            json!({"email": "pat@example.com"}),
+            None,
+        )
+    });
+    for r in futures::future::join_all(tasks).await {
+        r.expect(200);
+    }
+    let tokens: Vec<String> = outbox(&h)
+        .iter()
+        .filter(|m| m["kind"] == "reset-password")
+        .map(reset_token_of)
+        .collect();
+    assert_eq!(tokens.len(), 20);
+    let mut ok = 0;
+    for t in &tokens {
+        if reset(&h, t, "new-password-1").await.status.as_u16() == 200 {
+            ok += 1;
+        }
+    }
+    assert_eq!(ok, 1);
+}
+
+/// Attack (issue #8): an email-change confirmation link works once. Replaying it after the
+/// user changed back does not move the address again.
+#[tokio::test]
+async fn an_email_change_confirmation_cannot_be_replayed() {
+    let h = harness().await;
+    let cookie = h.sign_up("a@example.com", PW).await.cookie_header();
+    let verify = |to: &'static str, cookie: String| {
+        let h = &h;
+        async move {
+            h.post(
+                "/api/auth/send-verification-email",
+                json!({"email": to}),
+                None,
+            )
+            .await
+            .expect(200);
+            let link = link_path(h, &last_mail(h, "verify-email", to).unwrap());
+            h.get(&link, Some(&cookie)).await.expect(200);
+        }
+    };
+    verify("a@example.com", cookie.clone()).await;
+    let change = |to: &'static str| {
+        let h = &h;
+        let cookie = cookie.clone();
+        async move {
+            h.post(
+                "/api/auth/change-email",
+                json!({"newEmail": to}),
+                Some(&cookie),
+            )
+            .await
+            .expect(200);
+        }
+    };
+    change("b@example.com").await;
+    let a_to_b = link_path(
+        &h,
+        &last_mail(&h, "change-email-confirmation", "a@example.com").unwrap(),
+    );
+    h.get(&a_to_b, Some(&cookie)).await.expect(200);
+    assert_eq!(h.session(&cookie).await["user"]["email"], "b@example.com");
+    // Replaying it at once: used.
+    let r = h.get(&a_to_b, Some(&cookie)).await;
+    assert_ne!(r.status.as_u16(), 200, "{}", r.text);
+
+    // Back to a@ (verify b@ first, so the change needs a confirmation again)…
+    verify("b@example.com", cookie.clone()).await;
+    change("a@example.com").await;
+    let b_to_a = link_path(
+        &h,
+        &last_mail(&h, "change-email-confirmation", "b@example.com").unwrap(),
+    );
+    h.get(&b_to_a, Some(&cookie)).await.expect(200);
+    assert_eq!(h.session(&cookie).await["user"]["email"], "a@example.com");
+    // …and the old a→b link is dead, though it names the current address again.
+    let r = h.get(&a_to_b, Some(&cookie)).await.expect(400);
+    assert_eq!(r.code(), "INVALID_TOKEN");
+    assert_eq!(h.session(&cookie).await["user"]["email"], "a@example.com");
 }

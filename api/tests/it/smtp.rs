@@ -1,8 +1,7 @@
 //! The SMTP transport against a real SMTP server process on loopback (aiosmtpd, installed by
 //! `.ci/run`), and a dead SMTP server never making a request hang or fail.
-mod common;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -32,7 +31,9 @@ fn free_port() -> u16 {
 
 fn start_smtp() -> SmtpServer {
     let port = free_port();
-    let mut child = Command::new("python3")
+    // `.ci/test` installs aiosmtpd into a virtual environment and names its Python here.
+    let python = std::env::var("TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let mut child = Command::new(python)
         .args([
             "-m",
             "aiosmtpd",
@@ -46,7 +47,7 @@ fn start_smtp() -> SmtpServer {
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .expect("python3 with aiosmtpd (pip install aiosmtpd; .ci/run does it)");
+        .expect("python3 with aiosmtpd (bash .ci/test installs it in a virtual environment)");
     let out = child.stdout.take().unwrap();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {

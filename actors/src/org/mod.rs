@@ -1,0 +1,537 @@
+//! The organization actor: every change of one organization (settings, members, invitations,
+//! teams, roles) goes through it. It asks `policy` whether the acting member may, checks the
+//! invariant (last owner, membership limit, no cross-organization ids…), and writes through
+//! storage — all decided on one version of the organization and written only if that version
+//! is still current ([`OrgActor::guarded`]), so the rules hold when several processes, each
+//! with its own actor for the organization, change it at once.
+//!
+//! Files: `members.rs` (add, remove, leave, roles of members, and the grant rules),
+//! `invitations.rs`, `teams.rs`, `roles.rs` (custom roles), `handle.rs` (the typed handle).
+mod handle;
+mod invitations;
+mod members;
+mod roles;
+mod teams;
+
+pub use handle::OrgHandle;
+
+use crate::runtime::{Envelope, Idle};
+use crate::{ActorError, Rule, Shared};
+use policy::{Permissions, Policy};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use std::sync::Arc;
+use storage::{
+    Invitation, InvitationId, Member, MemberId, OrgChange, OrgId, Organization, OrganizationRole,
+    StoreError, Team, TeamId, UserId,
+};
+
+type Reply<T> = RpcReplyPort<Result<T, ActorError>>;
+
+/// A change of the organization's settings; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct OrgPatch {
+    pub name: Option<String>,
+    pub slug: Option<String>,
+    pub logo: Option<Option<String>>,
+    pub metadata: Option<Option<String>>,
+}
+
+/// Who asks for a change: a member acting through a session, or the server itself (server
+/// credential), which passes every permission check but never the invariants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acting {
+    User(UserId),
+    Server,
+}
+
+/// A change of the organization's teams.
+#[derive(Debug, Clone)]
+pub enum TeamChange {
+    Create {
+        name: String,
+    },
+    Rename {
+        team: TeamId,
+        name: String,
+    },
+    Remove {
+        team: TeamId,
+        allow_removing_all: bool,
+    },
+    AddMember {
+        team: TeamId,
+        user: UserId,
+    },
+    RemoveMember {
+        team: TeamId,
+        user: UserId,
+    },
+}
+
+/// A change of the organization's custom roles.
+#[derive(Debug, Clone)]
+pub enum RoleChange {
+    Create {
+        role: String,
+        permission: Permissions,
+    },
+    Update {
+        role: String,
+        new_name: Option<String>,
+        permission: Option<Permissions>,
+    },
+    Delete {
+        role: String,
+    },
+}
+
+pub(crate) enum OrgMsg {
+    Update(Acting, OrgPatch, Reply<Organization>),
+    Delete(Acting, Reply<Organization>),
+    AddMember {
+        acting: Acting,
+        user: UserId,
+        role: String,
+        reply: Reply<Member>,
+    },
+    RemoveMember {
+        acting: Acting,
+        member: MemberId,
+        reply: Reply<Member>,
+    },
+    Leave(UserId, Reply<Member>),
+    UpdateMemberRole {
+        acting: Acting,
+        member: MemberId,
+        role: String,
+        reply: Reply<Member>,
+    },
+    HasPermission(UserId, Permissions, Reply<bool>),
+    Invite {
+        acting: Acting,
+        email: String,
+        role: String,
+        team: Option<TeamId>,
+        resend: bool,
+        reply: Reply<Invitation>,
+    },
+    RespondInvitation {
+        user: UserId,
+        invitation: InvitationId,
+        accept: bool,
+        reply: Reply<(Invitation, Option<Member>)>,
+    },
+    CancelInvitation {
+        acting: Acting,
+        invitation: InvitationId,
+        reply: Reply<Invitation>,
+    },
+    Team(Acting, TeamChange, Reply<Team>),
+    Role(Acting, RoleChange, Reply<OrganizationRole>),
+}
+
+pub(crate) struct OrgActor {
+    pub(crate) shared: Arc<Shared>,
+}
+
+pub(crate) struct OrgState {
+    id: OrgId,
+    /// The policy with the organization's custom roles, and the roles version it was built at.
+    policy: Option<(u64, Policy)>,
+    idle: Idle,
+}
+
+impl Actor for OrgActor {
+    type Msg = Envelope<OrgMsg>;
+    type State = OrgState;
+    type Arguments = OrgId;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Envelope<OrgMsg>>,
+        id: OrgId,
+    ) -> Result<OrgState, ActorProcessingErr> {
+        Ok(OrgState {
+            id,
+            policy: None,
+            idle: Idle::start(&myself, self.shared.config.idle_timeout),
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Envelope<OrgMsg>>,
+        envelope: Envelope<OrgMsg>,
+        state: &mut OrgState,
+    ) -> Result<(), ActorProcessingErr> {
+        let Some(msg) = state.idle.open(&myself, envelope) else {
+            return Ok(());
+        };
+        // A reply fails only when the caller gave up waiting; nothing to do then.
+        match msg {
+            OrgMsg::Update(acting, patch, reply) => {
+                let _ = reply.send(self.update(state, &acting, &patch).await);
+            }
+            OrgMsg::Delete(acting, reply) => {
+                let r = self.delete(state, &acting).await;
+                let deleted = r.is_ok();
+                let _ = reply.send(r);
+                if deleted {
+                    myself.stop(Some("organization deleted".into()));
+                }
+            }
+            OrgMsg::AddMember {
+                acting,
+                user,
+                role,
+                reply,
+            } => {
+                let _ = reply.send(self.add_member(state, &acting, &user, &role).await);
+            }
+            OrgMsg::RemoveMember {
+                acting,
+                member,
+                reply,
+            } => {
+                let _ = reply.send(self.remove_member(state, &acting, &member).await);
+            }
+            OrgMsg::Leave(user, reply) => {
+                let _ = reply.send(self.leave(state, &user).await);
+            }
+            OrgMsg::UpdateMemberRole {
+                acting,
+                member,
+                role,
+                reply,
+            } => {
+                let _ = reply.send(self.update_role(state, &acting, &member, &role).await);
+            }
+            OrgMsg::HasPermission(user, perms, reply) => {
+                let _ = reply.send(self.has_permission(state, &user, &perms).await);
+            }
+            OrgMsg::Invite {
+                acting,
+                email,
+                role,
+                team,
+                resend,
+                reply,
+            } => {
+                let r = self
+                    .invite(state, &acting, &email, &role, team.as_ref(), resend)
+                    .await;
+                let _ = reply.send(r);
+            }
+            OrgMsg::RespondInvitation {
+                user,
+                invitation,
+                accept,
+                reply,
+            } => {
+                let _ = reply.send(self.respond(state, &user, &invitation, accept).await);
+            }
+            OrgMsg::CancelInvitation {
+                acting,
+                invitation,
+                reply,
+            } => {
+                let _ = reply.send(self.cancel(state, &acting, &invitation).await);
+            }
+            OrgMsg::Team(acting, change, reply) => {
+                let _ = reply.send(self.team(state, &acting, &change).await);
+            }
+            OrgMsg::Role(acting, change, reply) => {
+                let _ = reply.send(self.role(state, &acting, &change).await);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a decision writes: the organization's next row (its version one up) and the changes
+/// under it; with the value to answer.
+pub(crate) struct Decision<T> {
+    next: Organization,
+    changes: Vec<OrgChange>,
+    value: T,
+    /// Nothing to write (e.g. resending a pending invitation).
+    unchanged: bool,
+}
+
+impl<T> Decision<T> {
+    /// Changes made on `org` (as loaded), counters and settings adjusted by the caller.
+    fn on(org: Organization, changes: Vec<OrgChange>, value: T) -> Self {
+        let mut next = org;
+        next.version += 1;
+        Self {
+            next,
+            changes,
+            value,
+            unchanged: false,
+        }
+    }
+
+    /// An answer that writes nothing.
+    fn unchanged(org: Organization, value: T) -> Self {
+        Self {
+            next: org,
+            changes: Vec::new(),
+            value,
+            unchanged: true,
+        }
+    }
+
+    fn with(mut self, edit: impl FnOnce(&mut Organization)) -> Self {
+        edit(&mut self.next);
+        self
+    }
+}
+
+/// After writing a decision: done (written, or refused), or decide again.
+pub(crate) enum Step<T> {
+    Done(Result<T, ActorError>),
+    Again,
+}
+
+/// `guarded!(self, state, |org| async { … })`: decides on the organization as stored now (the
+/// async block sees it as `org` and answers a [`Decision`]) and writes the decision only if
+/// nobody changed the organization meanwhile (compare-and-set on its version); otherwise —
+/// another process got there first, or what the decision relied on is gone — reloads and
+/// decides again. (A macro, not a method taking an async closure: the actor's handler must be
+/// `Send`, which async closures cannot promise yet.)
+macro_rules! guarded {
+    ($actor:expr, $state:ident, |$org:ident| $decide:expr) => {{
+        let mut outcome = Err($crate::ActorError::Unavailable(
+            "organization changed too often to apply the request".into(),
+        ));
+        let mut attempts = $crate::runtime::Attempts::new();
+        while attempts.next().await {
+            let $org = match $actor.org($state).await {
+                Ok(o) => o,
+                Err(e) => {
+                    outcome = Err(e);
+                    break;
+                }
+            };
+            let decision: Result<$crate::org::Decision<_>, $crate::ActorError> = $decide.await;
+            match decision {
+                Ok(d) => match $actor.commit(d).await {
+                    $crate::org::Step::Done(r) => {
+                        outcome = r;
+                        break;
+                    }
+                    $crate::org::Step::Again => continue,
+                },
+                Err(e) => {
+                    outcome = Err(e);
+                    break;
+                }
+            }
+        }
+        outcome
+    }};
+}
+pub(crate) use guarded;
+
+pub(crate) fn policy_err(e: policy::PolicyError) -> ActorError {
+    match e {
+        policy::PolicyError::Engine(m) => ActorError::Internal(m),
+        other => ActorError::Refused(Rule::InvalidRole(other.to_string())),
+    }
+}
+
+pub(crate) fn is_owner(role: &str) -> bool {
+    policy::parse_roles(role).contains(&storage::OWNER_ROLE)
+}
+
+/// What a lost uniqueness claim means to the client.
+fn conflict_error(what: &'static str) -> ActorError {
+    let rule = match what {
+        "slug" => Rule::SlugTaken,
+        "member" | "team member" => Rule::AlreadyMember,
+        "team" => Rule::TeamExists,
+        "role" => Rule::RoleExists,
+        // No longer pending.
+        "invitation" => Rule::InvitationNotFound,
+        other => return ActorError::Conflict(other),
+    };
+    ActorError::Refused(rule)
+}
+
+impl OrgActor {
+    /// Writes a decision under the organization's version (see [`guarded!`]).
+    async fn commit<T>(&self, d: Decision<T>) -> Step<T> {
+        if d.unchanged {
+            return Step::Done(Ok(d.value));
+        }
+        match self
+            .shared
+            .store
+            .change_organization(&d.next, &d.changes)
+            .await
+        {
+            Ok(()) => Step::Done(Ok(d.value)),
+            Err(StoreError::ConcurrentModification | StoreError::NotFound) => Step::Again,
+            Err(StoreError::Conflict(what)) => Step::Done(Err(conflict_error(what))),
+            Err(e) => Step::Done(Err(e.into())),
+        }
+    }
+
+    async fn org(&self, state: &OrgState) -> Result<Organization, ActorError> {
+        self.shared
+            .store
+            .get_organization(&state.id)
+            .await?
+            .ok_or(ActorError::Refused(Rule::OrganizationNotFound))
+    }
+
+    /// The organization's policy as of `org`'s roles version: rebuilt when a role changed,
+    /// here or in another process, so a revoked permission stops granting at once.
+    async fn policy<'a>(
+        &self,
+        state: &'a mut OrgState,
+        org: &Organization,
+    ) -> Result<&'a Policy, ActorError> {
+        let fresh = matches!(&state.policy, Some((v, _)) if *v == org.roles_version);
+        if !fresh {
+            let custom: Vec<(String, Permissions)> = self
+                .shared
+                .store
+                .list_roles(&state.id)
+                .await?
+                .into_iter()
+                .filter_map(|r| {
+                    serde_json::from_str::<Permissions>(&r.permission)
+                        .ok()
+                        .map(|p| (r.role, p))
+                })
+                .collect();
+            let p = Policy::new(&state.id.0, &self.shared.config.org.global_roles, &custom)
+                .await
+                .map_err(|e| ActorError::Internal(e.to_string()))?;
+            state.policy = Some((org.roles_version, p));
+        }
+        state
+            .policy
+            .as_ref()
+            .map(|(_, p)| p)
+            .ok_or_else(|| ActorError::Internal("policy missing".into()))
+    }
+
+    /// The membership of `user` (the organization exists: it was loaded).
+    async fn member_of(&self, state: &OrgState, user: &UserId) -> Result<Member, ActorError> {
+        self.shared
+            .store
+            .get_member(&state.id, user)
+            .await?
+            .ok_or(ActorError::Refused(Rule::NotAMember))
+    }
+
+    /// The acting member (if a user) after checking `resource:action`.
+    async fn check(
+        &self,
+        state: &mut OrgState,
+        org: &Organization,
+        acting: &Acting,
+        resource: &str,
+        action: &str,
+    ) -> Result<Option<Member>, ActorError> {
+        let Acting::User(user) = acting else {
+            return Ok(None);
+        };
+        let m = self.member_of(state, user).await?;
+        let policy = self.policy(state, org).await?;
+        if policy
+            .allows(&m.role, resource, action)
+            .map_err(policy_err)?
+        {
+            Ok(Some(m))
+        } else {
+            Err(ActorError::Refused(Rule::Forbidden(resource_label(
+                resource,
+            ))))
+        }
+    }
+
+    async fn update(
+        &self,
+        state: &mut OrgState,
+        acting: &Acting,
+        patch: &OrgPatch,
+    ) -> Result<Organization, ActorError> {
+        guarded!(self, state, |org| async {
+            self.check(state, &org, acting, "organization", "update")
+                .await?;
+            let mut next = org.clone();
+            next.version += 1;
+            let d = Decision::on(org, Vec::new(), next).with(|o| {
+                if let Some(n) = &patch.name {
+                    o.name = n.clone();
+                }
+                if let Some(s) = &patch.slug {
+                    o.slug = s.clone();
+                }
+                if let Some(l) = &patch.logo {
+                    o.logo = l.clone();
+                }
+                if let Some(m) = &patch.metadata {
+                    o.metadata = m.clone();
+                }
+            });
+            let value = d.next.clone();
+            Ok(Decision { value, ..d })
+        })
+    }
+
+    async fn delete(
+        &self,
+        state: &mut OrgState,
+        acting: &Acting,
+    ) -> Result<Organization, ActorError> {
+        let mut attempts = crate::runtime::Attempts::new();
+        while attempts.next().await {
+            let org = self.org(state).await?;
+            self.check(state, &org, acting, "organization", "delete")
+                .await?;
+            match self
+                .shared
+                .store
+                .delete_organization(&state.id, org.version)
+                .await
+            {
+                Ok(()) => return Ok(org),
+                Err(StoreError::ConcurrentModification) => continue,
+                Err(StoreError::NotFound) => {
+                    return Err(ActorError::Refused(Rule::OrganizationNotFound))
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ActorError::Unavailable(
+            "organization changed too often to delete it".into(),
+        ))
+    }
+
+    async fn has_permission(
+        &self,
+        state: &mut OrgState,
+        user: &UserId,
+        perms: &Permissions,
+    ) -> Result<bool, ActorError> {
+        let org = self.org(state).await?;
+        let m = self.member_of(state, user).await?;
+        let policy = self.policy(state, &org).await?;
+        policy.allows_all(&m.role, perms).map_err(policy_err)
+    }
+}
+
+fn resource_label(resource: &str) -> &'static str {
+    match resource {
+        "organization" => "organization",
+        "member" => "member",
+        "invitation" => "invitation",
+        "team" => "team",
+        "ac" => "ac",
+        _ => "resource",
+    }
+}

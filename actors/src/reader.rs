@@ -1,0 +1,47 @@
+//! What the HTTP layer may read of the store: reads only. Every write goes through an actor
+//! (or one of the few owner-less writes on [`crate::Actors`]), so a handler cannot write around
+//! the actors by accident: the type does not offer it.
+use storage::*;
+
+/// A read-only view of the store.
+#[derive(Clone)]
+pub struct Reader(pub(crate) DynStore);
+
+macro_rules! reads {
+    ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+        impl Reader {
+            $(
+                $(#[$doc])*
+                pub async fn $name(&self, $($arg: $ty),*) -> StoreResult<$ret> {
+                    self.0.$name($($arg),*).await
+                }
+            )*
+        }
+    };
+}
+
+reads! {
+    get_user(id: &UserId) -> Option<User>;
+    get_user_by_email(email: &str) -> Option<User>;
+    list_accounts(user: &UserId) -> Vec<Account>;
+    get_session(token: &str) -> Option<Session>;
+    list_sessions(user: &UserId) -> Vec<Session>;
+    get_verification(identifier: &str) -> Option<Verification>;
+    get_organization(id: &OrgId) -> Option<Organization>;
+    get_organization_by_slug(slug: &str) -> Option<Organization>;
+    list_user_organizations(user: &UserId) -> Vec<Organization>;
+    get_member(org: &OrgId, user: &UserId) -> Option<Member>;
+    get_member_by_id(org: &OrgId, id: &MemberId) -> Option<Member>;
+    /// `limit` members after the first `offset`, oldest first.
+    list_members_window(org: &OrgId, offset: u32, limit: u32) -> Vec<Member>;
+    count_members(org: &OrgId) -> u64;
+    get_invitation(id: &InvitationId) -> Option<Invitation>;
+    list_invitations(org: &OrgId) -> Vec<Invitation>;
+    list_invitations_by_email(email: &str) -> Vec<Invitation>;
+    get_team(id: &TeamId) -> Option<Team>;
+    list_teams(org: &OrgId) -> Vec<Team>;
+    list_team_members(team: &Team) -> Vec<TeamMember>;
+    list_user_teams(user: &UserId) -> Vec<Team>;
+    get_role(org: &OrgId, name: &str) -> Option<OrganizationRole>;
+    list_roles(org: &OrgId) -> Vec<OrganizationRole>;
+}

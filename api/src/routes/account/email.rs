@@ -1,0 +1,99 @@
+//! Changing the email address: at once for an unverified address, after confirmation from the
+//! current address for a verified one.
+use super::*;
+use crate::dto::{StatusResponse, Text};
+use crate::error::{ApiResult, Code};
+use crate::mail::MailKind;
+use crate::routes::{normalize_email, text, Tag};
+use crate::session::Principal;
+use crate::AppState;
+use actors::{UserPatch, CHANGE_EMAIL_PREFIX};
+use poem::web::Data;
+use poem_openapi::payload::Json;
+use poem_openapi::{Object, OpenApi};
+
+/// Email operations (tag Account).
+pub struct EmailApi;
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct ChangeEmailBody {
+    new_email: Text,
+    #[oai(rename = "callbackURL", validator(max_length = 2048))]
+    callback_url: Option<Text>,
+}
+
+#[OpenApi(tag = "Tag::Account")]
+impl EmailApi {
+    /// Change the email address
+    ///
+    /// Unverified address: changed at once (and a verification mailed to the new one).
+    /// Verified address: a confirmation link goes to the current address; the change applies
+    /// when it is followed.
+    #[oai(path = "/change-email", method = "post", operation_id = "changeEmail")]
+    async fn change_email(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<ChangeEmailBody>,
+    ) -> ApiResult<Json<StatusResponse>> {
+        if !state.config.account.change_email_enabled {
+            return Err(Code::ChangeEmailDisabled.into());
+        }
+        state.require_fresh(&auth.session)?;
+        let user = auth.user;
+        let new_email = normalize_email(&body.0.new_email.0).ok_or(Code::InvalidEmail)?;
+        let cb = state
+            .origins
+            .redirect_target(text(&body.0.callback_url), Code::InvalidCallbackurl)?;
+        let cb = cb.as_deref();
+        if new_email == user.email {
+            return Err(Code::EmailIsTheSame.into());
+        }
+        if state.reader.get_user_by_email(&new_email).await?.is_some() {
+            return Err(Code::CouldntUpdateYourEmail.into());
+        }
+        if user.email_verified {
+            if !state.mailer.enabled() {
+                return Err(Code::VerificationEmailNotEnabled.into());
+            }
+            // The link works once: its confirmation is stored and consumed when applied.
+            let id = storage::random_string(32);
+            state
+                .create_token(
+                    &format!("{CHANGE_EMAIL_PREFIX}{id}"),
+                    &user,
+                    state.config.email_verification.expires_in,
+                )
+                .await?;
+            state
+                .send_verification(
+                    &user,
+                    MailKind::ChangeEmailConfirmation,
+                    &user.email,
+                    Some(PendingChange {
+                        new_email: &new_email,
+                        id: &id,
+                    }),
+                    cb,
+                )
+                .await?;
+            return Ok(Json(StatusResponse { status: true }));
+        }
+        let changed = state
+            .actors
+            .user(user.id.clone())
+            .update_user(UserPatch {
+                email: Some(new_email.clone()),
+                email_verified: Some(false),
+                ..UserPatch::default()
+            })
+            .await?;
+        if state.mailer.enabled() {
+            state
+                .send_verification(&changed, MailKind::VerifyEmail, &new_email, None, cb)
+                .await?;
+        }
+        Ok(Json(StatusResponse { status: true }))
+    }
+}

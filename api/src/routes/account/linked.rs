@@ -1,0 +1,99 @@
+//! Linked accounts: list them, unlink one (never the last, unless configured).
+use crate::dto::{iso, StatusResponse, Text};
+use crate::error::ApiResult;
+use crate::routes::{text, Tag};
+use crate::session::Principal;
+use crate::AppState;
+use poem::web::Data;
+use poem_openapi::payload::Json;
+use poem_openapi::{Object, OpenApi};
+
+/// LinkedAccount operations (tag Account).
+pub struct LinkedAccountApi;
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct AccountDto {
+    id: String,
+    /// The provider id (`credential` for the password).
+    provider: String,
+    provider_id: String,
+    account_id: String,
+    user_id: String,
+    created_at: String,
+    updated_at: String,
+    scopes: Vec<String>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct UnlinkAccountBody {
+    provider_id: Text,
+    account_id: Option<Text>,
+}
+
+#[OpenApi(tag = "Tag::Account")]
+impl LinkedAccountApi {
+    /// List linked accounts
+    ///
+    /// The caller's password credential and social accounts.
+    #[oai(path = "/list-accounts", method = "get", operation_id = "listAccounts")]
+    async fn list_accounts(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+    ) -> ApiResult<Json<Vec<AccountDto>>> {
+        let accounts = state.reader.list_accounts(&auth.user.id).await?;
+        Ok(Json(
+            accounts
+                .into_iter()
+                .map(|a| AccountDto {
+                    id: a.id.0,
+                    provider: a.provider_id.clone(),
+                    provider_id: a.provider_id,
+                    account_id: a.account_id,
+                    user_id: a.user_id.0,
+                    created_at: iso(&a.created_at),
+                    updated_at: iso(&a.updated_at),
+                    scopes: a
+                        .scope
+                        .map(|s| {
+                            s.split([',', ' '])
+                                .filter(|x| !x.is_empty())
+                                .map(str::to_owned)
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                })
+                .collect(),
+        ))
+    }
+
+    /// Unlink an account
+    ///
+    /// Refuses the last account ("You can't unlink your last account") unless
+    /// `account.allow_unlinking_all` is set.
+    #[oai(
+        path = "/unlink-account",
+        method = "post",
+        operation_id = "unlinkAccount"
+    )]
+    async fn unlink_account(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<UnlinkAccountBody>,
+    ) -> ApiResult<Json<StatusResponse>> {
+        state.require_fresh(&auth.session)?;
+        state
+            .actors
+            .user(auth.user.id.clone())
+            .unlink_account(
+                &body.0.provider_id.0,
+                text(&body.0.account_id),
+                state.config.account.allow_unlinking_all,
+            )
+            .await?;
+        Ok(Json(StatusResponse { status: true }))
+    }
+}

@@ -1,0 +1,130 @@
+//! Account lifecycle: email verification, password reset/change/set, change email, delete
+//! account, linked accounts. Every state change goes through the user's actor; single-use
+//! tokens are consumed atomically by the store.
+//!
+//! Files: `verification.rs`, `password.rs`, `email.rs`, `deletion.rs`, `linked.rs`; this one
+//! holds what they share (mailed links, sealed verification tokens, the server credential).
+mod deletion;
+mod email;
+mod linked;
+mod password;
+mod verification;
+
+pub use deletion::DeletionApi;
+pub use email::EmailApi;
+pub use linked::LinkedAccountApi;
+pub use password::PasswordApi;
+pub use verification::VerificationApi;
+
+use crate::error::{ApiError, ApiResult};
+use crate::mail::MailKind;
+use crate::AppState;
+use chrono::Duration;
+use poem_openapi::payload::Json;
+use poem_openapi::ApiResponse;
+use serde::{Deserialize, Serialize};
+use storage::User;
+
+pub(super) const VERIFY_PURPOSE: &str = "verify-email";
+
+/// What an email-verification token carries (sealed with the server secret).
+#[derive(Serialize, Deserialize)]
+pub(super) struct EmailClaims {
+    pub(super) email: String,
+    #[serde(rename = "updateTo", skip_serializing_if = "Option::is_none")]
+    pub(super) update_to: Option<String>,
+    /// Expiry, seconds since the epoch.
+    pub(super) exp: i64,
+    /// With `updateTo`: the id of the stored single-use confirmation (`change-email:{id}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) jti: Option<String>,
+}
+
+/// A change of address awaiting confirmation: the new address and its confirmation's id.
+pub(crate) struct PendingChange<'a> {
+    pub(super) new_email: &'a str,
+    pub(super) id: &'a str,
+}
+
+#[derive(ApiResponse)]
+pub(super) enum RedirectOr<T: poem_openapi::types::ToJSON + Send + Sync> {
+    /// The result, when no callback URL was given.
+    #[oai(status = 200)]
+    Ok(Json<T>),
+    /// Redirect to the callback URL (with `?error=` on failure).
+    #[oai(status = 302)]
+    Redirect(#[oai(header = "Location")] String),
+}
+
+impl AppState {
+    /// An absolute URL for a redirect target (relative paths resolve against the base URL).
+    fn absolute(&self, target: &str) -> String {
+        if target.starts_with('/') {
+            format!("{}{target}", self.config.base_url.trim_end_matches('/'))
+        } else {
+            target.to_owned()
+        }
+    }
+
+    fn with_query(&self, target: &str, key: &str, value: &str) -> String {
+        let sep = if target.contains('?') { '&' } else { '?' };
+        let v = percent_encoding::utf8_percent_encode(value, crate::http::URI_COMPONENT);
+        format!("{}{sep}{key}={v}", self.absolute(target))
+    }
+
+    fn api_url(&self, path: &str) -> String {
+        format!(
+            "{}{}{path}",
+            self.config.base_url.trim_end_matches('/'),
+            crate::BASE_PATH
+        )
+    }
+
+    /// Mails a verification link for `email` (optionally confirming a pending change).
+    pub(crate) async fn send_verification(
+        &self,
+        user: &User,
+        kind: MailKind,
+        to: &str,
+        change: Option<PendingChange<'_>>,
+        callback: Option<&str>,
+    ) -> ApiResult<()> {
+        let exp =
+            self.clock.now() + Duration::seconds(self.config.email_verification.expires_in as i64);
+        let update_to = change.as_ref().map(|c| c.new_email);
+        let token = self.signer.seal(
+            VERIFY_PURPOSE,
+            &EmailClaims {
+                email: user.email.clone(),
+                update_to: update_to.map(str::to_owned),
+                exp: exp.timestamp(),
+                jti: change.as_ref().map(|c| c.id.to_owned()),
+            },
+        );
+        let mut link = format!("{}?token={token}", self.api_url("/verify-email"));
+        if let Some(cb) = callback {
+            link.push_str("&callbackURL=");
+            link.extend(percent_encoding::utf8_percent_encode(
+                cb,
+                crate::http::URI_COMPONENT,
+            ));
+        }
+        let vars = [
+            ("name", user.name.as_str()),
+            ("new_email", update_to.unwrap_or("")),
+        ];
+        self.mailer
+            .send(kind, to, &link, &vars)
+            .await
+            .map_err(ApiError::internal)
+    }
+
+    /// Stores a single-use token `identifier` pointing at the user (through their actor).
+    async fn create_token(&self, identifier: &str, user: &User, lifetime: u64) -> ApiResult<()> {
+        self.actors
+            .user(user.id.clone())
+            .issue_token(identifier, Duration::seconds(lifetime as i64))
+            .await?;
+        Ok(())
+    }
+}

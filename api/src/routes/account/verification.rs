@@ -1,0 +1,170 @@
+//! Email verification: mail a link, follow it. Following a link proves the mailbox (and, without
+//! the account's session, revokes the sessions made before the proof); a link that confirms an
+//! email change is applied once, by the signed-in owner.
+use super::*;
+use crate::dto::{StatusResponse, Text, UserDto};
+use crate::error::{ApiResult, Code};
+use crate::http::PendingCookies;
+use crate::mail::MailKind;
+use crate::routes::{normalize_email, text, Tag};
+use crate::session::ResolveOptions;
+use crate::AppState;
+use poem::web::Data;
+use poem::Request;
+use poem_openapi::param::Query;
+use poem_openapi::payload::Json;
+use poem_openapi::{Object, OpenApi};
+
+/// Verification operations (tag Account).
+pub struct VerificationApi;
+
+#[derive(Debug, Object)]
+struct SendVerificationBody {
+    email: Text,
+    #[oai(rename = "callbackURL", validator(max_length = 2048))]
+    callback_url: Option<Text>,
+}
+
+#[derive(Debug, Object)]
+struct VerifyEmailResponse {
+    status: bool,
+    user: Option<UserDto>,
+}
+
+#[OpenApi(tag = "Tag::Account")]
+impl VerificationApi {
+    /// Send a verification email
+    ///
+    /// Mails a verification link to the address if it belongs to an unverified user. The answer
+    /// is the same for unknown and verified addresses, so it reveals no accounts.
+    #[oai(
+        path = "/send-verification-email",
+        method = "post",
+        operation_id = "sendVerificationEmail"
+    )]
+    async fn send_verification_email(
+        &self,
+        state: Data<&AppState>,
+        body: Json<SendVerificationBody>,
+    ) -> ApiResult<Json<StatusResponse>> {
+        if !state.mailer.enabled() {
+            return Err(Code::VerificationEmailNotEnabled.into());
+        }
+        let email = normalize_email(&body.0.email.0).ok_or(Code::InvalidEmail)?;
+        let cb = state
+            .origins
+            .redirect_target(text(&body.0.callback_url), Code::InvalidCallbackurl)?;
+        if let Some(user) = state.reader.get_user_by_email(&email).await? {
+            if !user.email_verified {
+                state
+                    .send_verification(
+                        &user,
+                        MailKind::VerifyEmail,
+                        &user.email,
+                        None,
+                        cb.as_deref(),
+                    )
+                    .await?;
+            }
+        }
+        Ok(Json(StatusResponse { status: true }))
+    }
+
+    /// Verify an email address
+    ///
+    /// Follows the mailed link. On success: redirect to `callbackURL`, or `{status, user}`.
+    /// On failure: redirect to `callbackURL?error=token_expired|invalid_token|user_not_found|
+    /// unauthorized`, or a 400 error without a callback. A token with `updateTo` (a confirmed
+    /// email change) needs the user's session and applies the change.
+    #[oai(path = "/verify-email", method = "get", operation_id = "verifyEmail")]
+    async fn verify_email(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        cookies: &PendingCookies,
+        token: Query<String>,
+        #[oai(name = "callbackURL")] callback_url: Query<Option<String>>,
+    ) -> ApiResult<RedirectOr<VerifyEmailResponse>> {
+        let cb = state
+            .origins
+            .redirect_target(callback_url.0.as_deref(), Code::InvalidCallbackurl)?;
+        let fail =
+            |code: Code, redirect_code: &str| -> ApiResult<RedirectOr<VerifyEmailResponse>> {
+                match &cb {
+                    Some(c) => Ok(RedirectOr::Redirect(state.with_query(
+                        c,
+                        "error",
+                        redirect_code,
+                    ))),
+                    None => Err(code.into()),
+                }
+            };
+        let Some(claims) = state.signer.open::<EmailClaims>(VERIFY_PURPOSE, &token.0) else {
+            return fail(Code::InvalidToken, "invalid_token");
+        };
+        if claims.exp <= state.clock.now().timestamp() {
+            return fail(Code::TokenExpired, "token_expired");
+        }
+        let Some(user) = state.reader.get_user_by_email(&claims.email).await? else {
+            return fail(Code::UserNotFound, "user_not_found");
+        };
+        let actor = state.actors.user(user.id.clone());
+        let session = state
+            .resolve_session(req, cookies, ResolveOptions::default())
+            .await?;
+        let own_session = session.as_ref().map(|a| &a.user.id) == Some(&user.id);
+        let user = if let Some(new_email) = claims.update_to {
+            // Confirming a change of address: only the signed-in owner may apply it, once.
+            if !own_session {
+                return fail(Code::Unauthorized, "unauthorized");
+            }
+            let Some(id) = claims.jti.as_deref() else {
+                return fail(Code::InvalidToken, "invalid_token");
+            };
+            let changed = match actor.confirm_email_change(id, &new_email).await {
+                Ok(u) => u,
+                Err(actors::ActorError::Refused(actors::Rule::InvalidToken)) => {
+                    return fail(Code::InvalidToken, "invalid_token")
+                }
+                Err(e) => return Err(e.into()),
+            };
+            state
+                .send_verification(
+                    &changed,
+                    MailKind::VerifyEmail,
+                    &new_email,
+                    None,
+                    cb.as_deref(),
+                )
+                .await?;
+            changed
+        } else if user.email_verified {
+            user
+        } else {
+            // Whoever follows the link proves the mailbox. Without this user's session, the
+            // sessions made before the proof may be someone else's (who signed up with this
+            // address): they are revoked.
+            let (verified, revoked) = actor.verify_email(!own_session).await?;
+            if revoked {
+                state.note_revocation(&verified.id);
+            }
+            if state
+                .config
+                .email_verification
+                .auto_sign_in_after_verification
+            {
+                state
+                    .start_session(req, cookies, verified.clone(), true)
+                    .await?;
+            }
+            verified
+        };
+        if let Some(c) = cb {
+            return Ok(RedirectOr::Redirect(state.absolute(&c)));
+        }
+        Ok(RedirectOr::Ok(Json(VerifyEmailResponse {
+            status: true,
+            user: Some(UserDto::from(&user)),
+        })))
+    }
+}

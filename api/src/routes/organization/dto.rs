@@ -1,0 +1,197 @@
+//! Wire shapes of organizations, members and invitations (camelCase, as better-auth answers),
+//! converted from storage records; and the role input (a role or a list of roles).
+use crate::dto::{iso, Text};
+use poem_openapi::Object;
+use storage::{Invitation, Organization};
+
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "Organization", rename_all = "camelCase")]
+pub struct OrganizationDto {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) slug: String,
+    pub(crate) logo: Option<String>,
+    /// The organization's metadata object, or `null`.
+    pub(crate) metadata: Option<serde_json::Value>,
+    pub(crate) created_at: String,
+}
+
+impl From<&Organization> for OrganizationDto {
+    fn from(o: &Organization) -> Self {
+        Self {
+            id: o.id.0.clone(),
+            name: o.name.clone(),
+            slug: o.slug.clone(),
+            logo: o.logo.clone(),
+            metadata: o
+                .metadata
+                .as_deref()
+                .and_then(|m| serde_json::from_str(m).ok()),
+            created_at: iso(&o.created_at),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "MemberUser")]
+pub(crate) struct MemberUserDto {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) email: String,
+    pub(crate) image: Option<String>,
+}
+
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "Member", rename_all = "camelCase")]
+pub(crate) struct MemberDto {
+    pub(crate) id: String,
+    pub(crate) organization_id: String,
+    pub(crate) user_id: String,
+    /// One or several comma-separated roles.
+    pub(crate) role: String,
+    pub(crate) team_id: Option<String>,
+    pub(crate) created_at: String,
+    pub(crate) user: Option<MemberUserDto>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "OrganizationWithMembers")]
+pub(crate) struct OrganizationWithMembers {
+    #[oai(flatten)]
+    pub(crate) organization: OrganizationDto,
+    pub(crate) members: Vec<MemberDto>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "FullOrganization")]
+pub(crate) struct FullOrganization {
+    #[oai(flatten)]
+    pub(crate) organization: OrganizationDto,
+    pub(crate) members: Vec<MemberDto>,
+    pub(crate) invitations: Vec<InvitationDto>,
+    pub(crate) teams: Vec<crate::routes::TeamDto>,
+}
+
+#[derive(Debug, Clone, Object)]
+#[oai(rename = "Invitation", rename_all = "camelCase")]
+pub(crate) struct InvitationDto {
+    pub(crate) id: String,
+    pub(crate) organization_id: String,
+    pub(crate) email: String,
+    pub(crate) role: String,
+    /// pending, accepted, rejected or canceled.
+    pub(crate) status: String,
+    pub(crate) team_id: Option<String>,
+    pub(crate) inviter_id: String,
+    pub(crate) expires_at: String,
+    pub(crate) created_at: String,
+}
+
+impl From<&Invitation> for InvitationDto {
+    fn from(i: &Invitation) -> Self {
+        Self {
+            id: i.id.0.clone(),
+            organization_id: i.organization_id.0.clone(),
+            email: i.email.clone(),
+            role: i.role.clone(),
+            status: i.status.as_str().to_owned(),
+            team_id: i.team_id.as_ref().map(|t| t.0.clone()),
+            inviter_id: i.inviter_id.0.clone(),
+            expires_at: iso(&i.expires_at),
+            created_at: iso(&i.created_at),
+        }
+    }
+}
+
+#[derive(Debug, Object)]
+#[oai(rename = "InvitationDetails", rename_all = "camelCase")]
+pub(crate) struct InvitationDetails {
+    #[oai(flatten)]
+    pub(crate) invitation: InvitationDto,
+    pub(crate) organization_name: String,
+    pub(crate) organization_slug: String,
+    pub(crate) inviter_email: Option<String>,
+}
+
+/// A role as a string (`"admin"` or `"admin,member"`) or a list of roles. Parsed by hand:
+/// poem-openapi's `Union` documents a string-or-array as an object.
+#[derive(Debug)]
+pub(crate) enum RoleInput {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl poem_openapi::types::Type for RoleInput {
+    const IS_REQUIRED: bool = true;
+    type RawValueType = Self;
+    type RawElementValueType = Self;
+
+    fn name() -> std::borrow::Cow<'static, str> {
+        "RoleInput".into()
+    }
+    fn schema_ref() -> poem_openapi::registry::MetaSchemaRef {
+        use poem_openapi::registry::{MetaSchema, MetaSchemaRef};
+        MetaSchemaRef::Inline(Box::new(MetaSchema {
+            description: Some(
+                "A role (`\"admin\"`, or several: `\"admin,member\"`) or a list of roles.",
+            ),
+            any_of: vec![
+                <String as poem_openapi::types::Type>::schema_ref(),
+                <Vec<String> as poem_openapi::types::Type>::schema_ref(),
+            ],
+            ..MetaSchema::ANY
+        }))
+    }
+    fn as_raw_value(&self) -> Option<&Self> {
+        Some(self)
+    }
+    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
+        Box::new(std::iter::once(self))
+    }
+}
+
+impl poem_openapi::types::ParseFromJSON for RoleInput {
+    fn parse_from_json(value: Option<serde_json::Value>) -> poem_openapi::types::ParseResult<Self> {
+        use serde_json::Value;
+        match value {
+            Some(Value::String(s)) => Ok(RoleInput::One(s)),
+            Some(Value::Array(items)) => items
+                .into_iter()
+                .map(|v| match v {
+                    Value::String(s) => Ok(s),
+                    _ => Err(poem_openapi::types::ParseError::custom(
+                        "role: expected a string or a list of strings",
+                    )),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(RoleInput::Many),
+            _ => Err(poem_openapi::types::ParseError::custom(
+                "role: expected a string or a list of strings",
+            )),
+        }
+    }
+}
+
+impl poem_openapi::types::ToJSON for RoleInput {
+    fn to_json(&self) -> Option<serde_json::Value> {
+        Some(match self {
+            RoleInput::One(s) => serde_json::Value::String(s.clone()),
+            RoleInput::Many(v) => serde_json::json!(v),
+        })
+    }
+}
+
+impl RoleInput {
+    pub(crate) fn joined(&self) -> String {
+        match self {
+            RoleInput::One(s) => s.clone(),
+            RoleInput::Many(v) => v.join(","),
+        }
+    }
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub(crate) struct OrgIdBody {
+    pub(crate) organization_id: Text,
+}

@@ -1,0 +1,301 @@
+//! Invitations: invite, accept, reject, cancel, read and list. Every rule of an invitation is
+//! checked by the organization's actor; accepting goes through the caller's actor, which also
+//! makes the organization active.
+use super::dto::*;
+use crate::dto::Text;
+use crate::error::{ApiError, ApiResult, Code};
+use crate::routes::{text, Tag};
+use crate::session::Principal;
+use crate::AppState;
+use poem::web::Data;
+use poem_openapi::param::Query;
+use poem_openapi::payload::Json;
+use poem_openapi::{Object, OpenApi};
+use storage::{Invitation, InvitationId, InvitationStatus, Organization, TeamId};
+
+/// Invitation operations (tag Organization).
+pub struct InvitationApi;
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct InviteBody {
+    email: Text,
+    role: RoleInput,
+    organization_id: Option<Text>,
+    team_id: Option<Text>,
+    /// Send the mail again for a pending invitation instead of refusing.
+    resend: Option<bool>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct InvitationIdBody {
+    invitation_id: Text,
+}
+
+#[derive(Debug, Object)]
+struct InvitationAnswer {
+    invitation: InvitationDto,
+    member: Option<MemberDto>,
+}
+
+impl AppState {
+    /// The invitation and its organization, for its recipient: pending, unexpired, and the
+    /// caller's (verified, unless configured otherwise) address.
+    async fn invitation_for(
+        &self,
+        user: &storage::User,
+        id: &str,
+    ) -> ApiResult<(Invitation, Organization)> {
+        let inv = self
+            .reader
+            .get_invitation(&InvitationId(id.to_owned()))
+            .await?
+            .filter(|i| i.status == InvitationStatus::Pending && i.expires_at > self.clock.now())
+            .ok_or(Code::InvitationNotFound)?;
+        if inv.email != user.email {
+            return Err(Code::NotRecipient.into());
+        }
+        if self
+            .config
+            .organization
+            .require_email_verification_on_invitation
+            && !user.email_verified
+        {
+            return Err(Code::InvitationEmailNotVerified.into());
+        }
+        let org = self.existing_org(&inv.organization_id).await?;
+        Ok((inv, org))
+    }
+
+    /// The invitation with that id (whatever its state: its organization's actor judges it).
+    async fn invitation_org(&self, id: &str) -> ApiResult<Invitation> {
+        self.reader
+            .get_invitation(&InvitationId(id.to_owned()))
+            .await?
+            .ok_or_else(|| Code::InvitationNotFound.into())
+    }
+}
+
+#[OpenApi(prefix_path = "/organization", tag = "Tag::Organization")]
+impl InvitationApi {
+    /// Invite someone
+    ///
+    /// Needs `invitation:create`; the role must exist and an admin cannot invite an owner. Mails
+    /// the invitation (link: `organization.invitation_link`). A pending invitation for the
+    /// address is refused unless `resend`, which mails it again.
+    #[oai(
+        path = "/invite-member",
+        method = "post",
+        operation_id = "inviteMember"
+    )]
+    async fn invite_member(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<InviteBody>,
+    ) -> ApiResult<Json<InvitationDto>> {
+        let body = body.0;
+        let org_id = auth.org_id(text(&body.organization_id))?;
+        let email = crate::routes::normalize_email(&body.email.0).ok_or(Code::InvalidEmail)?;
+        let inv = state
+            .actors
+            .org(org_id.clone())
+            .invite(
+                auth.acting(),
+                &email,
+                &body.role.joined(),
+                text(&body.team_id).map(|t| TeamId(t.to_owned())),
+                body.resend.unwrap_or(false),
+            )
+            .await?;
+        let org = state.existing_org(&org_id).await?;
+        let link = state
+            .config
+            .organization
+            .invitation_link
+            .replace("{base_url}", state.config.base_url.trim_end_matches('/'))
+            .replace("{id}", &inv.id.0);
+        let name = match state.reader.get_user_by_email(&email).await? {
+            Some(u) => u.name,
+            None => email.clone(),
+        };
+        let vars = [
+            ("name", name.as_str()),
+            ("organization", org.name.as_str()),
+            ("inviter", auth.user.name.as_str()),
+            ("role", inv.role.as_str()),
+        ];
+        state
+            .mailer
+            .send(crate::mail::MailKind::Invitation, &email, &link, &vars)
+            .await
+            .map_err(ApiError::internal)?;
+        Ok(Json(InvitationDto::from(&inv)))
+    }
+
+    /// Accept an invitation
+    ///
+    /// Only the invited (verified) address, only while pending and unexpired. Creates the
+    /// membership (and team membership), and makes the organization active.
+    #[oai(
+        path = "/accept-invitation",
+        method = "post",
+        operation_id = "acceptInvitation"
+    )]
+    async fn accept_invitation(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<InvitationIdBody>,
+    ) -> ApiResult<Json<InvitationAnswer>> {
+        // Every rule (pending, unexpired, recipient, verified, inviter still entitled) is the
+        // organization actor's; accepted and made active in one message of the user's actor.
+        let inv = state.invitation_org(&body.0.invitation_id.0).await?;
+        let accepted = state
+            .actors
+            .user(auth.user.id.clone())
+            .accept_invitation(inv.organization_id, inv.id, &auth.session.token)
+            .await?;
+        state.reissue_cache(&auth.cookies, &auth.user, accepted.session);
+        let (inv, member) = (accepted.invitation, accepted.member);
+        let member = match &member {
+            Some(m) => Some(state.member_dto(m).await?),
+            None => None,
+        };
+        Ok(Json(InvitationAnswer {
+            invitation: InvitationDto::from(&inv),
+            member,
+        }))
+    }
+
+    /// Reject an invitation
+    #[oai(
+        path = "/reject-invitation",
+        method = "post",
+        operation_id = "rejectInvitation"
+    )]
+    async fn reject_invitation(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<InvitationIdBody>,
+    ) -> ApiResult<Json<InvitationAnswer>> {
+        let inv = state.invitation_org(&body.0.invitation_id.0).await?;
+        let (inv, _) = state
+            .actors
+            .org(inv.organization_id)
+            .respond_invitation(auth.user.id.clone(), inv.id, false)
+            .await?;
+        Ok(Json(InvitationAnswer {
+            invitation: InvitationDto::from(&inv),
+            member: None,
+        }))
+    }
+
+    /// Cancel an invitation
+    ///
+    /// Needs `invitation:cancel`.
+    #[oai(
+        path = "/cancel-invitation",
+        method = "post",
+        operation_id = "cancelInvitation"
+    )]
+    async fn cancel_invitation(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<InvitationIdBody>,
+    ) -> ApiResult<Json<InvitationDto>> {
+        let id = InvitationId(body.0.invitation_id.0);
+        let inv = state
+            .reader
+            .get_invitation(&id)
+            .await?
+            .ok_or(Code::InvitationNotFound)?;
+        let inv = state
+            .actors
+            .org(inv.organization_id)
+            .cancel_invitation(auth.acting(), id)
+            .await?;
+        Ok(Json(InvitationDto::from(&inv)))
+    }
+
+    /// Get an invitation
+    ///
+    /// For its recipient only, while pending: with the organization's name and slug and the
+    /// inviter's email.
+    #[oai(
+        path = "/get-invitation",
+        method = "get",
+        operation_id = "getInvitation"
+    )]
+    async fn get_invitation(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        id: Query<String>,
+    ) -> ApiResult<Json<InvitationDetails>> {
+        let (inv, org) = state.invitation_for(&auth.user, &id.0).await?;
+        let inviter_email = state
+            .reader
+            .get_user(&inv.inviter_id)
+            .await?
+            .map(|u| u.email);
+        Ok(Json(InvitationDetails {
+            invitation: InvitationDto::from(&inv),
+            organization_name: org.name,
+            organization_slug: org.slug,
+            inviter_email,
+        }))
+    }
+
+    /// List an organization's invitations
+    ///
+    /// Of `organizationId` or the active organization; members only.
+    #[oai(
+        path = "/list-invitations",
+        method = "get",
+        operation_id = "listInvitations"
+    )]
+    async fn list_invitations(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        #[oai(name = "organizationId")] organization_id: Query<Option<String>>,
+    ) -> ApiResult<Json<Vec<InvitationDto>>> {
+        let org = auth.org_id(organization_id.0.as_deref())?;
+        state.require_member(&org, &auth.user.id).await?;
+        let list = state.reader.list_invitations(&org).await?;
+        Ok(Json(list.iter().map(InvitationDto::from).collect()))
+    }
+
+    /// List the caller's pending invitations
+    #[oai(
+        path = "/list-user-invitations",
+        method = "get",
+        operation_id = "listUserInvitations"
+    )]
+    async fn list_user_invitations(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+    ) -> ApiResult<Json<Vec<InvitationDto>>> {
+        // An invitation id is the proof that its recipient reads the mailbox: it never reaches
+        // an account that has not proved the address (someone may have signed up with it).
+        if !auth.user.email_verified {
+            return Err(Code::InvitationEmailVerificationRequired.into());
+        }
+        let now = state.clock.now();
+        let list = state
+            .reader
+            .list_invitations_by_email(&auth.user.email)
+            .await?;
+        Ok(Json(
+            list.iter()
+                .filter(|i| i.status == InvitationStatus::Pending && i.expires_at > now)
+                .map(InvitationDto::from)
+                .collect(),
+        ))
+    }
+}

@@ -1,0 +1,267 @@
+//! Members: the caller's membership and role, listing, adding (server), removing, leaving and
+//! changing roles. Changes go through the organization's actor (removing oneself and leaving
+//! through the caller's, which also clears the active organization).
+use super::dto::*;
+use crate::dto::Text;
+use crate::error::{ApiError, ApiResult, Code};
+use crate::routes::{text, Tag};
+use crate::session::Principal;
+use crate::AppState;
+use actors::Acting;
+use poem::web::Data;
+use poem::Request;
+use poem_openapi::param::Query;
+use poem_openapi::payload::Json;
+use poem_openapi::{Object, OpenApi};
+use storage::{MemberId, OrgId, UserId};
+
+/// Member operations (tag Organization).
+pub struct MemberApi;
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct AddMemberBody {
+    user_id: Text,
+    role: RoleInput,
+    organization_id: Option<Text>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct RemoveMemberBody {
+    /// A member id, or the member's email.
+    member_id_or_email: Text,
+    organization_id: Option<Text>,
+}
+
+#[derive(Debug, Object)]
+struct MemberResponse {
+    member: MemberDto,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct UpdateMemberRoleBody {
+    member_id: Text,
+    role: RoleInput,
+    organization_id: Option<Text>,
+}
+
+#[derive(Debug, Object)]
+struct ListMembersResponse {
+    members: Vec<MemberDto>,
+    total: u64,
+}
+
+#[derive(Debug, Object)]
+struct MemberRole {
+    role: String,
+}
+
+#[OpenApi(prefix_path = "/organization", tag = "Tag::Organization")]
+impl MemberApi {
+    /// Get the caller's membership in the active organization
+    #[oai(
+        path = "/get-active-member",
+        method = "get",
+        operation_id = "getActiveMember"
+    )]
+    async fn get_active_member(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+    ) -> ApiResult<Json<MemberDto>> {
+        let org = auth.org_id(None)?;
+        let m = state
+            .reader
+            .get_member(&org, &auth.user.id)
+            .await?
+            .ok_or(Code::MemberNotFound)?;
+        Ok(Json(state.member_dto(&m).await?))
+    }
+
+    /// Get a member's role in the active organization
+    ///
+    /// The caller's own, or (`userId`) another member's; members only.
+    #[oai(
+        path = "/get-active-member-role",
+        method = "get",
+        operation_id = "getActiveMemberRole"
+    )]
+    async fn get_active_member_role(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        #[oai(name = "userId")] user_id: Query<Option<String>>,
+        #[oai(name = "organizationId")] organization_id: Query<Option<String>>,
+    ) -> ApiResult<Json<MemberRole>> {
+        let org = auth.org_id(organization_id.0.as_deref())?;
+        state.require_member(&org, &auth.user.id).await?;
+        let who = user_id
+            .0
+            .map(UserId)
+            .unwrap_or_else(|| auth.user.id.clone());
+        let m = state
+            .reader
+            .get_member(&org, &who)
+            .await?
+            .ok_or(Code::MemberNotFound)?;
+        Ok(Json(MemberRole { role: m.role }))
+    }
+
+    /// List members
+    ///
+    /// Of `organizationId` or the active organization, oldest first, with `limit`/`offset`
+    /// paging. Members only.
+    #[oai(path = "/list-members", method = "get", operation_id = "listMembers")]
+    async fn list_members(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        #[oai(name = "organizationId")] organization_id: Query<Option<String>>,
+        limit: Query<Option<u32>>,
+        offset: Query<Option<u32>>,
+    ) -> ApiResult<Json<ListMembersResponse>> {
+        let org = auth.org_id(organization_id.0.as_deref())?;
+        state.require_member(&org, &auth.user.id).await?;
+        let limit = limit
+            .0
+            .unwrap_or(state.config.limits.membership_limit)
+            .min(1000);
+        let members = state
+            .reader
+            .list_members_window(&org, offset.0.unwrap_or(0), limit)
+            .await?;
+        let total = state.reader.count_members(&org).await?;
+        Ok(Json(ListMembersResponse {
+            members: state.member_dtos(&members).await?,
+            total,
+        }))
+    }
+
+    /// Add a member (server only)
+    ///
+    /// Needs the server credential. Respects the membership limit.
+    #[oai(path = "/add-member", method = "post", operation_id = "addMember")]
+    async fn add_member(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        body: Json<AddMemberBody>,
+    ) -> ApiResult<Json<MemberDto>> {
+        match state.server_call(req) {
+            None => return Err(Code::NotFound.into()),
+            Some(false) => return Err(Code::Unauthorized.into()),
+            Some(true) => {}
+        }
+        let org = OrgId(
+            text(&body.0.organization_id)
+                .ok_or_else(|| {
+                    ApiError::validation(false, vec!["organizationId: required".into()])
+                })?
+                .to_owned(),
+        );
+        let m = state
+            .actors
+            .org(org)
+            .add_member(
+                Acting::Server,
+                UserId(body.0.user_id.0.clone()),
+                &body.0.role.joined(),
+            )
+            .await?;
+        Ok(Json(state.member_dto(&m).await?))
+    }
+
+    /// Remove a member
+    ///
+    /// Needs `member:delete` (or removing oneself). Only an owner removes an owner, and never
+    /// the last one.
+    #[oai(
+        path = "/remove-member",
+        method = "post",
+        operation_id = "removeMember"
+    )]
+    async fn remove_member(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<RemoveMemberBody>,
+    ) -> ApiResult<Json<MemberResponse>> {
+        let org = auth.org_id(text(&body.0.organization_id))?;
+        let target = body.0.member_id_or_email.0;
+        let member_id = if target.contains('@') {
+            let user = state
+                .reader
+                .get_user_by_email(&target)
+                .await?
+                .ok_or(Code::MemberNotFound)?;
+            state
+                .reader
+                .get_member(&org, &user.id)
+                .await?
+                .ok_or(Code::MemberNotFound)?
+                .id
+        } else {
+            MemberId(target)
+        };
+        // Spec §4: removing oneself clears the active organization (same actor turn).
+        let (removed, session) = state
+            .actors
+            .user(auth.user.id.clone())
+            .leave_organization(org, Some(member_id), &auth.session.token)
+            .await?;
+        state.reissue_cache(&auth.cookies, &auth.user, session);
+        Ok(Json(MemberResponse {
+            member: state.member_dto(&removed).await?,
+        }))
+    }
+
+    /// Leave an organization
+    ///
+    /// The only owner cannot leave. Clears the active organization if it was this one.
+    #[oai(path = "/leave", method = "post", operation_id = "leaveOrganization")]
+    async fn leave(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<OrgIdBody>,
+    ) -> ApiResult<Json<MemberDto>> {
+        let org = OrgId(body.0.organization_id.0);
+        let (left, session) = state
+            .actors
+            .user(auth.user.id.clone())
+            .leave_organization(org, None, &auth.session.token)
+            .await?;
+        state.reissue_cache(&auth.cookies, &auth.user, session);
+        Ok(Json(state.member_dto(&left).await?))
+    }
+
+    /// Change a member's role
+    ///
+    /// Needs `member:update`. Roles must exist; only an owner grants `owner` or changes an
+    /// owner's role; the last owner cannot be demoted.
+    #[oai(
+        path = "/update-member-role",
+        method = "post",
+        operation_id = "updateMemberRole"
+    )]
+    async fn update_member_role(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<UpdateMemberRoleBody>,
+    ) -> ApiResult<Json<MemberDto>> {
+        let org = auth.org_id(text(&body.0.organization_id))?;
+        let m = state
+            .actors
+            .org(org)
+            .update_member_role(
+                auth.acting(),
+                MemberId(body.0.member_id.0.clone()),
+                &body.0.role.joined(),
+            )
+            .await?;
+        Ok(Json(state.member_dto(&m).await?))
+    }
+}

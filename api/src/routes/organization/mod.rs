@@ -1,0 +1,475 @@
+//! Organizations and their members. Every change goes through the organization's actor (or,
+//! for creating one, the creator's actor); reads go to the store.
+//!
+//! Files: `members.rs`, `invitations.rs`, `teams.rs`, `roles.rs` (custom roles), `dto.rs`.
+mod dto;
+mod invitations;
+mod members;
+mod roles;
+mod teams;
+
+pub use invitations::InvitationApi;
+pub use members::MemberApi;
+pub use roles::RoleApi;
+pub use teams::TeamApi;
+pub(crate) use teams::TeamDto;
+
+use crate::dto::{iso, Nullable, Text};
+use crate::error::{ApiError, ApiResult, Code};
+use crate::routes::{text, Tag};
+use crate::session::Principal;
+use crate::AppState;
+use actors::OrgPatch;
+use dto::*;
+use poem::web::Data;
+use poem::Request;
+use poem_openapi::param::Query;
+use poem_openapi::payload::Json;
+use poem_openapi::{Object, OpenApi};
+use storage::{Member, MemberId, OrgId, Organization, UserId};
+
+pub struct OrganizationApi;
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct CreateBody {
+    /// At most 256 characters.
+    #[oai(validator(max_length = 256))]
+    name: Text,
+    /// 1–64 of `[a-z0-9_-]`.
+    slug: Text,
+    /// Server calls only (with the server credential): create on behalf of this user.
+    user_id: Option<Text>,
+    /// A logo URL; at most 2048 characters.
+    #[oai(validator(max_length = 2048))]
+    logo: Option<Text>,
+    /// Any JSON object; at most 8192 bytes once serialized.
+    metadata: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+    keep_current_active_organization: Option<bool>,
+}
+
+#[derive(Debug, Object)]
+struct SlugBody {
+    slug: Text,
+}
+
+#[derive(Debug, Object)]
+struct UpdateData {
+    #[oai(validator(max_length = 256))]
+    name: Option<Text>,
+    slug: Option<Text>,
+    #[oai(validator(max_length = 2048))]
+    logo: Option<Text>,
+    /// Any JSON object; at most 8192 bytes once serialized.
+    metadata: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct UpdateBody {
+    data: UpdateData,
+    organization_id: Option<Text>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct SetActiveBody {
+    /// `null` clears the active organization.
+    organization_id: Option<Text>,
+    organization_slug: Option<Text>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct HasPermissionBody {
+    /// `{resource: [action, …]}`; all must be granted.
+    permissions: Option<std::collections::BTreeMap<String, Vec<String>>>,
+    /// Older clients' name for `permissions`.
+    permission: Option<std::collections::BTreeMap<String, Vec<String>>>,
+    organization_id: Option<Text>,
+}
+
+#[derive(Debug, Object)]
+struct HasPermissionResponse {
+    success: bool,
+    error: Option<String>,
+}
+
+#[derive(Debug, Object)]
+struct SlugStatus {
+    status: bool,
+}
+
+fn valid_slug(slug: &str) -> bool {
+    !slug.is_empty()
+        && slug.len() <= 64
+        && slug
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+/// The largest organization metadata accepted, serialized.
+const MAX_METADATA_BYTES: usize = 8192;
+
+/// Organization metadata as stored (JSON text); `VALIDATION_ERROR` past 8192 bytes.
+fn metadata_text(
+    m: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+) -> ApiResult<Option<String>> {
+    let Some(m) = m else {
+        return Ok(None);
+    };
+    let text = serde_json::Value::Object(m.into_iter().collect()).to_string();
+    if text.len() > MAX_METADATA_BYTES {
+        return Err(ApiError::validation(
+            false,
+            vec![format!("metadata: at most {MAX_METADATA_BYTES} bytes")],
+        ));
+    }
+    Ok(Some(text))
+}
+
+impl AppState {
+    async fn member_dto(&self, m: &Member) -> ApiResult<MemberDto> {
+        let user = self
+            .reader
+            .get_user(&m.user_id)
+            .await?
+            .map(|u| MemberUserDto {
+                id: u.id.0,
+                name: u.name,
+                email: u.email,
+                image: u.image,
+            });
+        Ok(MemberDto {
+            id: m.id.0.clone(),
+            organization_id: m.organization_id.0.clone(),
+            user_id: m.user_id.0.clone(),
+            role: m.role.clone(),
+            team_id: m.team_id.as_ref().map(|t| t.0.clone()),
+            created_at: iso(&m.created_at),
+            user,
+        })
+    }
+
+    async fn member_dtos(&self, members: &[Member]) -> ApiResult<Vec<MemberDto>> {
+        let mut out = Vec::with_capacity(members.len());
+        for m in members {
+            out.push(self.member_dto(m).await?);
+        }
+        Ok(out)
+    }
+
+    /// The caller's membership, or 403 when not a member.
+    pub(crate) async fn require_member(&self, org: &OrgId, user: &UserId) -> ApiResult<Member> {
+        self.reader
+            .get_member(org, user)
+            .await?
+            .ok_or_else(|| Code::NotAMember.into())
+    }
+
+    async fn existing_org(&self, id: &OrgId) -> ApiResult<Organization> {
+        self.reader
+            .get_organization(id)
+            .await?
+            .ok_or_else(|| Code::OrganizationNotFound.into())
+    }
+}
+
+#[OpenApi(prefix_path = "/organization", tag = "Tag::Organization")]
+impl OrganizationApi {
+    /// Create an organization
+    ///
+    /// The caller becomes its first member with the creator role (`owner`) and, unless
+    /// `keepCurrentActiveOrganization`, it becomes the session's active organization. `userId`
+    /// is accepted only from server calls (server credential).
+    #[oai(path = "/create", method = "post", operation_id = "createOrganization")]
+    async fn create(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        body: Json<CreateBody>,
+    ) -> ApiResult<Json<OrganizationWithMembers>> {
+        let body = body.0;
+        let pending = req
+            .extensions()
+            .get::<crate::http::PendingCookies>()
+            .ok_or_else(|| ApiError::internal("cookie middleware missing"))?;
+        let session = state
+            .resolve_session(req, pending, Default::default())
+            .await?;
+        let (owner, session) = match (text(&body.user_id), state.server_call_ok(req)) {
+            (Some(id), true) => (UserId(id.to_owned()), None),
+            (Some(_), false) => return Err(Code::ServerCredentialRequired.into()),
+            (None, _) => match session {
+                Some(a) => (a.user.id.clone(), Some(a)),
+                None => return Err(Code::Unauthorized.into()),
+            },
+        };
+        if state.reader.get_user(&owner).await?.is_none() {
+            return Err(Code::UserNotFound.into());
+        }
+        let slug = body.slug.0.trim().to_owned();
+        if !valid_slug(&slug) {
+            return Err(ApiError::validation(
+                false,
+                vec!["slug: lowercase letters, digits, - and _ (1-64)".into()],
+            ));
+        }
+        if body.name.0.trim().is_empty() {
+            return Err(ApiError::validation(false, vec!["name: required".into()]));
+        }
+        let now = state.clock.now();
+        let creator_role = state.config.organization.creator_role.clone();
+        let org = Organization::new(
+            body.name.0.trim().to_owned(),
+            slug,
+            body.logo.map(|t| t.0),
+            metadata_text(body.metadata)?,
+            policy::parse_roles(&creator_role).contains(&storage::OWNER_ROLE),
+            now,
+        );
+        let member = Member {
+            id: MemberId::generate(),
+            organization_id: org.id.clone(),
+            user_id: owner.clone(),
+            role: creator_role,
+            team_id: None,
+            created_at: now,
+        };
+        // Created and (unless asked not to) made active in the same actor turn.
+        let activate = session
+            .as_ref()
+            .filter(|_| !body.keep_current_active_organization.unwrap_or(false))
+            .map(|a| a.session.token.as_str());
+        let now_active = state
+            .actors
+            .user(owner.clone())
+            .create_organization(
+                &org,
+                &member,
+                state.config.limits.organization_limit,
+                activate,
+            )
+            .await?;
+        if let Some(a) = &session {
+            state.reissue_cache(pending, &a.user, now_active);
+        }
+        tracing::info!(org = %org.id, user = %owner, "organization created");
+        Ok(Json(OrganizationWithMembers {
+            organization: OrganizationDto::from(&org),
+            members: vec![state.member_dto(&member).await?],
+        }))
+    }
+
+    /// Check whether a slug is free
+    ///
+    /// `{status: true}` when free; 400 "slug is taken" otherwise.
+    #[oai(path = "/check-slug", method = "post", operation_id = "checkSlug")]
+    async fn check_slug(
+        &self,
+        state: Data<&AppState>,
+        _auth: Principal,
+        body: Json<SlugBody>,
+    ) -> ApiResult<Json<SlugStatus>> {
+        if state
+            .reader
+            .get_organization_by_slug(body.0.slug.0.trim())
+            .await?
+            .is_some()
+        {
+            return Err(Code::SlugIsTaken.into());
+        }
+        Ok(Json(SlugStatus { status: true }))
+    }
+
+    /// Update an organization
+    ///
+    /// Needs `organization:update`. `organizationId` defaults to the active organization.
+    #[oai(path = "/update", method = "post", operation_id = "updateOrganization")]
+    async fn update(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<UpdateBody>,
+    ) -> ApiResult<Json<OrganizationDto>> {
+        let body = body.0;
+        let org = auth.org_id(text(&body.organization_id))?;
+        if let Some(s) = text(&body.data.slug) {
+            if !valid_slug(s) {
+                return Err(ApiError::validation(
+                    false,
+                    vec!["data.slug: lowercase letters, digits, - and _ (1-64)".into()],
+                ));
+            }
+        }
+        let patch = OrgPatch {
+            name: body.data.name.map(|t| t.0),
+            slug: body.data.slug.map(|t| t.0),
+            logo: body.data.logo.map(|t| Some(t.0)),
+            metadata: match body.data.metadata {
+                Some(m) => Some(metadata_text(Some(m))?),
+                None => None,
+            },
+        };
+        let updated = state.actors.org(org).update(auth.acting(), patch).await?;
+        Ok(Json(OrganizationDto::from(&updated)))
+    }
+
+    /// Delete an organization
+    ///
+    /// Needs `organization:delete` (owners). Members, invitations, teams and roles go with it;
+    /// sessions that had it active lose it.
+    #[oai(path = "/delete", method = "post", operation_id = "deleteOrganization")]
+    async fn delete(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<OrgIdBody>,
+    ) -> ApiResult<Json<OrganizationDto>> {
+        let org = OrgId(body.0.organization_id.0);
+        let deleted = state.actors.org(org).delete(auth.acting()).await?;
+        Ok(Json(OrganizationDto::from(&deleted)))
+    }
+
+    /// List the caller's organizations
+    #[oai(path = "/list", method = "get", operation_id = "listOrganizations")]
+    async fn list(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+    ) -> ApiResult<Json<Vec<OrganizationDto>>> {
+        let orgs = state.reader.list_user_organizations(&auth.user.id).await?;
+        Ok(Json(orgs.iter().map(OrganizationDto::from).collect()))
+    }
+
+    /// Set the active organization
+    ///
+    /// By id or slug; `null` clears it. The caller must be a member.
+    #[oai(
+        path = "/set-active",
+        method = "post",
+        operation_id = "setActiveOrganization"
+    )]
+    async fn set_active(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<SetActiveBody>,
+    ) -> ApiResult<Json<Nullable<OrganizationDto>>> {
+        let Principal { user, session, .. } = auth;
+        let org = match (
+            text(&body.0.organization_id),
+            text(&body.0.organization_slug),
+        ) {
+            (Some(id), _) => Some(state.existing_org(&OrgId(id.to_owned())).await?),
+            (None, Some(slug)) => Some(
+                state
+                    .reader
+                    .get_organization_by_slug(slug)
+                    .await?
+                    .ok_or(Code::OrganizationNotFound)?,
+            ),
+            (None, None) => None,
+        };
+        if let Some(o) = &org {
+            state.require_member(&o.id, &user.id).await?;
+        }
+        state
+            .set_active_org(
+                &auth.cookies,
+                &user,
+                &session.token,
+                org.as_ref().map(|o| o.id.clone()),
+            )
+            .await?;
+        Ok(Json(Nullable(org.as_ref().map(OrganizationDto::from))))
+    }
+
+    /// Get the full organization
+    ///
+    /// The organization (by `organizationId`, `organizationSlug`, or the active one) with its
+    /// members; `null` when there is no active organization. Members only.
+    #[oai(
+        path = "/get-full-organization",
+        method = "get",
+        operation_id = "getFullOrganization"
+    )]
+    async fn get_full(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        #[oai(name = "organizationId")] organization_id: Query<Option<String>>,
+        #[oai(name = "organizationSlug")] organization_slug: Query<Option<String>>,
+    ) -> ApiResult<Json<Nullable<FullOrganization>>> {
+        let org = match (organization_id.0, organization_slug.0) {
+            (Some(id), _) => state.existing_org(&OrgId(id)).await?,
+            (None, Some(slug)) => state
+                .reader
+                .get_organization_by_slug(&slug)
+                .await?
+                .ok_or(Code::OrganizationNotFound)?,
+            (None, None) => match &auth.session.active_organization_id {
+                Some(id) => state.existing_org(id).await?,
+                None => return Ok(Json(Nullable(None))),
+            },
+        };
+        state.require_member(&org.id, &auth.user.id).await?;
+        let limit = state.config.limits.membership_limit;
+        let members = state.reader.list_members_window(&org.id, 0, limit).await?;
+        Ok(Json(Nullable(Some(FullOrganization {
+            organization: OrganizationDto::from(&org),
+            members: state.member_dtos(&members).await?,
+            invitations: state
+                .reader
+                .list_invitations(&org.id)
+                .await?
+                .iter()
+                .map(InvitationDto::from)
+                .collect(),
+            teams: state
+                .reader
+                .list_teams(&org.id)
+                .await?
+                .iter()
+                .map(TeamDto::from)
+                .collect(),
+        }))))
+    }
+
+    /// Check the caller's permissions
+    ///
+    /// Whether the caller's roles in the organization grant every listed permission.
+    #[oai(
+        path = "/has-permission",
+        method = "post",
+        operation_id = "hasPermission"
+    )]
+    async fn has_permission(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<HasPermissionBody>,
+    ) -> ApiResult<Json<HasPermissionResponse>> {
+        let org = auth.org_id(text(&body.0.organization_id))?;
+        let asked = body
+            .0
+            .permissions
+            .or(body.0.permission)
+            .ok_or_else(|| ApiError::validation(false, vec!["permissions: required".into()]))?;
+        let perms: policy::Permissions = asked
+            .into_iter()
+            .map(|(r, a)| (r, a.into_iter().collect()))
+            .collect();
+        policy::validate_permissions(&perms)
+            .map_err(|e| ApiError::validation(false, vec![e.to_string()]))?;
+        let ok = state
+            .actors
+            .org(org)
+            .has_permission(auth.user.id.clone(), perms)
+            .await?;
+        Ok(Json(HasPermissionResponse {
+            success: ok,
+            error: None,
+        }))
+    }
+}

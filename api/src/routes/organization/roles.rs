@@ -1,0 +1,210 @@
+//! Custom roles of an organization (the access-control surface): create, update, delete, list,
+//! read. Changes go through the organization's actor, which also checks that nobody grants more
+//! than they hold.
+use crate::dto::{iso, Text};
+use crate::error::{ApiError, ApiResult, Code};
+use crate::routes::{text, Tag};
+use crate::session::Principal;
+use crate::AppState;
+use actors::RoleChange;
+use poem::web::Data;
+use poem_openapi::param::Query;
+use poem_openapi::payload::Json;
+use poem_openapi::{Object, OpenApi};
+use std::collections::BTreeMap;
+use storage::{OrganizationRole, UserId};
+
+/// Custom-role operations (tag Organization).
+pub struct RoleApi;
+
+#[derive(Debug, Object)]
+#[oai(rename = "OrganizationRole", rename_all = "camelCase")]
+struct RoleDto {
+    id: String,
+    organization_id: String,
+    role: String,
+    /// `{resource: [action, …]}`.
+    permission: BTreeMap<String, Vec<String>>,
+    created_at: String,
+    updated_at: Option<String>,
+}
+
+impl From<&OrganizationRole> for RoleDto {
+    fn from(r: &OrganizationRole) -> Self {
+        Self {
+            id: r.id.0.clone(),
+            organization_id: r.organization_id.0.clone(),
+            role: r.role.clone(),
+            permission: serde_json::from_str(&r.permission).unwrap_or_default(),
+            created_at: iso(&r.created_at),
+            updated_at: r.updated_at.as_ref().map(iso),
+        }
+    }
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct CreateRoleBody {
+    role: Text,
+    /// `{resource: [action, …]}`.
+    permission: BTreeMap<String, Vec<String>>,
+    organization_id: Option<Text>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct RoleData {
+    permission: Option<BTreeMap<String, Vec<String>>>,
+    role_name: Option<Text>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct UpdateRoleBody {
+    role_name: Text,
+    data: RoleData,
+    organization_id: Option<Text>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct DeleteRoleBody {
+    role_name: Text,
+    organization_id: Option<Text>,
+}
+
+fn perms(p: BTreeMap<String, Vec<String>>) -> policy::Permissions {
+    p.into_iter()
+        .map(|(r, a)| (r, a.into_iter().collect()))
+        .collect()
+}
+
+impl AppState {
+    /// Membership plus `ac:read`, asked of the organization's policy.
+    async fn require_ac_read(&self, org: &storage::OrgId, user: &UserId) -> ApiResult<()> {
+        let perms: policy::Permissions =
+            [("ac".to_string(), ["read".to_string()].into_iter().collect())]
+                .into_iter()
+                .collect();
+        if self
+            .actors
+            .org(org.clone())
+            .has_permission(user.clone(), perms)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(ApiError::with_message(
+                Code::Forbidden,
+                "You are not allowed to access resource: ac",
+            ))
+        }
+    }
+}
+
+#[OpenApi(prefix_path = "/organization", tag = "Tag::Organization")]
+impl RoleApi {
+    /// Create a custom role
+    ///
+    /// Needs `ac:create`. Valid in this organization only; names of built-in and configured
+    /// roles are taken.
+    #[oai(path = "/create-role", method = "post", operation_id = "createOrgRole")]
+    async fn create_role(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<CreateRoleBody>,
+    ) -> ApiResult<Json<RoleDto>> {
+        let org = auth.org_id(text(&body.0.organization_id))?;
+        let permission = perms(body.0.permission);
+        let change = RoleChange::Create {
+            role: body.0.role.0.clone(),
+            permission,
+        };
+        let r = state.actors.org(org).role(auth.acting(), change).await?;
+        Ok(Json(RoleDto::from(&r)))
+    }
+
+    /// Update a custom role
+    ///
+    /// Needs `ac:update`: new permissions and/or a new name (not while members hold it).
+    #[oai(path = "/update-role", method = "post", operation_id = "updateOrgRole")]
+    async fn update_role(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<UpdateRoleBody>,
+    ) -> ApiResult<Json<RoleDto>> {
+        let org = auth.org_id(text(&body.0.organization_id))?;
+        let permission = body.0.data.permission.map(perms);
+        let change = RoleChange::Update {
+            role: body.0.role_name.0.clone(),
+            new_name: text(&body.0.data.role_name).map(str::to_owned),
+            permission,
+        };
+        let r = state.actors.org(org).role(auth.acting(), change).await?;
+        Ok(Json(RoleDto::from(&r)))
+    }
+
+    /// Delete a custom role
+    ///
+    /// Needs `ac:delete`. Refused (400 `ROLE_IS_ASSIGNED_TO_MEMBERS`) while members hold it.
+    #[oai(path = "/delete-role", method = "post", operation_id = "deleteOrgRole")]
+    async fn delete_role(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<DeleteRoleBody>,
+    ) -> ApiResult<Json<RoleDto>> {
+        let org = auth.org_id(text(&body.0.organization_id))?;
+        let change = RoleChange::Delete {
+            role: body.0.role_name.0.clone(),
+        };
+        let r = state.actors.org(org).role(auth.acting(), change).await?;
+        Ok(Json(RoleDto::from(&r)))
+    }
+
+    /// List custom roles
+    ///
+    /// Needs `ac:read` (every built-in role has it).
+    #[oai(path = "/list-roles", method = "get", operation_id = "listOrgRoles")]
+    async fn list_roles(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        #[oai(name = "organizationId")] organization_id: Query<Option<String>>,
+    ) -> ApiResult<Json<Vec<RoleDto>>> {
+        let org = auth.org_id(organization_id.0.as_deref())?;
+        state.require_ac_read(&org, &auth.user.id).await?;
+        Ok(Json(
+            state
+                .reader
+                .list_roles(&org)
+                .await?
+                .iter()
+                .map(RoleDto::from)
+                .collect(),
+        ))
+    }
+
+    /// Get a custom role
+    ///
+    /// Needs `ac:read`.
+    #[oai(path = "/get-role", method = "get", operation_id = "getOrgRole")]
+    async fn get_role(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        #[oai(name = "roleName")] role_name: Query<String>,
+        #[oai(name = "organizationId")] organization_id: Query<Option<String>>,
+    ) -> ApiResult<Json<RoleDto>> {
+        let org = auth.org_id(organization_id.0.as_deref())?;
+        state.require_ac_read(&org, &auth.user.id).await?;
+        let r = state
+            .reader
+            .get_role(&org, &role_name.0)
+            .await?
+            .ok_or(Code::InvalidRole)?;
+        Ok(Json(RoleDto::from(&r)))
+    }
+}

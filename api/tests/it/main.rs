@@ -1,0 +1,12 @@
+//! The API's integration tests, one binary with a module per area (linking the whole server
+//! once instead of once per file): in-process tests over the real endpoint (`api`, `account`,
+//! `organization`), the real binary end to end (`e2e`), and the SMTP transport against a real
+//! SMTP server (`smtp`). `common` is the shared harness.
+mod account;
+mod api;
+mod common;
+mod e2e;
+mod migration;
+mod organization;
+mod processes;
+mod smtp;

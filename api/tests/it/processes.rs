@@ -1,0 +1,478 @@
+//! Several Gatehouse processes on one store, as a deployment behind a load balancer runs them:
+//! two real `gatehouse` binaries on one SQLite file, and two on one keyspace of the CQL node
+//! (`SCYLLA_URI`; see `storage/tests/scylla.rs`), raced over HTTP. Every rule that one process
+//! keeps with its actors must hold when the other process writes at the same moment.
+use crate::common::Server;
+use futures::future::join_all;
+use serde_json::{json, Value};
+use std::process::Command;
+use storage::scylla::testing::{throwaway_keyspace, DropKeyspace};
+
+const TRIALS: usize = 200;
+
+/// One race at a time in this binary: each starts two servers (and loads the CQL node), which
+/// would otherwise compete for the machine's cores with every other race at once.
+static ONE_AT_A_TIME: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+const SERVER_KEY: &str = "processes-server-key-0123456789abcdef";
+const ORIGIN: &str = "http://localhost:3000";
+
+/// Two processes on one store, and what the store needs cleaned up.
+struct Pair {
+    a: Server,
+    b: Server,
+    http: reqwest::Client,
+    dir: tempfile::TempDir,
+    _keyspace: Option<DropKeyspace>,
+}
+
+#[derive(Clone, Copy)]
+enum Backend {
+    Sqlite,
+    Scylla,
+}
+
+/// Starts two processes on one store (`None`: the backend is not available here).
+fn pair(backend: Backend, extra: &[(&str, &str)]) -> Option<Pair> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut env: Vec<(String, String)> = vec![
+        (
+            "GATEHOUSE_SECRET".into(),
+            "processes-secret-0123456789abcdefghij".into(),
+        ),
+        ("GATEHOUSE_SERVER_KEY".into(), SERVER_KEY.into()),
+    ];
+    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let mut keyspace = None;
+    if let Backend::Scylla = backend {
+        let (opts, guard) = throwaway_keyspace("gh_proc")?;
+        env.extend([
+            ("GATEHOUSE_STORE".into(), "scylla".into()),
+            ("GATEHOUSE_SCYLLA__URI".into(), opts.nodes.join(",")),
+            ("GATEHOUSE_SCYLLA__KEYSPACE".into(), opts.keyspace.clone()),
+            (
+                "GATEHOUSE_SCYLLA__REPLICATION".into(),
+                opts.replication.clone(),
+            ),
+        ]);
+        // The schema is made once, by the migrate command, before any server starts.
+        let out = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+            .arg("migrate")
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env("GATEHOUSE_DATA_DIR", dir.path())
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        keyspace = Some(guard);
+    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Some(Pair {
+        a: Server::start_with(dir.path(), &env, None),
+        b: Server::start_with(dir.path(), &env, None),
+        http: reqwest::Client::new(),
+        dir,
+        _keyspace: keyspace,
+    })
+}
+
+struct Reply {
+    status: u16,
+    body: Value,
+    cookie: Option<String>,
+}
+
+impl Reply {
+    fn code(&self) -> &str {
+        self.body["code"].as_str().unwrap_or_default()
+    }
+}
+
+impl Pair {
+    /// Process A for even `i`, B for odd.
+    fn pick(&self, i: usize) -> &Server {
+        if i % 2 == 0 {
+            &self.a
+        } else {
+            &self.b
+        }
+    }
+
+    async fn call(
+        &self,
+        server: &Server,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+        cookie: Option<&str>,
+        server_key: bool,
+    ) -> Reply {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", server.base))
+            .header("origin", ORIGIN);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        if let Some(c) = cookie {
+            req = req.header("cookie", c);
+        }
+        if server_key {
+            req = req.bearer_auth(SERVER_KEY);
+        }
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        let cookie = r
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|c| c.contains("session_token=") && !c.contains("Max-Age=0"))
+            .map(|c| c.split(';').next().unwrap_or_default().to_owned());
+        let text = r.text().await.unwrap();
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        assert!(status < 500, "{path}: {status} {body}");
+        Reply {
+            status,
+            body,
+            cookie,
+        }
+    }
+
+    async fn post(&self, s: &Server, path: &str, body: Value, cookie: Option<&str>) -> Reply {
+        self.call(s, reqwest::Method::POST, path, Some(body), cookie, false)
+            .await
+    }
+
+    async fn get(&self, s: &Server, path: &str, cookie: &str) -> Reply {
+        self.call(s, reqwest::Method::GET, path, None, Some(cookie), false)
+            .await
+    }
+
+    /// Signs up on A; the session cookie and the user id.
+    async fn user(&self, email: &str) -> (String, String) {
+        let r = self
+            .post(
+                &self.a,
+                "/sign-up/email",
+                json!({"email": email, "password": "a-good-password", "name": "P"}),
+                None,
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        (
+            r.cookie.expect("a session cookie"),
+            r.body["user"]["id"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    async fn new_org(&self, cookie: &str) -> String {
+        let slug = format!("o-{}", storage::random_string(12).to_ascii_lowercase());
+        let r = self
+            .post(
+                &self.a,
+                "/organization/create",
+                json!({"name": "Org", "slug": slug}),
+                Some(cookie),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body["id"].as_str().unwrap().to_owned()
+    }
+
+    async fn add_member(&self, s: &Server, org: &str, user: &str, role: &str) -> Reply {
+        self.call(
+            s,
+            reqwest::Method::POST,
+            "/organization/add-member",
+            Some(json!({"userId": user, "role": role, "organizationId": org})),
+            None,
+            true,
+        )
+        .await
+    }
+
+    /// The members of `org`, as process `s` reads them.
+    async fn members(&self, s: &Server, org: &str, cookie: &str) -> Value {
+        let r = self
+            .get(
+                s,
+                &format!("/organization/list-members?organizationId={org}&limit=1000"),
+                cookie,
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body
+    }
+
+    /// The token of the one reset mail for `email` not in `seen` (both processes share the
+    /// outbox folder, and their clocks may tie), which joins `seen`.
+    fn reset_token(
+        &self,
+        email: &str,
+        seen: &mut std::collections::HashSet<std::path::PathBuf>,
+    ) -> String {
+        let dir = self.dir.path().join("outbox");
+        let newest = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json") && !seen.contains(p))
+            .filter_map(|p| {
+                let m: Value = serde_json::from_str(&std::fs::read_to_string(&p).ok()?).ok()?;
+                (m["kind"] == "reset-password" && m["to"] == email).then_some((p, m))
+            })
+            .max_by(|x, y| x.0.cmp(&y.0))
+            .expect("a reset mail");
+        seen.insert(newest.0.clone());
+        let link = newest.1["link"].as_str().unwrap().to_owned();
+        let after = link.split("/reset-password/").nth(1).unwrap();
+        after.split('?').next().unwrap().to_owned()
+    }
+}
+
+macro_rules! on_both_backends {
+    ($($race:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $race() {
+                    let _turn = super::ONE_AT_A_TIME.acquire().await.unwrap();
+                    super::$race(super::Backend::Sqlite).await;
+                }
+            )*
+        }
+        mod cql {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $race() {
+                    let _turn = super::ONE_AT_A_TIME.acquire().await.unwrap();
+                    super::$race(super::Backend::Scylla).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_backends!(
+    sign_ups_of_one_email_make_one_user,
+    a_reset_token_is_consumed_once,
+    a_revoked_session_stays_revoked_while_the_other_process_refreshes_it,
+    joins_stop_at_the_membership_limit,
+    two_last_owners_removing_each_other_leave_one,
+);
+
+/// 20 sign-ups of one address, half on each process: exactly one user.
+async fn sign_ups_of_one_email_make_one_user(backend: Backend) {
+    let Some(p) = pair(backend, &[]) else { return };
+    for trial in 0..TRIALS {
+        let email = format!("race{trial}@example.com");
+        let body = json!({"email": email, "password": "a-good-password", "name": "R"});
+        let replies =
+            join_all((0..20).map(|i| p.post(p.pick(i), "/sign-up/email", body.clone(), None)))
+                .await;
+        let won: Vec<&Reply> = replies.iter().filter(|r| r.status == 200).collect();
+        assert_eq!(won.len(), 1, "trial {trial}");
+        for r in replies.iter().filter(|r| r.status != 200) {
+            assert_eq!(
+                (r.status, r.code()),
+                (422, "USER_ALREADY_EXISTS"),
+                "trial {trial}"
+            );
+        }
+        // The one user signs in on either process.
+        let user = won[0].body["user"]["id"].clone();
+        for s in [&p.a, &p.b] {
+            let r = p
+                .post(
+                    s,
+                    "/sign-in/email",
+                    json!({"email": email, "password": "a-good-password"}),
+                    None,
+                )
+                .await;
+            assert_eq!(
+                (r.status, &r.body["user"]["id"]),
+                (200, &user),
+                "trial {trial}"
+            );
+        }
+    }
+}
+
+/// A reset token sent to both processes at once resets the password once.
+async fn a_reset_token_is_consumed_once(backend: Backend) {
+    let Some(p) = pair(backend, &[]) else { return };
+    let email = "reset@example.com";
+    p.user(email).await;
+    let mut seen = std::collections::HashSet::new();
+    for trial in 0..TRIALS {
+        let r = p
+            .post(
+                p.pick(trial),
+                "/request-password-reset",
+                json!({"email": email, "redirectTo": "/reset"}),
+                None,
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let token = p.reset_token(email, &mut seen);
+        let password = format!("new-password-{trial}");
+        let body = json!({"token": token, "newPassword": password});
+        let (ra, rb) = tokio::join!(
+            p.post(&p.a, "/reset-password", body.clone(), None),
+            p.post(&p.b, "/reset-password", body, None),
+        );
+        let ok = [&ra, &rb].iter().filter(|r| r.status == 200).count();
+        assert_eq!(ok, 1, "trial {trial}: {} / {}", ra.body, rb.body);
+        let lost = if ra.status == 200 { &rb } else { &ra };
+        assert_eq!(
+            (lost.status, lost.code()),
+            (400, "INVALID_TOKEN"),
+            "trial {trial}"
+        );
+        let r = p
+            .post(
+                p.pick(trial + 1),
+                "/sign-in/email",
+                json!({"email": email, "password": password}),
+                None,
+            )
+            .await;
+        assert_eq!(r.status, 200, "trial {trial}: the new password works");
+    }
+}
+
+/// A session revoked on A while B refreshes it (every request refreshes here) stays revoked.
+async fn a_revoked_session_stays_revoked_while_the_other_process_refreshes_it(backend: Backend) {
+    let Some(p) = pair(backend, &[("GATEHOUSE_SESSION__UPDATE_AGE", "0")]) else {
+        return;
+    };
+    let email = "refresh@example.com";
+    p.user(email).await;
+    for trial in 0..TRIALS {
+        let r = p
+            .post(
+                &p.b,
+                "/sign-in/email",
+                json!({"email": email, "password": "a-good-password"}),
+                None,
+            )
+            .await;
+        let cookie = r.cookie.expect("session cookie");
+        let token = r.body["token"].as_str().unwrap().to_owned();
+        let refreshes = join_all((0..4).map(|_| p.get(&p.b, "/get-session", &cookie)));
+        let revoke = p.post(
+            &p.a,
+            "/revoke-session",
+            json!({"token": token}),
+            Some(&cookie),
+        );
+        let (refreshed, revoked) = tokio::join!(refreshes, revoke);
+        assert_eq!(revoked.status, 200, "trial {trial}: {}", revoked.body);
+        for r in &refreshed {
+            assert_eq!(r.status, 200, "trial {trial}");
+        }
+        for s in [&p.a, &p.b] {
+            let r = p.get(s, "/get-session", &cookie).await;
+            assert_eq!(r.body, Value::Null, "trial {trial}: revoked stays revoked");
+        }
+    }
+}
+
+/// 150 joins, half through each process, into organizations limited to 100 members: exactly
+/// 100 members (the owner and 99 joins), every time. (Fewer trials on the CQL node: each is
+/// 150 lightweight transactions on one partition, and the node shares the machine's cores.)
+async fn joins_stop_at_the_membership_limit(backend: Backend) {
+    let trials = match backend {
+        Backend::Sqlite => TRIALS,
+        Backend::Scylla => TRIALS / 4,
+    };
+    let Some(p) = pair(backend, &[("GATEHOUSE_LIMITS__MEMBERSHIP_LIMIT", "100")]) else {
+        return;
+    };
+    let (owner, _) = p.user("owner@example.com").await;
+    let mut joiners = Vec::new();
+    for i in 0..150 {
+        joiners.push(p.user(&format!("joiner{i}@example.com")).await.1);
+    }
+    for trial in 0..trials {
+        let org = p.new_org(&owner).await;
+        let replies = join_all(
+            joiners
+                .iter()
+                .enumerate()
+                .map(|(i, u)| p.add_member(p.pick(i), &org, u, "member")),
+        )
+        .await;
+        let joined = replies.iter().filter(|r| r.status == 200).count();
+        assert_eq!(joined, 99, "trial {trial}");
+        for r in replies.iter().filter(|r| r.status != 200) {
+            assert_eq!(
+                (r.status, r.code()),
+                (403, "ORGANIZATION_MEMBERSHIP_LIMIT_REACHED"),
+                "trial {trial}"
+            );
+        }
+        for s in [&p.a, &p.b] {
+            let m = p.members(s, &org, &owner).await;
+            assert_eq!(m["total"], 100, "trial {trial}");
+            assert_eq!(m["members"].as_array().unwrap().len(), 100, "trial {trial}");
+        }
+    }
+}
+
+/// Two owners, the only two, remove each other — one through A, one through B: one owner is
+/// left, every time.
+async fn two_last_owners_removing_each_other_leave_one(backend: Backend) {
+    let Some(p) = pair(backend, &[]) else { return };
+    let (c1, _) = p.user("first-owner@example.com").await;
+    let (c2, u2) = p.user("second-owner@example.com").await;
+    for trial in 0..TRIALS {
+        let org = p.new_org(&c1).await;
+        let m2 = p.add_member(&p.b, &org, &u2, "owner").await;
+        assert_eq!(m2.status, 200, "{}", m2.body);
+        let members = p.members(&p.a, &org, &c1).await;
+        let m1 = members["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["id"] != m2.body["id"])
+            .unwrap()["id"]
+            .clone();
+        let remove =
+            |member: &Value, org: &str| json!({"memberIdOrEmail": member, "organizationId": org});
+        let (ra, rb) = tokio::join!(
+            p.post(
+                &p.a,
+                "/organization/remove-member",
+                remove(&m2.body["id"], &org),
+                Some(&c1)
+            ),
+            p.post(
+                &p.b,
+                "/organization/remove-member",
+                remove(&m1, &org),
+                Some(&c2)
+            ),
+        );
+        let ok = [&ra, &rb].iter().filter(|r| r.status == 200).count();
+        assert_eq!(ok, 1, "trial {trial}: {} / {}", ra.body, rb.body);
+        let survivor = if ra.status == 200 { &c1 } else { &c2 };
+        let left = p.members(&p.b, &org, survivor).await;
+        let owners: Vec<&Value> = left["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "owner")
+            .collect();
+        assert_eq!(
+            (left["total"].clone(), owners.len()),
+            (json!(1), 1),
+            "trial {trial}"
+        );
+    }
+}

@@ -1,0 +1,156 @@
+//! The keyspace and its tables, created or migrated at start (`gatehouse migrate` runs the same).
+//! `schema_version` records which migrations ran; a database written by a newer Gatehouse is
+//! refused rather than written into.
+//!
+//! ScyllaDB creates keyspaces with tablets by default, and lightweight transactions (which every
+//! claim here is) are not supported in tablet keyspaces on ScyllaDB 2025.1–2025.3: the keyspace
+//! is created with tablets off there. Cassandra does not know the option, so it is only added
+//! when the cluster reports the TABLETS feature.
+use super::{int, text, Cols, ScyllaStore};
+use crate::{StoreError, StoreResult};
+
+/// The schema this build writes.
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// Tables, by the access path each serves. Tables written with lightweight transactions are
+/// marked LWT; the others only ever get plain, idempotent writes.
+const MIGRATIONS: &[&[&str]] = &[&[
+    // LWT. The user row; `version` is compare-and-set by decisions on the user.
+    "CREATE TABLE IF NOT EXISTS {ks}.users (id text PRIMARY KEY, email text, \
+     email_verified boolean, name text, image text, role text, banned boolean, ban_reason text, \
+     ban_expires bigint, created_at bigint, updated_at bigint, version bigint)",
+    // LWT. Email claims (unique, lowercased).
+    "CREATE TABLE IF NOT EXISTS {ks}.users_by_email (email text PRIMARY KEY, user_id text, \
+     claimed_at bigint)",
+    // LWT. A user's linked accounts.
+    "CREATE TABLE IF NOT EXISTS {ks}.accounts_by_user (user_id text, provider_id text, \
+     account_id text, id text, password text, access_token text, refresh_token text, \
+     id_token text, access_token_expires_at bigint, refresh_token_expires_at bigint, \
+     scope text, created_at bigint, updated_at bigint, \
+     PRIMARY KEY (user_id, provider_id, account_id))",
+    // LWT. (provider, account) claims.
+    "CREATE TABLE IF NOT EXISTS {ks}.accounts_by_provider (provider_id text, account_id text, \
+     user_id text, PRIMARY KEY ((provider_id, account_id)))",
+    // LWT, TTL. Sessions by token.
+    "CREATE TABLE IF NOT EXISTS {ks}.sessions (session_token text PRIMARY KEY, id text, user_id text, \
+     expires_at bigint, ip_address text, user_agent text, created_at bigint, updated_at bigint, \
+     active_organization_id text, active_team_id text, impersonated_by text) \
+     WITH gc_grace_seconds = 86400",
+    // TTL. A user's session tokens.
+    "CREATE TABLE IF NOT EXISTS {ks}.sessions_by_user (user_id text, session_token text, \
+     expires_at bigint, PRIMARY KEY (user_id, session_token)) WITH gc_grace_seconds = 86400",
+    // LWT, TTL. Single-use values by identifier.
+    "CREATE TABLE IF NOT EXISTS {ks}.verifications (identifier text PRIMARY KEY, id text, \
+     value text, expires_at bigint, created_at bigint, updated_at bigint) \
+     WITH gc_grace_seconds = 86400",
+    // TTL. Single-use values by the value they point at (a user id).
+    "CREATE TABLE IF NOT EXISTS {ks}.verifications_by_value (value text, identifier text, \
+     PRIMARY KEY (value, identifier)) WITH gc_grace_seconds = 86400",
+    // LWT. One partition per organization: static columns are the organization, clustering
+    // rows (kind, key) its members (key: user id), invitations (id), teams (id), team members
+    // (team id/user id) and roles (name).
+    "CREATE TABLE IF NOT EXISTS {ks}.org_rows (org_id text, kind text, key text, \
+     o_name text STATIC, o_slug text STATIC, o_logo text STATIC, o_metadata text STATIC, \
+     o_created_at bigint STATIC, version bigint STATIC, member_count int STATIC, \
+     owner_count int STATIC, roles_version bigint STATIC, \
+     id text, user_id text, role text, team_id text, email text, status text, \
+     inviter_id text, permission text, name text, expires_at bigint, created_at bigint, \
+     updated_at bigint, PRIMARY KEY (org_id, kind, key))",
+    // LWT. Slug claims.
+    "CREATE TABLE IF NOT EXISTS {ks}.orgs_by_slug (slug text PRIMARY KEY, org_id text, claimed_at bigint)",
+    // Lookups (plain writes; a lookup pointing at nothing reads as nothing).
+    // Written before the membership it lists (so a concurrent count sees it), with the time.
+    "CREATE TABLE IF NOT EXISTS {ks}.orgs_by_user (user_id text, org_id text, since bigint, \
+     PRIMARY KEY (user_id, org_id))",
+    "CREATE TABLE IF NOT EXISTS {ks}.invitations_by_id (id text PRIMARY KEY, org_id text)",
+    "CREATE TABLE IF NOT EXISTS {ks}.invitations_by_email (email text, id text, org_id text, \
+     PRIMARY KEY (email, id))",
+    "CREATE TABLE IF NOT EXISTS {ks}.teams_by_id (id text PRIMARY KEY, org_id text)",
+    "CREATE TABLE IF NOT EXISTS {ks}.team_members_by_user (user_id text, team_id text, \
+     org_id text, PRIMARY KEY (user_id, team_id))",
+    // Signing keys: few, one partition.
+    "CREATE TABLE IF NOT EXISTS {ks}.key_pairs (bucket text, id text, public_key text, \
+     private_key text, created_at bigint, PRIMARY KEY (bucket, id))",
+]];
+
+pub(super) fn newer(ks: &str, at: i32) -> StoreError {
+    StoreError::Internal(format!(
+        "the keyspace {ks} holds schema version {at}, newer than this Gatehouse's \
+         {SCHEMA_VERSION}: refusing to use it (upgrade Gatehouse)"
+    ))
+}
+
+/// The version recorded in the keyspace (0: none yet).
+pub(super) async fn current(store: &ScyllaStore) -> StoreResult<i32> {
+    let exists = store
+        .row(
+            "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? \
+             AND table_name = 'schema_version'",
+            vec![text(&store.ks)],
+        )
+        .await?
+        .is_some();
+    if !exists {
+        return Ok(0);
+    }
+    Ok(store
+        .row(
+            &format!(
+                "SELECT version FROM {}.schema_version WHERE id = ?",
+                store.ks
+            ),
+            vec![text("gatehouse")],
+        )
+        .await?
+        .and_then(|r| Cols(&r).obig(0))
+        .unwrap_or(0) as i32)
+}
+
+/// Creates the keyspace if needed and applies the migrations this database has not had.
+pub(super) async fn migrate(store: &ScyllaStore, replication: &str) -> StoreResult<()> {
+    let tablets = store
+        .row(
+            "SELECT supported_features FROM system.local WHERE key = 'local'",
+            vec![],
+        )
+        .await
+        .ok()
+        .flatten()
+        .and_then(|r| Cols(&r).otext(0))
+        .is_some_and(|f| f.split(',').any(|x| x.trim() == "TABLETS"));
+    let mut ddl = format!(
+        "CREATE KEYSPACE IF NOT EXISTS {} WITH replication = {replication}",
+        store.ks
+    );
+    if tablets {
+        // ScyllaDB: claims are lightweight transactions, which need vnode keyspaces.
+        ddl.push_str(" AND tablets = {'enabled': false}");
+    }
+    store.ddl(&ddl).await?;
+    store
+        .ddl(&format!(
+            "CREATE TABLE IF NOT EXISTS {}.schema_version (id text PRIMARY KEY, version int)",
+            store.ks
+        ))
+        .await?;
+    let current = current(store).await?;
+    if current > SCHEMA_VERSION {
+        return Err(newer(&store.ks, current));
+    }
+    for (i, statements) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
+        for s in *statements {
+            store.ddl(&s.replace("{ks}", &store.ks)).await?;
+        }
+        store
+            .exec(
+                &format!(
+                    "INSERT INTO {}.schema_version (id, version) VALUES (?, ?)",
+                    store.ks
+                ),
+                vec![text("gatehouse"), int(i as i32 + 1)],
+            )
+            .await?;
+        tracing::info!(migration = i + 1, keyspace = %store.ks, "applied CQL schema migration");
+    }
+    Ok(())
+}

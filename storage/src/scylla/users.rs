@@ -1,0 +1,511 @@
+//! Users (row + email claim) and their linked accounts (rows + provider claims).
+use super::*;
+use crate::*;
+use async_trait::async_trait;
+
+pub(crate) const USER_COLS: &str =
+    "id, email, email_verified, name, image, role, banned, ban_reason, \
+                         ban_expires, created_at, updated_at, version";
+
+pub(crate) fn user_of(r: &Row) -> StoreResult<User> {
+    let c = Cols(r);
+    Ok(User {
+        id: UserId(c.text(0)?),
+        email: c.text(1)?,
+        email_verified: c.boolean(2),
+        name: c.otext(3).unwrap_or_default(),
+        image: c.otext(4),
+        role: c.otext(5),
+        banned: c.boolean(6),
+        ban_reason: c.otext(7),
+        ban_expires: c.ots(8),
+        created_at: c.ts(9)?,
+        updated_at: c.ts(10)?,
+        version: c.big(11) as u64,
+    })
+}
+
+const ACCOUNT_COLS: &str = "id, user_id, provider_id, account_id, password, access_token, \
+    refresh_token, id_token, access_token_expires_at, refresh_token_expires_at, scope, \
+    created_at, updated_at";
+
+fn account_of(r: &Row) -> StoreResult<Account> {
+    let c = Cols(r);
+    Ok(Account {
+        id: AccountId(c.text(0)?),
+        user_id: UserId(c.text(1)?),
+        provider_id: c.text(2)?,
+        account_id: c.text(3)?,
+        password: c.otext(4),
+        access_token: c.otext(5),
+        refresh_token: c.otext(6),
+        id_token: c.otext(7),
+        access_token_expires_at: c.ots(8),
+        refresh_token_expires_at: c.ots(9),
+        scope: c.otext(10),
+        created_at: c.ts(11)?,
+        updated_at: c.ts(12)?,
+    })
+}
+
+/// An email claim older than this whose user row never appeared was left by a crash between
+/// the claim and the row; it may be taken over.
+const ORPHAN_CLAIM_MS: i64 = 60_000;
+
+impl ScyllaStore {
+    /// Claims `email` for `user`: `Ok(())` when it is (or already was) ours, `Conflict("email")`
+    /// when another user holds it.
+    async fn claim_email(&self, email: &str, user: &UserId) -> StoreResult<()> {
+        let now = Utc::now().timestamp_millis();
+        let claimed = self
+            .lwt(
+                &format!(
+                    "INSERT INTO {} (email, user_id, claimed_at) VALUES (?, ?, ?) IF NOT EXISTS",
+                    self.t("users_by_email")
+                ),
+                vec![text(email), text(&user.0), big(now)],
+            )
+            .await?;
+        if claimed {
+            return Ok(());
+        }
+        let Some(row) = self
+            .exec_serial(
+                &format!(
+                    "SELECT user_id, claimed_at FROM {} WHERE email = ?",
+                    self.t("users_by_email")
+                ),
+                vec![text(email)],
+            )
+            .await
+            .and_then(super::rows_of)?
+            .into_iter()
+            .next()
+        else {
+            // Released meanwhile: try once more.
+            return Box::pin(self.claim_email(email, user)).await;
+        };
+        let c = Cols(&row);
+        let holder = c.text(0)?;
+        if holder == user.0 {
+            return Ok(());
+        }
+        let holder_exists = self.get_user(&UserId(holder.clone())).await?.is_some();
+        if holder_exists || now - c.big(1) < ORPHAN_CLAIM_MS {
+            return Err(StoreError::Conflict("email"));
+        }
+        let taken = self
+            .lwt(
+                &format!(
+                    "UPDATE {} SET user_id = ?, claimed_at = ? WHERE email = ? IF user_id = ?",
+                    self.t("users_by_email")
+                ),
+                vec![text(&user.0), big(now), text(email), text(&holder)],
+            )
+            .await?;
+        if taken {
+            Ok(())
+        } else {
+            Err(StoreError::Conflict("email"))
+        }
+    }
+
+    async fn release_email(&self, email: &str, user: &UserId) -> StoreResult<()> {
+        self.lwt(
+            &format!(
+                "DELETE FROM {} WHERE email = ? IF user_id = ?",
+                self.t("users_by_email")
+            ),
+            vec![text(email), text(&user.0)],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Compare-and-set of a user's version (`expected` → `expected + 1`).
+    pub(crate) async fn cas_user_version(&self, user: &UserId, expected: u64) -> StoreResult<()> {
+        let ok = self
+            .lwt(
+                &format!(
+                    "UPDATE {} SET version = ? WHERE id = ? IF version = ?",
+                    self.t("users")
+                ),
+                vec![
+                    big(expected as i64 + 1),
+                    text(&user.0),
+                    big(expected as i64),
+                ],
+            )
+            .await?;
+        if ok {
+            return Ok(());
+        }
+        Err(match self.get_user(user).await? {
+            Some(_) => StoreError::ConcurrentModification,
+            None => StoreError::NotFound,
+        })
+    }
+
+    /// Moves a user's version, whatever it is now (its accounts or memberships changed).
+    pub(crate) async fn bump_user(&self, user: &UserId) -> StoreResult<()> {
+        loop {
+            let Some(u) = self.get_user(user).await? else {
+                return Ok(());
+            };
+            match self.cas_user_version(user, u.version).await {
+                Err(StoreError::ConcurrentModification) => continue,
+                Err(StoreError::NotFound) => return Ok(()),
+                other => return other,
+            }
+        }
+    }
+
+    async fn insert_account(&self, a: &Account) -> StoreResult<()> {
+        let claimed = self
+            .lwt(
+                &format!(
+                    "INSERT INTO {} (provider_id, account_id, user_id) VALUES (?, ?, ?) \
+                     IF NOT EXISTS",
+                    self.t("accounts_by_provider")
+                ),
+                vec![
+                    text(&a.provider_id),
+                    text(&a.account_id),
+                    text(&a.user_id.0),
+                ],
+            )
+            .await?;
+        if !claimed {
+            return Err(StoreError::Conflict("account"));
+        }
+        self.insert_account_row(a).await
+    }
+
+    /// The account's row in its user's partition (its provider claim is the caller's).
+    async fn insert_account_row(&self, a: &Account) -> StoreResult<()> {
+        self.lwt(
+            &format!(
+                "INSERT INTO {} ({ACCOUNT_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) IF NOT EXISTS",
+                self.t("accounts_by_user")
+            ),
+            vec![
+                text(&a.id.0),
+                text(&a.user_id.0),
+                text(&a.provider_id),
+                text(&a.account_id),
+                otext(a.password.as_deref()),
+                otext(a.access_token.as_deref()),
+                otext(a.refresh_token.as_deref()),
+                otext(a.id_token.as_deref()),
+                oms(&a.access_token_expires_at),
+                oms(&a.refresh_token_expires_at),
+                otext(a.scope.as_deref()),
+                ms(&a.created_at),
+                ms(&a.updated_at),
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn remove_account(&self, a: &Account) -> StoreResult<()> {
+        self.remove_account_row(a).await?;
+        self.release_account(a).await
+    }
+
+    /// Whether the row was there.
+    async fn remove_account_row(&self, a: &Account) -> StoreResult<bool> {
+        self.lwt(
+            &format!(
+                "DELETE FROM {} WHERE user_id = ? AND provider_id = ? AND account_id = ? IF EXISTS",
+                self.t("accounts_by_user")
+            ),
+            vec![
+                text(&a.user_id.0),
+                text(&a.provider_id),
+                text(&a.account_id),
+            ],
+        )
+        .await
+    }
+
+    /// Frees the (provider, account) claim.
+    async fn release_account(&self, a: &Account) -> StoreResult<()> {
+        self.lwt(
+            &format!(
+                "DELETE FROM {} WHERE provider_id = ? AND account_id = ? IF user_id = ?",
+                self.t("accounts_by_provider")
+            ),
+            vec![
+                text(&a.provider_id),
+                text(&a.account_id),
+                text(&a.user_id.0),
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl UserStore for ScyllaStore {
+    /// Claims the email, then the account (releasing the email if that fails), then writes the
+    /// user row and the account row: a failed create leaves no visible user.
+    async fn create_user(&self, user: &User, account: Option<&Account>) -> StoreResult<()> {
+        self.claim_email(&user.email, &user.id).await?;
+        if let Some(a) = account {
+            if let Err(e) = self.insert_account(a).await {
+                self.release_email(&user.email, &user.id).await?;
+                return Err(e);
+            }
+        }
+        let u = user;
+        self.lwt(
+            &format!(
+                "INSERT INTO {} ({USER_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) IF NOT EXISTS",
+                self.t("users")
+            ),
+            vec![
+                text(&u.id.0),
+                text(&u.email),
+                boolean(u.email_verified),
+                text(&u.name),
+                otext(u.image.as_deref()),
+                otext(u.role.as_deref()),
+                boolean(u.banned),
+                otext(u.ban_reason.as_deref()),
+                oms(&u.ban_expires),
+                ms(&u.created_at),
+                ms(&u.updated_at),
+                big(u.version as i64),
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn get_user(&self, id: &UserId) -> StoreResult<Option<User>> {
+        self.row(
+            &format!("SELECT {USER_COLS} FROM {} WHERE id = ?", self.t("users")),
+            vec![text(&id.0)],
+        )
+        .await?
+        .map(|r| user_of(&r))
+        .transpose()
+    }
+
+    async fn get_user_by_email(&self, email: &str) -> StoreResult<Option<User>> {
+        let email = email.to_lowercase();
+        let Some(row) = self
+            .row(
+                &format!(
+                    "SELECT user_id FROM {} WHERE email = ?",
+                    self.t("users_by_email")
+                ),
+                vec![text(&email)],
+            )
+            .await?
+        else {
+            return Ok(None);
+        };
+        let id = UserId(Cols(&row).text(0)?);
+        // A claim whose user is gone or has moved to another address reads as nothing.
+        Ok(self.get_user(&id).await?.filter(|u| u.email == email))
+    }
+
+    async fn update_user(&self, user: &User) -> StoreResult<()> {
+        let expected = user
+            .version
+            .checked_sub(1)
+            .ok_or_else(|| StoreError::Internal("a changed user's version is 0".into()))?;
+        let Some(current) = self.get_user(&user.id).await? else {
+            return Err(StoreError::NotFound);
+        };
+        let new_email = current.email != user.email;
+        if new_email {
+            self.claim_email(&user.email, &user.id).await?;
+        }
+        let u = user;
+        let ok = self
+            .lwt(
+                &format!(
+                    "UPDATE {} SET email = ?, email_verified = ?, name = ?, image = ?, role = ?, \
+                     banned = ?, ban_reason = ?, ban_expires = ?, updated_at = ?, version = ? \
+                     WHERE id = ? IF version = ?",
+                    self.t("users")
+                ),
+                vec![
+                    text(&u.email),
+                    boolean(u.email_verified),
+                    text(&u.name),
+                    otext(u.image.as_deref()),
+                    otext(u.role.as_deref()),
+                    boolean(u.banned),
+                    otext(u.ban_reason.as_deref()),
+                    oms(&u.ban_expires),
+                    ms(&u.updated_at),
+                    big(u.version as i64),
+                    text(&u.id.0),
+                    big(expected as i64),
+                ],
+            )
+            .await?;
+        if !ok {
+            if new_email {
+                self.release_email(&user.email, &user.id).await?;
+            }
+            return Err(match self.get_user(&user.id).await? {
+                Some(_) => StoreError::ConcurrentModification,
+                None => StoreError::NotFound,
+            });
+        }
+        if new_email {
+            self.release_email(&current.email, &user.id).await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the user row first (from then on the user is gone for every read), then
+    /// everything that belongs to it, idempotently: email claim, accounts, sessions, pending
+    /// single-use values, memberships (through each organization's version).
+    async fn delete_user(&self, id: &UserId) -> StoreResult<()> {
+        let Some(user) = self.get_user(id).await? else {
+            return Err(StoreError::NotFound);
+        };
+        let deleted = self
+            .lwt(
+                &format!("DELETE FROM {} WHERE id = ? IF EXISTS", self.t("users")),
+                vec![text(&id.0)],
+            )
+            .await?;
+        if !deleted {
+            return Err(StoreError::NotFound);
+        }
+        self.release_email(&user.email, id).await?;
+        for a in self.list_accounts(id).await? {
+            self.remove_account(&a).await?;
+        }
+        self.delete_user_sessions(id, None).await?;
+        self.delete_verifications_of(&id.0, "").await?;
+        self.leave_all_organizations(id).await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl AccountStore for ScyllaStore {
+    async fn create_account(&self, account: &Account) -> StoreResult<()> {
+        self.insert_account(account).await?;
+        self.bump_user(&account.user_id).await
+    }
+
+    async fn list_accounts(&self, user_id: &UserId) -> StoreResult<Vec<Account>> {
+        let mut list = self
+            .rows(
+                &format!(
+                    "SELECT {ACCOUNT_COLS} FROM {} WHERE user_id = ?",
+                    self.t("accounts_by_user")
+                ),
+                vec![text(&user_id.0)],
+            )
+            .await?
+            .iter()
+            .map(account_of)
+            .collect::<StoreResult<Vec<_>>>()?;
+        list.sort_by(|a, b| (a.created_at, &a.id.0).cmp(&(b.created_at, &b.id.0)));
+        Ok(list)
+    }
+
+    async fn get_account_by_provider(
+        &self,
+        provider_id: &str,
+        account_id: &str,
+    ) -> StoreResult<Option<Account>> {
+        let Some(claim) = self
+            .row(
+                &format!(
+                    "SELECT user_id FROM {} WHERE provider_id = ? AND account_id = ?",
+                    self.t("accounts_by_provider")
+                ),
+                vec![text(provider_id), text(account_id)],
+            )
+            .await?
+        else {
+            return Ok(None);
+        };
+        let user = Cols(&claim).text(0)?;
+        self.row(
+            &format!(
+                "SELECT {ACCOUNT_COLS} FROM {} WHERE user_id = ? AND provider_id = ? \
+                 AND account_id = ?",
+                self.t("accounts_by_user")
+            ),
+            vec![text(&user), text(provider_id), text(account_id)],
+        )
+        .await?
+        .map(|r| account_of(&r))
+        .transpose()
+    }
+
+    async fn update_account(&self, account: &Account) -> StoreResult<()> {
+        let a = account;
+        let ok = self
+            .lwt(
+                &format!(
+                    "UPDATE {} SET password = ?, access_token = ?, refresh_token = ?, \
+                     id_token = ?, access_token_expires_at = ?, refresh_token_expires_at = ?, \
+                     scope = ?, updated_at = ? WHERE user_id = ? AND provider_id = ? \
+                     AND account_id = ? IF EXISTS",
+                    self.t("accounts_by_user")
+                ),
+                vec![
+                    otext(a.password.as_deref()),
+                    otext(a.access_token.as_deref()),
+                    otext(a.refresh_token.as_deref()),
+                    otext(a.id_token.as_deref()),
+                    oms(&a.access_token_expires_at),
+                    oms(&a.refresh_token_expires_at),
+                    otext(a.scope.as_deref()),
+                    ms(&a.updated_at),
+                    text(&a.user_id.0),
+                    text(&a.provider_id),
+                    text(&a.account_id),
+                ],
+            )
+            .await?;
+        if ok {
+            Ok(())
+        } else {
+            Err(StoreError::NotFound)
+        }
+    }
+
+    async fn delete_account(
+        &self,
+        user: &UserId,
+        id: &AccountId,
+        expected: u64,
+    ) -> StoreResult<()> {
+        let Some(account) = self
+            .list_accounts(user)
+            .await?
+            .into_iter()
+            .find(|a| &a.id == id)
+        else {
+            return Err(StoreError::NotFound);
+        };
+        // The decision ("not the last account") was made on `expected`. The row goes first and
+        // the version moves after, so whoever decides on the new version already sees the
+        // account gone; if the version moved meanwhile, the row comes back and the caller
+        // decides again. (A decision made in that short window may see one account fewer and
+        // refuse: never the other way round.)
+        if !self.remove_account_row(&account).await? {
+            return Err(StoreError::NotFound);
+        }
+        if let Err(e) = self.cas_user_version(user, expected).await {
+            self.insert_account_row(&account).await?;
+            return Err(e);
+        }
+        self.release_account(&account).await
+    }
+}

@@ -1,0 +1,251 @@
+//! The embedded backend: one SQLite file (WAL) in the data directory.
+//!
+//! SQLite calls block, so every query runs on tokio's blocking pool, never on an async worker.
+//! Writes go through one connection (SQLite has a single writer anyway; a mutex queues them
+//! instead of letting them fail with SQLITE_BUSY); reads use a small pool of read connections,
+//! which WAL lets run beside the writer.
+//!
+//! Files: `schema.rs` (migrations), `rows.rs` (columns and row mappers), then one file per
+//! storage trait: `users.rs` (users and accounts), `sessions.rs`, `verifications.rs`,
+//! `organizations.rs`, `keys.rs`.
+mod invitations;
+mod keys;
+mod members;
+mod organizations;
+mod roles;
+mod rows;
+mod scan;
+mod schema;
+mod sessions;
+mod teams;
+mod users;
+mod verifications;
+
+use crate::*;
+use rows::*;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row};
+use schema::migrate;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+const READERS: usize = 4;
+
+struct Inner {
+    writer: Mutex<Connection>,
+    readers: Vec<Mutex<Connection>>,
+    /// Also the number of reads so far (each read takes the next reader).
+    next_reader: AtomicUsize,
+    writes: AtomicUsize,
+}
+
+/// The SQLite store. Cheap to clone.
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+fn internal(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Internal(e.to_string())
+}
+
+fn map_err(e: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode;
+    match &e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(f.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) =>
+        {
+            StoreError::Unavailable(e.to_string())
+        }
+        _ => internal(e),
+    }
+}
+
+/// Maps a UNIQUE violation to `Conflict(what)`, anything else as usual.
+fn unique(what: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
+    move |e| match &e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if f.code == rusqlite::ErrorCode::ConstraintViolation
+                && f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
+        {
+            StoreError::Conflict(what)
+        }
+        _ => map_err(e),
+    }
+}
+
+fn ms(t: &DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+fn ms_opt(t: &Option<DateTime<Utc>>) -> Option<i64> {
+    t.as_ref().map(ms)
+}
+
+fn ts(v: i64) -> rusqlite::Result<DateTime<Utc>> {
+    DateTime::from_timestamp_millis(v).ok_or(rusqlite::Error::IntegralValueOutOfRange(0, v))
+}
+
+fn ts_opt(v: Option<i64>) -> rusqlite::Result<Option<DateTime<Utc>>> {
+    v.map(ts).transpose()
+}
+
+fn open(path: &Path, flags: OpenFlags) -> StoreResult<Connection> {
+    let conn = Connection::open_with_flags(path, flags).map_err(map_err)?;
+    conn.busy_timeout(Duration::from_secs(5)).map_err(map_err)?;
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+    )
+    .map_err(map_err)?;
+    Ok(conn)
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database file and applies pending migrations.
+    pub async fn open(path: impl AsRef<Path>) -> StoreResult<Self> {
+        let path = path.as_ref().to_owned();
+        tokio::task::spawn_blocking(move || Self::open_blocking(&path))
+            .await
+            .map_err(internal)?
+    }
+
+    fn open_blocking(path: &Path) -> StoreResult<Self> {
+        let mut writer = open(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        migrate(&mut writer)?;
+        let readers = (0..READERS)
+            .map(|_| {
+                open(
+                    path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )
+                .map(Mutex::new)
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                writer: Mutex::new(writer),
+                readers,
+                next_reader: AtomicUsize::new(0),
+                writes: AtomicUsize::new(0),
+            }),
+        })
+    }
+
+    /// How many reads and writes this store has served: lets tests check that two paths do
+    /// the same store work (e.g. sign-in of an unknown user and of a wrong password).
+    pub fn op_counts(&self) -> (usize, usize) {
+        (
+            self.inner.next_reader.load(Ordering::Relaxed),
+            self.inner.writes.load(Ordering::Relaxed),
+        )
+    }
+
+    async fn write<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
+        self.inner.writes.fetch_add(1, Ordering::Relaxed);
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut conn = inner.writer.lock().map_err(internal)?;
+            f(&mut conn)
+        })
+        .await
+        .map_err(internal)?
+    }
+
+    async fn read<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let n = inner.readers.len();
+            let start = inner.next_reader.fetch_add(1, Ordering::Relaxed);
+            // Take a free reader if there is one, else wait for the round-robin choice.
+            for i in 0..n {
+                if let Ok(conn) = inner.readers[(start + i) % n].try_lock() {
+                    return f(&conn);
+                }
+            }
+            let conn = inner.readers[start % n].lock().map_err(internal)?;
+            f(&conn)
+        })
+        .await
+        .map_err(internal)?
+    }
+}
+
+/// One row by a query, or `None`.
+fn one<T>(
+    conn: &Connection,
+    sql: &str,
+    p: impl rusqlite::Params,
+    f: fn(&Row) -> rusqlite::Result<T>,
+) -> StoreResult<Option<T>> {
+    conn.prepare_cached(sql)
+        .map_err(map_err)?
+        .query_row(p, f)
+        .optional()
+        .map_err(map_err)
+}
+
+/// All rows of a query.
+fn all<T>(
+    conn: &Connection,
+    sql: &str,
+    p: impl rusqlite::Params,
+    f: fn(&Row) -> rusqlite::Result<T>,
+) -> StoreResult<Vec<T>> {
+    let mut stmt = conn.prepare_cached(sql).map_err(map_err)?;
+    let rows = stmt.query_map(p, f).map_err(map_err)?;
+    rows.collect::<rusqlite::Result<Vec<T>>>().map_err(map_err)
+}
+
+/// `NotFound` when a write touched no row.
+fn touched(n: usize) -> StoreResult<()> {
+    if n == 0 {
+        Err(StoreError::NotFound)
+    } else {
+        Ok(())
+    }
+}
+
+/// The version a record carrying `version` was decided on.
+fn version_before(version: u64) -> StoreResult<u64> {
+    version
+        .checked_sub(1)
+        .ok_or_else(|| StoreError::Internal("a changed record's version is 0".into()))
+}
+
+/// Moves a user's version (its accounts or memberships changed).
+fn bump_user(conn: &Connection, user: &str) -> StoreResult<()> {
+    conn.execute(
+        "UPDATE users SET version = version + 1 WHERE id = ?1",
+        [user],
+    )
+    .map_err(map_err)?;
+    Ok(())
+}
+
+/// After a guarded user write touched no row: the user moved on, or is gone.
+fn user_moved_or_gone(conn: &Connection, user: &str) -> StoreResult<StoreError> {
+    let exists: Option<i64> = conn
+        .query_row("SELECT 1 FROM users WHERE id = ?1", [user], |r| r.get(0))
+        .optional()
+        .map_err(map_err)?;
+    Ok(if exists.is_some() {
+        StoreError::ConcurrentModification
+    } else {
+        StoreError::NotFound
+    })
+}

@@ -1,0 +1,200 @@
+//! Column lists and row mappers of every table, and the inserts more than one file needs.
+use super::*;
+use crate::*;
+use rusqlite::{params, Connection, Row};
+
+pub(super) const USER_COLS: &str =
+    "id, email, email_verified, name, image, role, banned, ban_reason, \
+                         ban_expires, created_at, updated_at, version";
+
+pub(super) fn user_row(r: &Row) -> rusqlite::Result<User> {
+    Ok(User {
+        id: UserId(r.get(0)?),
+        email: r.get(1)?,
+        email_verified: r.get(2)?,
+        name: r.get(3)?,
+        image: r.get(4)?,
+        role: r.get(5)?,
+        banned: r.get(6)?,
+        ban_reason: r.get(7)?,
+        ban_expires: ts_opt(r.get(8)?)?,
+        created_at: ts(r.get(9)?)?,
+        updated_at: ts(r.get(10)?)?,
+        version: r.get::<_, i64>(11)? as u64,
+    })
+}
+
+pub(super) const ACCOUNT_COLS: &str =
+    "id, user_id, provider_id, account_id, password, access_token, \
+    refresh_token, id_token, access_token_expires_at, refresh_token_expires_at, scope, \
+    created_at, updated_at";
+
+pub(super) fn account_row(r: &Row) -> rusqlite::Result<Account> {
+    Ok(Account {
+        id: AccountId(r.get(0)?),
+        user_id: UserId(r.get(1)?),
+        provider_id: r.get(2)?,
+        account_id: r.get(3)?,
+        password: r.get(4)?,
+        access_token: r.get(5)?,
+        refresh_token: r.get(6)?,
+        id_token: r.get(7)?,
+        access_token_expires_at: ts_opt(r.get(8)?)?,
+        refresh_token_expires_at: ts_opt(r.get(9)?)?,
+        scope: r.get(10)?,
+        created_at: ts(r.get(11)?)?,
+        updated_at: ts(r.get(12)?)?,
+    })
+}
+
+pub(super) fn insert_account(conn: &Connection, a: &Account) -> StoreResult<()> {
+    conn.execute(
+        &format!("INSERT INTO accounts ({ACCOUNT_COLS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"),
+        params![
+            a.id.0, a.user_id.0, a.provider_id, a.account_id, a.password, a.access_token,
+            a.refresh_token, a.id_token, ms_opt(&a.access_token_expires_at),
+            ms_opt(&a.refresh_token_expires_at), a.scope, ms(&a.created_at), ms(&a.updated_at)
+        ],
+    )
+    .map_err(unique("account"))?;
+    Ok(())
+}
+
+pub(super) const SESSION_COLS: &str =
+    "id, token, user_id, expires_at, ip_address, user_agent, created_at, \
+    updated_at, active_organization_id, active_team_id, impersonated_by";
+
+pub(super) fn session_row(r: &Row) -> rusqlite::Result<Session> {
+    Ok(Session {
+        id: SessionId(r.get(0)?),
+        token: r.get(1)?,
+        user_id: UserId(r.get(2)?),
+        expires_at: ts(r.get(3)?)?,
+        ip_address: r.get(4)?,
+        user_agent: r.get(5)?,
+        created_at: ts(r.get(6)?)?,
+        updated_at: ts(r.get(7)?)?,
+        active_organization_id: r.get::<_, Option<String>>(8)?.map(OrgId),
+        active_team_id: r.get::<_, Option<String>>(9)?.map(TeamId),
+        impersonated_by: r.get::<_, Option<String>>(10)?.map(UserId),
+    })
+}
+
+pub(super) const VERIFICATION_COLS: &str =
+    "id, identifier, value, expires_at, created_at, updated_at";
+
+pub(super) fn verification_row(r: &Row) -> rusqlite::Result<Verification> {
+    Ok(Verification {
+        id: VerificationId(r.get(0)?),
+        identifier: r.get(1)?,
+        value: r.get(2)?,
+        expires_at: ts(r.get(3)?)?,
+        created_at: ts(r.get(4)?)?,
+        updated_at: ts(r.get(5)?)?,
+    })
+}
+
+pub(super) const ORG_COLS: &str =
+    "id, name, slug, logo, metadata, created_at, version, member_count, owner_count, roles_version";
+
+pub(super) fn org_row(r: &Row) -> rusqlite::Result<Organization> {
+    Ok(Organization {
+        id: OrgId(r.get(0)?),
+        name: r.get(1)?,
+        slug: r.get(2)?,
+        logo: r.get(3)?,
+        metadata: r.get(4)?,
+        created_at: ts(r.get(5)?)?,
+        version: r.get::<_, i64>(6)? as u64,
+        member_count: r.get(7)?,
+        owner_count: r.get(8)?,
+        roles_version: r.get::<_, i64>(9)? as u64,
+    })
+}
+
+pub(super) const MEMBER_COLS: &str = "id, organization_id, user_id, role, team_id, created_at";
+
+pub(super) fn member_row(r: &Row) -> rusqlite::Result<Member> {
+    Ok(Member {
+        id: MemberId(r.get(0)?),
+        organization_id: OrgId(r.get(1)?),
+        user_id: UserId(r.get(2)?),
+        role: r.get(3)?,
+        team_id: r.get::<_, Option<String>>(4)?.map(TeamId),
+        created_at: ts(r.get(5)?)?,
+    })
+}
+
+pub(super) fn insert_member(conn: &Connection, m: &Member) -> StoreResult<()> {
+    conn.execute(
+        &format!("INSERT INTO members ({MEMBER_COLS}) VALUES (?1,?2,?3,?4,?5,?6)"),
+        params![
+            m.id.0,
+            m.organization_id.0,
+            m.user_id.0,
+            m.role,
+            m.team_id.as_ref().map(|t| &t.0),
+            ms(&m.created_at)
+        ],
+    )
+    .map_err(unique("member"))?;
+    Ok(())
+}
+
+pub(super) const INVITATION_COLS: &str =
+    "id, organization_id, email, role, status, team_id, inviter_id, expires_at, created_at";
+
+pub(super) fn invitation_row(r: &Row) -> rusqlite::Result<Invitation> {
+    let status: String = r.get(4)?;
+    Ok(Invitation {
+        id: InvitationId(r.get(0)?),
+        organization_id: OrgId(r.get(1)?),
+        email: r.get(2)?,
+        role: r.get(3)?,
+        status: InvitationStatus::parse(&status).ok_or_else(|| {
+            rusqlite::Error::FromSqlConversionFailure(
+                4,
+                rusqlite::types::Type::Text,
+                format!("unknown invitation status {status:?}").into(),
+            )
+        })?,
+        team_id: r.get::<_, Option<String>>(5)?.map(TeamId),
+        inviter_id: UserId(r.get(6)?),
+        expires_at: ts(r.get(7)?)?,
+        created_at: ts(r.get(8)?)?,
+    })
+}
+
+pub(super) const TEAM_COLS: &str = "id, name, organization_id, created_at, updated_at";
+
+pub(super) fn team_row(r: &Row) -> rusqlite::Result<Team> {
+    Ok(Team {
+        id: TeamId(r.get(0)?),
+        name: r.get(1)?,
+        organization_id: OrgId(r.get(2)?),
+        created_at: ts(r.get(3)?)?,
+        updated_at: ts_opt(r.get(4)?)?,
+    })
+}
+
+pub(super) fn team_member_row(r: &Row) -> rusqlite::Result<TeamMember> {
+    Ok(TeamMember {
+        id: TeamMemberId(r.get(0)?),
+        team_id: TeamId(r.get(1)?),
+        user_id: UserId(r.get(2)?),
+        created_at: ts(r.get(3)?)?,
+    })
+}
+
+pub(super) const ROLE_COLS: &str = "id, organization_id, role, permission, created_at, updated_at";
+
+pub(super) fn role_row(r: &Row) -> rusqlite::Result<OrganizationRole> {
+    Ok(OrganizationRole {
+        id: RoleId(r.get(0)?),
+        organization_id: OrgId(r.get(1)?),
+        role: r.get(2)?,
+        permission: r.get(3)?,
+        created_at: ts(r.get(4)?)?,
+        updated_at: ts_opt(r.get(5)?)?,
+    })
+}

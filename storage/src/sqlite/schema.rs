@@ -1,0 +1,161 @@
+//! The schema: migrations applied in order at start (`PRAGMA user_version` counts them).
+use super::*;
+use rusqlite::Connection;
+
+/// Schema migrations, applied in order at start; `PRAGMA user_version` records how many ran.
+pub(super) const MIGRATIONS: &[&str] = &[
+    r#"
+CREATE TABLE users (
+    id TEXT PRIMARY KEY,
+    email TEXT NOT NULL UNIQUE,
+    email_verified INTEGER NOT NULL DEFAULT 0,
+    name TEXT NOT NULL,
+    image TEXT,
+    role TEXT,
+    banned INTEGER NOT NULL DEFAULT 0,
+    ban_reason TEXT,
+    ban_expires INTEGER,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE TABLE accounts (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    provider_id TEXT NOT NULL,
+    account_id TEXT NOT NULL,
+    password TEXT,
+    access_token TEXT,
+    refresh_token TEXT,
+    id_token TEXT,
+    access_token_expires_at INTEGER,
+    refresh_token_expires_at INTEGER,
+    scope TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    UNIQUE (provider_id, account_id)
+);
+CREATE INDEX accounts_user ON accounts(user_id);
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    token TEXT NOT NULL UNIQUE,
+    user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    expires_at INTEGER NOT NULL,
+    ip_address TEXT,
+    user_agent TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    active_organization_id TEXT,
+    active_team_id TEXT,
+    impersonated_by TEXT
+);
+CREATE INDEX sessions_user ON sessions(user_id);
+CREATE INDEX sessions_expiry ON sessions(expires_at);
+CREATE TABLE verifications (
+    id TEXT PRIMARY KEY,
+    identifier TEXT NOT NULL UNIQUE,
+    value TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE INDEX verifications_expiry ON verifications(expires_at);
+CREATE TABLE organizations (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    slug TEXT NOT NULL UNIQUE,
+    logo TEXT,
+    metadata TEXT,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE members (
+    id TEXT PRIMARY KEY,
+    organization_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    role TEXT NOT NULL,
+    team_id TEXT,
+    created_at INTEGER NOT NULL,
+    UNIQUE (organization_id, user_id)
+);
+CREATE INDEX members_user ON members(user_id);
+CREATE TABLE invitations (
+    id TEXT PRIMARY KEY,
+    organization_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    email TEXT NOT NULL,
+    role TEXT NOT NULL,
+    status TEXT NOT NULL,
+    team_id TEXT,
+    inviter_id TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX invitations_org ON invitations(organization_id);
+CREATE INDEX invitations_email ON invitations(email);
+CREATE TABLE teams (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    organization_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER,
+    UNIQUE (organization_id, name)
+);
+CREATE TABLE team_members (
+    id TEXT PRIMARY KEY,
+    team_id TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+    user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    created_at INTEGER NOT NULL,
+    UNIQUE (team_id, user_id)
+);
+CREATE INDEX team_members_user ON team_members(user_id);
+CREATE TABLE organization_roles (
+    id TEXT PRIMARY KEY,
+    organization_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    role TEXT NOT NULL,
+    permission TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER,
+    UNIQUE (organization_id, role)
+);
+CREATE TABLE key_pairs (
+    id TEXT PRIMARY KEY,
+    public_key TEXT NOT NULL,
+    private_key TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+"#,
+    // 2: pending tokens are found by the user they point at (deleted with the user).
+    "CREATE INDEX verifications_value ON verifications(value);",
+    // 3: organizations carry a version (compare-and-set by every write inside them) and the
+    // counts the rules check; the columns deletions clear get indexes.
+    r#"
+ALTER TABLE organizations ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE organizations ADD COLUMN member_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE organizations ADD COLUMN owner_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE organizations ADD COLUMN roles_version INTEGER NOT NULL DEFAULT 0;
+UPDATE organizations SET
+    member_count = (SELECT COUNT(*) FROM members m WHERE m.organization_id = organizations.id),
+    owner_count = (SELECT COUNT(*) FROM members m WHERE m.organization_id = organizations.id
+                   AND (',' || replace(m.role, ' ', '') || ',') LIKE '%,owner,%');
+CREATE INDEX sessions_active_org ON sessions(active_organization_id)
+    WHERE active_organization_id IS NOT NULL;
+CREATE INDEX sessions_active_team ON sessions(active_team_id) WHERE active_team_id IS NOT NULL;
+CREATE INDEX members_team ON members(team_id) WHERE team_id IS NOT NULL;
+CREATE INDEX teams_org ON teams(organization_id);
+"#,
+    // 4: users carry a version too.
+    "ALTER TABLE users ADD COLUMN version INTEGER NOT NULL DEFAULT 0;",
+];
+
+pub(super) fn migrate(conn: &mut Connection) -> StoreResult<()> {
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(map_err)?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+        let tx = conn.transaction().map_err(map_err)?;
+        tx.execute_batch(sql).map_err(map_err)?;
+        tx.execute_batch(&format!("PRAGMA user_version = {}", i + 1))
+            .map_err(map_err)?;
+        tx.commit().map_err(map_err)?;
+        tracing::info!(migration = i + 1, "applied storage migration");
+    }
+    Ok(())
+}

@@ -1,0 +1,120 @@
+//! Sessions.
+use super::*;
+use crate::*;
+use rusqlite::params;
+
+#[async_trait]
+impl SessionStore for SqliteStore {
+    async fn create_session(&self, session: &Session) -> StoreResult<()> {
+        let s = session.clone();
+        self.write(move |c| {
+            c.execute(
+                &format!("INSERT INTO sessions ({SESSION_COLS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"),
+                params![
+                    s.id.0, s.token, s.user_id.0, ms(&s.expires_at), s.ip_address, s.user_agent,
+                    ms(&s.created_at), ms(&s.updated_at),
+                    s.active_organization_id.as_ref().map(|x| &x.0),
+                    s.active_team_id.as_ref().map(|x| &x.0),
+                    s.impersonated_by.as_ref().map(|x| &x.0)
+                ],
+            )
+            .map_err(|e| match e {
+                // The user was deleted meanwhile: its sessions must not come back.
+                rusqlite::Error::SqliteFailure(f, _)
+                    if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY =>
+                {
+                    StoreError::NotFound
+                }
+                e => unique("token")(e),
+            })?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get_session(&self, token: &str) -> StoreResult<Option<Session>> {
+        let t = token.to_owned();
+        self.read(move |c| {
+            one(
+                c,
+                &format!("SELECT {SESSION_COLS} FROM sessions WHERE token = ?1"),
+                [t],
+                session_row,
+            )
+        })
+        .await
+    }
+
+    async fn list_sessions(&self, user_id: &UserId) -> StoreResult<Vec<Session>> {
+        let id = user_id.0.clone();
+        self.read(move |c| {
+            all(
+                c,
+                &format!("SELECT {SESSION_COLS} FROM sessions WHERE user_id = ?1 ORDER BY created_at, id"),
+                [id],
+                session_row,
+            )
+        })
+        .await
+    }
+
+    async fn update_session(&self, session: &Session) -> StoreResult<()> {
+        let s = session.clone();
+        self.write(move |c| {
+            let n = c
+                .execute(
+                    "UPDATE sessions SET expires_at=?2, ip_address=?3, user_agent=?4, \
+                     updated_at=?5, active_organization_id=?6, active_team_id=?7, \
+                     impersonated_by=?8 WHERE token=?1",
+                    params![
+                        s.token,
+                        ms(&s.expires_at),
+                        s.ip_address,
+                        s.user_agent,
+                        ms(&s.updated_at),
+                        s.active_organization_id.as_ref().map(|x| &x.0),
+                        s.active_team_id.as_ref().map(|x| &x.0),
+                        s.impersonated_by.as_ref().map(|x| &x.0)
+                    ],
+                )
+                .map_err(map_err)?;
+            touched(n)
+        })
+        .await
+    }
+
+    async fn delete_session(&self, token: &str) -> StoreResult<bool> {
+        let t = token.to_owned();
+        self.write(move |c| {
+            Ok(c.execute("DELETE FROM sessions WHERE token = ?1", [t])
+                .map_err(map_err)?
+                > 0)
+        })
+        .await
+    }
+
+    async fn delete_user_sessions(&self, user_id: &UserId, keep: Option<&str>) -> StoreResult<u64> {
+        let id = user_id.0.clone();
+        let keep = keep.map(str::to_owned);
+        self.write(move |c| {
+            let n = c
+                .execute(
+                    "DELETE FROM sessions WHERE user_id = ?1 AND (?2 IS NULL OR token <> ?2)",
+                    params![id, keep],
+                )
+                .map_err(map_err)?;
+            Ok(n as u64)
+        })
+        .await
+    }
+
+    async fn purge_expired_sessions(&self, now: DateTime<Utc>) -> StoreResult<u64> {
+        self.write(move |c| {
+            let n = c
+                .execute("DELETE FROM sessions WHERE expires_at <= ?1", [ms(&now)])
+                .map_err(map_err)?;
+            Ok(n as u64)
+        })
+        .await
+    }
+}

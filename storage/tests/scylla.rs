@@ -1,0 +1,85 @@
+//! The storage contract on the ScyllaDB backend, against a real CQL node: `SCYLLA_URI`
+//! (`host:port[,host:port…]`) names it; `storage/cql-test-node/start.sh` starts one (Apache
+//! Cassandra 5, which `.ci/run` starts before the tests). Each test gets its own keyspace.
+//! Without `SCYLLA_URI` the tests say so and pass, unless `REQUIRE_SCYLLA=1` (CI sets it).
+mod contract;
+
+use std::sync::Arc;
+use storage::scylla::testing::{throwaway_keyspace, DropKeyspace};
+use storage::scylla::{ScyllaOptions, ScyllaStore};
+
+/// A store on a keyspace of its own, migrated, dropped with the guard.
+async fn migrated(opts: &ScyllaOptions) -> ScyllaStore {
+    ScyllaStore::migrate(opts).await.unwrap()
+}
+
+async fn fresh() -> Option<(contract::S, DropKeyspace)> {
+    let (opts, guard) = throwaway_keyspace("gh_test")?;
+    Some((Arc::new(migrated(&opts).await), guard))
+}
+
+contract_tests!(fresh);
+
+#[tokio::test]
+async fn servers_connect_only_to_a_migrated_keyspace_and_keep_its_data() {
+    use storage::UserStore;
+    let Some((opts, _drop)) = throwaway_keyspace("gh_test") else {
+        return;
+    };
+    let err = ScyllaStore::connect(&opts)
+        .await
+        .err()
+        .expect("not migrated");
+    assert!(err.to_string().contains("gatehouse migrate"), "{err}");
+    let u = contract::user("keep@example.com");
+    {
+        let s = ScyllaStore::migrate(&opts).await.unwrap();
+        s.create_user(&u, None).await.unwrap();
+    }
+    // Migrating again changes nothing; connecting sees the data.
+    migrated(&opts).await;
+    let s = ScyllaStore::connect(&opts).await.unwrap();
+    assert_eq!(s.get_user(&u.id).await.unwrap(), Some(u));
+    assert_eq!(
+        s.schema_version().await.unwrap(),
+        storage::scylla::SCHEMA_VERSION
+    );
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused() {
+    let Some((opts, _drop)) = throwaway_keyspace("gh_test") else {
+        return;
+    };
+    let ks = opts.keyspace.clone();
+    migrated(&opts).await;
+    // A newer Gatehouse migrated this keyspace further.
+    let raw = scylla::client::session_builder::SessionBuilder::new()
+        .known_nodes(&opts.nodes)
+        .build()
+        .await
+        .unwrap();
+    raw.query_unpaged(
+        format!("UPDATE {ks}.schema_version SET version = ? WHERE id = 'gatehouse'"),
+        (storage::scylla::SCHEMA_VERSION + 1,),
+    )
+    .await
+    .unwrap();
+    for err in [
+        ScyllaStore::connect(&opts).await.err().expect("refused"),
+        ScyllaStore::migrate(&opts).await.err().expect("refused"),
+    ] {
+        assert!(err.to_string().contains("newer"), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_cluster_is_unavailable_not_a_panic() {
+    let mut opts = ScyllaOptions::new(vec!["127.0.0.1:1".into()], "gh_none");
+    opts.connect_timeout = std::time::Duration::from_millis(500);
+    let err = ScyllaStore::connect(&opts)
+        .await
+        .err()
+        .expect("cannot connect");
+    assert!(matches!(err, storage::StoreError::Unavailable(_)), "{err}");
+}

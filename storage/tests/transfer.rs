@@ -1,0 +1,199 @@
+//! Export and import: a store with every kind of record, exported, imported into an empty
+//! SQLite file and into a keyspace of the CQL node (`SCYLLA_URI`), exported again — the same
+//! records come out (versions aside: they count changes, and the import makes its own).
+mod contract;
+
+use chrono::Duration;
+use std::sync::Arc;
+use storage::scylla::testing::throwaway_keyspace;
+use storage::scylla::ScyllaStore;
+use storage::sqlite::SqliteStore;
+use storage::transfer::{export, import, Record, TransferError};
+use storage::*;
+
+async fn sqlite(dir: &tempfile::TempDir, name: &str) -> DynStore {
+    Arc::new(SqliteStore::open(dir.path().join(name)).await.unwrap())
+}
+
+/// A store with users (credential and social accounts, live and expired sessions), two
+/// organizations (members, invitations in several states, teams with members, a custom role)
+/// and a key pair.
+async fn populated(s: &DynStore) {
+    let now = SystemClock.now();
+    let mut users = Vec::new();
+    for i in 0..5 {
+        let u = contract::user(&format!("user{i}@example.com"));
+        s.create_user(&u, Some(&contract::credential(&u)))
+            .await
+            .unwrap();
+        let mut social = Account::credential(&u.id, String::new(), now);
+        social.provider_id = "github".into();
+        social.account_id = format!("gh-{i}");
+        social.password = None;
+        social.access_token = Some(format!("token-{i}"));
+        s.create_account(&social).await.unwrap();
+        s.create_session(&contract::session(&u)).await.unwrap();
+        let mut old = contract::session(&u);
+        old.expires_at = now - Duration::hours(1);
+        s.create_session(&old).await.unwrap();
+        users.push(s.get_user(&u.id).await.unwrap().unwrap());
+    }
+    for (n, slug) in ["acme", "globex"].iter().enumerate() {
+        let o = Organization::new(
+            slug.to_string(),
+            slug.to_string(),
+            Some("https://logo.example/x.png".into()),
+            Some("{\"tier\":1}".into()),
+            true,
+            now,
+        );
+        let member = |u: &User, role: &str| Member {
+            id: MemberId::generate(),
+            organization_id: o.id.clone(),
+            user_id: u.id.clone(),
+            role: role.into(),
+            team_id: None,
+            created_at: now,
+        };
+        s.create_organization(&o, &member(&users[n], "owner"), None)
+            .await
+            .unwrap();
+        let team = Team {
+            id: TeamId::generate(),
+            name: "Platform".into(),
+            organization_id: o.id.clone(),
+            created_at: now,
+            updated_at: None,
+        };
+        let role = OrganizationRole {
+            id: RoleId::generate(),
+            organization_id: o.id.clone(),
+            role: "auditor".into(),
+            permission: "{\"member\":[\"read\"]}".into(),
+            created_at: now,
+            updated_at: None,
+        };
+        let invitation = |email: &str, status| Invitation {
+            id: InvitationId::generate(),
+            organization_id: o.id.clone(),
+            email: email.into(),
+            role: "member".into(),
+            status,
+            team_id: Some(team.id.clone()),
+            inviter_id: users[n].id.clone(),
+            expires_at: now + Duration::days(2),
+            created_at: now,
+        };
+        let mut next = s.get_organization(&o.id).await.unwrap().unwrap();
+        next.version += 1;
+        next.member_count += 2;
+        next.owner_count += 1;
+        next.roles_version += 1;
+        s.change_organization(
+            &next,
+            &[
+                OrgChange::CreateRole(role),
+                OrgChange::CreateTeam(team.clone()),
+                OrgChange::AddMember(member(&users[2], "admin,auditor")),
+                OrgChange::AddMember(member(&users[3 + n], "owner")),
+                OrgChange::Invite(invitation("new@example.com", InvitationStatus::Pending)),
+                OrgChange::Invite(invitation("old@example.com", InvitationStatus::Accepted)),
+                OrgChange::AddTeamMember(TeamMember {
+                    id: TeamMemberId::generate(),
+                    team_id: team.id.clone(),
+                    user_id: users[2].id.clone(),
+                    created_at: now,
+                }),
+            ],
+        )
+        .await
+        .unwrap();
+    }
+    s.create_key_pair(&KeyPair {
+        id: KeyPairId::generate(),
+        public_key: "{\"kty\":\"OKP\"}".into(),
+        private_key: "private".into(),
+        created_at: now,
+    })
+    .await
+    .unwrap();
+}
+
+/// The dump's records, versions cleared, each as a JSON line, sorted.
+fn normalized(dump: &[u8]) -> Vec<String> {
+    let mut lines: Vec<String> = std::str::from_utf8(dump)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut r: Record = serde_json::from_str(l).unwrap();
+            match &mut r {
+                Record::User { user, .. } => user.version = 0,
+                Record::Organization { organization, .. } => organization.version = 0,
+                _ => {}
+            }
+            serde_json::to_string(&r).unwrap()
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+async fn dump(s: &DynStore) -> Vec<u8> {
+    let mut out = Vec::new();
+    export(&**s, &mut out).await.unwrap();
+    out
+}
+
+/// Imports the source's dump into `target` and checks that it exports the same records.
+async fn round_trip(source: &DynStore, target: &DynStore) {
+    let before = dump(source).await;
+    let counts = import(&**target, before.as_slice()).await.unwrap();
+    assert_eq!(
+        (counts.users, counts.accounts, counts.sessions),
+        (5, 10, 5),
+        "expired sessions are left behind"
+    );
+    assert_eq!(
+        (counts.organizations, counts.members, counts.key_pairs),
+        (2, 6, 1)
+    );
+    let after = dump(target).await;
+    assert_eq!(normalized(&before), normalized(&after));
+    // A second import into the now filled store is refused before it writes anything.
+    assert!(matches!(
+        import(&**target, before.as_slice()).await,
+        Err(TransferError::NotEmpty(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_to_sqlite_and_to_the_cql_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = sqlite(&dir, "source.db").await;
+    populated(&source).await;
+    round_trip(&source, &sqlite(&dir, "target.db").await).await;
+    if let Some((opts, _drop)) = throwaway_keyspace("gh_transfer") {
+        let target: DynStore = Arc::new(ScyllaStore::migrate(&opts).await.unwrap());
+        round_trip(&source, &target).await;
+        // And back: what the cluster holds exports into SQLite the same.
+        round_trip(&target, &sqlite(&dir, "back.db").await).await;
+    }
+}
+
+#[tokio::test]
+async fn bad_dumps_name_their_line_and_write_nothing_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = sqlite(&dir, "t.db").await;
+    let no_header = b"{\"type\":\"key_pair\",\"key_pair\":{}}\n";
+    let err = import(&*target, &no_header[..]).await.unwrap_err();
+    assert!(err.to_string().starts_with("line 1:"), "{err}");
+    let future = b"{\"type\":\"header\",\"format\":\"gatehouse-export\",\"version\":99}\n";
+    let err = import(&*target, &future[..]).await.unwrap_err();
+    assert!(err.to_string().contains("version 99"), "{err}");
+    let garbage =
+        b"{\"type\":\"header\",\"format\":\"gatehouse-export\",\"version\":1}\n\nnot json\n";
+    let err = import(&*target, &garbage[..]).await.unwrap_err();
+    assert!(err.to_string().starts_with("line 3:"), "{err}");
+    let err = import(&*target, &b""[..]).await.unwrap_err();
+    assert!(err.to_string().contains("no header"), "{err}");
+}
