@@ -17,6 +17,7 @@
 mod org;
 mod reader;
 mod runtime;
+mod social;
 mod user;
 
 use chrono::Duration as ChronoDuration;
@@ -27,9 +28,10 @@ use storage::{Clock, DynStore, StoreError};
 
 pub use org::{Acting, OrgHandle, OrgPatch, RoleChange, TeamChange};
 pub use reader::Reader;
+pub use social::{SocialSignIn, SocialUser};
 pub use user::{
-    Accepted, NewSession, PasswordChange, ResetOutcome, UserHandle, UserPatch, CHANGE_EMAIL_PREFIX,
-    RESET_PASSWORD_PREFIX,
+    Accepted, LinkMode, Linked, NewSession, PasswordChange, ProviderAccount, ProviderTokens,
+    ResetOutcome, UserHandle, UserPatch, CHANGE_EMAIL_PREFIX, RESET_PASSWORD_PREFIX,
 };
 
 /// The one error type of the actors crate.
@@ -112,6 +114,17 @@ pub enum Rule {
     UserExists,
     /// The user was deleted while a session was being made for them.
     UserGone,
+    /// Sign-in: a user has the provider's email, but linking to it is not allowed (the
+    /// provider did not verify the email, or the user's own email is not verified).
+    AccountNotLinked,
+    /// Sign-in would create a user, and the provider's sign-up is disabled.
+    SignUpDisabled,
+    /// link-social: the provider neither is trusted nor verified the email.
+    LinkingNotAllowed,
+    /// link-social: the provider's email is not the user's.
+    EmailDoesNotMatch,
+    /// The provider account is linked to another user.
+    AccountLinkedToOtherUser,
 }
 
 /// Which change was refused as an escalation of privileges (each has its own error code).

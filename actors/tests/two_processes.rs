@@ -336,8 +336,8 @@ async fn unlinking_from_two_processes_keeps_the_last_account(backend: Backend) {
         }
         let (ha, hb) = (t.a.user(u.id.clone()), t.b.user(u.id.clone()));
         let (ra, rb) = tokio::join!(
-            ha.unlink_account("github", None, false),
-            hb.unlink_account("gitlab", None, false),
+            ha.unlink_account(Some("github"), None, false),
+            hb.unlink_account(Some("gitlab"), None, false),
         );
         assert_eq!(
             t.store.list_accounts(&u.id).await.unwrap().len(),

@@ -2,6 +2,7 @@
 //! environment variables. Every field can be set from the environment: nested keys are joined
 //! with `__` (e.g. `GATEHOUSE_SESSION__EXPIRES_IN=3600`).
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// A secret value: never printed by `Debug` or `Display`, and redacted when serialized.
@@ -65,6 +66,71 @@ pub struct Config {
     /// ScyllaDB or Cassandra cluster shared by any number of Gatehouse processes).
     pub store: StoreKind,
     pub scylla: ScyllaConfig,
+    /// Social sign-in providers by id (`[social.github]`, `GATEHOUSE_SOCIAL__GITHUB__CLIENT_ID`);
+    /// see README, "Social sign-in".
+    pub social: BTreeMap<String, SocialProviderConfig>,
+}
+
+/// One social provider's client registration and options.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SocialProviderConfig {
+    /// `false` keeps the section but turns the provider off.
+    pub enabled: bool,
+    /// The client id (TikTok: the client key).
+    pub client_id: String,
+    /// The client secret (Apple: the ES256 client-secret JWT made from the team's key).
+    pub client_secret: Option<Secret>,
+    /// Scopes added to the provider's defaults.
+    pub scopes: Vec<String>,
+    /// Send only `scopes`, not the provider's defaults.
+    pub disable_default_scope: bool,
+    /// The redirect URI registered at the provider; default `{base_url}/api/auth/callback/{id}`.
+    pub redirect_uri: Option<String>,
+    pub authorization_endpoint: Option<String>,
+    pub token_endpoint: Option<String>,
+    pub user_info_endpoint: Option<String>,
+    /// The provider's second call: GitHub's e-mail list, Facebook's `debug_token`, X's
+    /// confirmed-email query, Microsoft's Graph photo.
+    #[serde(alias = "emails_endpoint")]
+    pub extra_endpoint: Option<String>,
+    /// OIDC providers: the expected issuer and the key set of id tokens.
+    pub issuer: Option<String>,
+    pub jwks_uri: Option<String>,
+    /// Microsoft: the tenant (`common`, `organizations`, `consumers` or an id).
+    pub tenant_id: Option<String>,
+    /// `prompt` on the authorize URL (e.g. `select_account`).
+    pub prompt: Option<String>,
+    /// No new users through this provider.
+    pub disable_sign_up: bool,
+    /// New users only when the sign-in asked for it (`requestSignUp`).
+    pub disable_implicit_sign_up: bool,
+    /// Link to an existing user with the same email even when the provider did not verify it.
+    pub trusted: bool,
+}
+
+impl Default for SocialProviderConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            client_id: String::new(),
+            client_secret: None,
+            scopes: Vec::new(),
+            disable_default_scope: false,
+            redirect_uri: None,
+            authorization_endpoint: None,
+            token_endpoint: None,
+            user_info_endpoint: None,
+            extra_endpoint: None,
+            issuer: None,
+            jwks_uri: None,
+            tenant_id: None,
+            prompt: None,
+            disable_sign_up: false,
+            disable_implicit_sign_up: false,
+            trusted: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -295,6 +361,14 @@ pub struct AccountConfig {
     pub allow_unlinking_all: bool,
     /// A password reset signs the user out everywhere.
     pub revoke_sessions_on_password_reset: bool,
+    /// A sign-in may link a provider account to the user with the same (verified) email.
+    pub implicit_linking: bool,
+    /// link-social may link an account whose email differs from the user's.
+    pub allow_different_emails: bool,
+    /// A sign-in through a linked account stores the tokens the provider returned.
+    pub update_account_on_sign_in: bool,
+    /// Calls to a social provider give up after this long, milliseconds.
+    pub provider_timeout_ms: u64,
 }
 
 impl Default for MailConfig {
@@ -341,6 +415,10 @@ impl Default for AccountConfig {
             delete_user_enabled: true,
             allow_unlinking_all: false,
             revoke_sessions_on_password_reset: false,
+            implicit_linking: true,
+            allow_different_emails: false,
+            update_account_on_sign_in: true,
+            provider_timeout_ms: 10_000,
         }
     }
 }
@@ -449,6 +527,7 @@ impl Default for Config {
             server: ServerConfig::default(),
             store: StoreKind::Sqlite,
             scylla: ScyllaConfig::default(),
+            social: BTreeMap::new(),
         }
     }
 }
@@ -568,6 +647,27 @@ impl Config {
                 self.base_url
             ));
         }
+        for (id, p) in &self.social {
+            if crate::social::catalog::find(id).is_none() {
+                return bad(format!("social.{id}: no such provider"));
+            }
+            if p.enabled && p.client_id.trim().is_empty() {
+                return bad(format!("social.{id}.client_id is required"));
+            }
+            let endpoints = [
+                &p.authorization_endpoint,
+                &p.token_endpoint,
+                &p.user_info_endpoint,
+                &p.extra_endpoint,
+                &p.jwks_uri,
+                &p.redirect_uri,
+            ];
+            for e in endpoints.into_iter().flatten() {
+                if !url::Url::parse(e).is_ok_and(|u| matches!(u.scheme(), "http" | "https")) {
+                    return bad(format!("social.{id}: {e:?} is not an http(s) URL"));
+                }
+            }
+        }
         if let Some(s) = &self.secret {
             if s.expose().len() < 32 {
                 return bad("secret must be at least 32 bytes long".into());
@@ -627,7 +727,9 @@ fn env_layer(env: impl IntoIterator<Item = (String, String)>) -> toml::Value {
         };
         let path: Vec<String> = rest.split("__").map(|p| p.to_ascii_lowercase()).collect();
         let leaf = path.last().map(String::as_str).unwrap_or_default();
-        let value = if leaf == "trusted_origins" {
+        let value = if leaf == "trusted_origins"
+            || (path.first().is_some_and(|p| p == "social") && leaf == "scopes")
+        {
             toml::Value::Array(
                 raw.split(',')
                     .map(str::trim)
@@ -638,7 +740,19 @@ fn env_layer(env: impl IntoIterator<Item = (String, String)>) -> toml::Value {
         } else if matches!(
             leaf,
             "secret" | "server_key" | "listen" | "base_url" | "data_dir"
-        ) {
+        ) || (path.first().is_some_and(|p| p == "social")
+            && (leaf.ends_with("_endpoint")
+                || matches!(
+                    leaf,
+                    "client_id"
+                        | "client_secret"
+                        | "redirect_uri"
+                        | "issuer"
+                        | "jwks_uri"
+                        | "tenant_id"
+                        | "prompt"
+                )))
+        {
             toml::Value::String(raw)
         } else {
             scalar(&raw)
@@ -794,6 +908,48 @@ mod tests {
                 ("GATEHOUSE_STORE", "scylla"),
                 ("GATEHOUSE_SCYLLA__URI", "a:1"),
                 ("GATEHOUSE_SCYLLA__SERIAL_CONSISTENCY", "ONE"),
+            ],
+        ] {
+            assert!(Config::load(None, env(&bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn social_providers_from_the_environment() {
+        let c = Config::load(
+            None,
+            env(&[
+                ("GATEHOUSE_SOCIAL__DISCORD__CLIENT_ID", "1234567890"),
+                ("GATEHOUSE_SOCIAL__DISCORD__CLIENT_SECRET", "s3cr3t"),
+                ("GATEHOUSE_SOCIAL__DISCORD__SCOPES", "guilds, connections"),
+                ("GATEHOUSE_SOCIAL__DISCORD__TRUSTED", "true"),
+                (
+                    "GATEHOUSE_SOCIAL__GITHUB__TOKEN_ENDPOINT",
+                    "http://127.0.0.1:9/token",
+                ),
+                ("GATEHOUSE_SOCIAL__GITHUB__CLIENT_ID", "gh"),
+            ]),
+        )
+        .unwrap();
+        let d = &c.social["discord"];
+        assert_eq!(d.client_id, "1234567890", "a numeric id stays a string");
+        assert_eq!(d.scopes, ["guilds", "connections"]);
+        assert!(d.trusted);
+        assert_eq!(
+            c.social["github"].token_endpoint.as_deref(),
+            Some("http://127.0.0.1:9/token")
+        );
+        let shown = toml::to_string(&c).unwrap();
+        assert!(!shown.contains("s3cr3t"), "secrets are redacted");
+        for bad in [
+            vec![("GATEHOUSE_SOCIAL__MYSPACE__CLIENT_ID", "x")],
+            vec![("GATEHOUSE_SOCIAL__GITHUB__CLIENT_SECRET", "x")],
+            vec![
+                ("GATEHOUSE_SOCIAL__GITHUB__CLIENT_ID", "x"),
+                (
+                    "GATEHOUSE_SOCIAL__GITHUB__TOKEN_ENDPOINT",
+                    "file:///etc/passwd",
+                ),
             ],
         ] {
             assert!(Config::load(None, env(&bad)).is_err(), "{bad:?}");

@@ -100,6 +100,20 @@ codes! {
     EmailNotVerified => ("EMAIL_NOT_VERIFIED", FORBIDDEN, "Email not verified"),
     SessionNotFresh => ("SESSION_NOT_FRESH", FORBIDDEN, "Session is not fresh"),
     NotFound => ("NOT_FOUND", NOT_FOUND, "Not found"),
+    ProviderNotFound => ("PROVIDER_NOT_FOUND", NOT_FOUND, "Provider not found"),
+    IdTokenNotSupported => ("ID_TOKEN_NOT_SUPPORTED", NOT_FOUND, "id_token not supported"),
+    OauthLinkError => ("OAUTH_LINK_ERROR", UNAUTHORIZED, "account not linked"),
+    LinkingNotAllowed => ("LINKING_NOT_ALLOWED", UNAUTHORIZED, "Account not linked - linking not allowed"),
+    LinkingDifferentEmailsNotAllowed => ("LINKING_DIFFERENT_EMAILS_NOT_ALLOWED", UNAUTHORIZED, "Account not linked - different emails not allowed"),
+    SocialAccountAlreadyLinked => ("SOCIAL_ACCOUNT_ALREADY_LINKED", CONFLICT, "Social account already linked"),
+    ProviderNotSupported => ("PROVIDER_NOT_SUPPORTED", BAD_REQUEST, "Provider credential is not supported."),
+    ProviderNotConfigured => ("PROVIDER_NOT_CONFIGURED", BAD_REQUEST, "Account is not associated with a configured social provider."),
+    FailedToGetAccessToken => ("FAILED_TO_GET_ACCESS_TOKEN", BAD_REQUEST, "Failed to get a valid access token"),
+    TokenRefreshNotSupported => ("TOKEN_REFRESH_NOT_SUPPORTED", BAD_REQUEST, "Provider does not support token refreshing."),
+    RefreshTokenNotFound => ("REFRESH_TOKEN_NOT_FOUND", BAD_REQUEST, "Refresh token not found"),
+    FailedToRefreshAccessToken => ("FAILED_TO_REFRESH_ACCESS_TOKEN", BAD_REQUEST, "Failed to refresh access token"),
+    AccessTokenNotFound => ("ACCESS_TOKEN_NOT_FOUND", BAD_REQUEST, "Access token not found"),
+    FailedToGetUserInfo => ("FAILED_TO_GET_USER_INFO", UNAUTHORIZED, "Failed to get user info"),
     MethodNotAllowed => ("METHOD_NOT_ALLOWED", METHOD_NOT_ALLOWED, "Method not allowed"),
     PayloadTooLarge => ("PAYLOAD_TOO_LARGE", PAYLOAD_TOO_LARGE, "Request body is too large"),
     RequestTimeout => ("REQUEST_TIMEOUT", REQUEST_TIMEOUT, "The request body did not arrive in time"),
@@ -230,6 +244,13 @@ impl From<actors::ActorError> for ApiError {
                     Rule::UserExists => Code::UserAlreadyExists.into(),
                     Rule::InvalidRoleDefinition(why) => Self::validation(false, vec![why]),
                     Rule::UserGone => Code::FailedToCreateSession.into(),
+                    Rule::AccountNotLinked => Code::OauthLinkError.into(),
+                    Rule::SignUpDisabled => {
+                        Self::with_message(Code::OauthLinkError, "signup disabled")
+                    }
+                    Rule::LinkingNotAllowed => Code::LinkingNotAllowed.into(),
+                    Rule::EmailDoesNotMatch => Code::LinkingDifferentEmailsNotAllowed.into(),
+                    Rule::AccountLinkedToOtherUser => Code::SocialAccountAlreadyLinked.into(),
                     Rule::InvitationLimit => Code::InvitationLimit.into(),
                     Rule::Escalation(what) => {
                         use actors::Escalation as E;

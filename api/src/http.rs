@@ -25,6 +25,8 @@ pub struct CookieNames {
     pub session_token: String,
     pub session_data: String,
     pub dont_remember: String,
+    /// The signed state of a social sign-in in progress.
+    pub state: String,
     secure: bool,
 }
 
@@ -38,6 +40,7 @@ impl CookieNames {
             session_token: format!("{p}{prefix}.session_token"),
             session_data: format!("{p}{prefix}.session_data"),
             dont_remember: format!("{p}{prefix}.dont_remember"),
+            state: format!("{p}{prefix}.state"),
             secure,
         }
     }

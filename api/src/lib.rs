@@ -14,6 +14,7 @@ pub mod mail;
 pub mod routes;
 pub mod server;
 pub mod session;
+pub mod social;
 
 use config::{Config, Secret};
 use poem::{Endpoint, EndpointExt, Route};
@@ -42,6 +43,7 @@ pub struct Inner {
     pub cookies: http::CookieNames,
     pub revocations: session::Revocations,
     pub mailer: mail::Mailer,
+    pub social: social::Social,
 }
 
 impl Deref for AppState {
@@ -65,6 +67,8 @@ pub enum StartError {
     Hash(#[from] crypto::HashError),
     #[error("mail: {0}")]
     Mail(#[from] mail::MailError),
+    #[error("social sign-in: {0}")]
+    Social(String),
     #[error("organization roles: {0}")]
     Roles(String),
     #[error("configuration: {0}")]
@@ -81,6 +85,8 @@ pub type Apis = (
     routes::EmailApi,
     routes::DeletionApi,
     routes::LinkedAccountApi,
+    routes::SocialApi,
+    routes::ProviderTokenApi,
     routes::OrganizationApi,
     routes::MemberApi,
     routes::InvitationApi,
@@ -101,6 +107,8 @@ pub fn openapi_service() -> OpenApiService<Apis, ()> {
             routes::EmailApi,
             routes::DeletionApi,
             routes::LinkedAccountApi,
+            routes::SocialApi,
+            routes::ProviderTokenApi,
             routes::OrganizationApi,
             routes::MemberApi,
             routes::InvitationApi,
@@ -312,7 +320,10 @@ impl AppState {
         let actors = actors::Actors::start(store.clone(), clock.clone(), actor_config).await?;
         let hasher = crypto::PasswordHasher::new(&config.password)?;
         let mailer = mail::Mailer::from_config(&config.mail, &config.data_dir)?;
+        let social =
+            social::Social::from_config(&config, secret.expose()).map_err(StartError::Social)?;
         Ok(Self(Arc::new(Inner {
+            social,
             origins: http::TrustedOrigins::new(&config.base_url, &config.trusted_origins),
             cookies: http::CookieNames::new(&config.cookie_prefix, config.is_https()),
             signer: crypto::Signer::new(secret.expose()),

@@ -4,7 +4,9 @@ mod account;
 mod auth;
 mod meta;
 mod organization;
+mod provider_tokens;
 mod sessions;
+mod social;
 mod user;
 
 pub use account::{DeletionApi, EmailApi, LinkedAccountApi, PasswordApi, VerificationApi};
@@ -12,7 +14,9 @@ pub use auth::AuthApi;
 pub use meta::{error_page, MetaApi};
 pub(crate) use organization::TeamDto;
 pub use organization::{InvitationApi, MemberApi, OrganizationApi, RoleApi, TeamApi};
+pub use provider_tokens::ProviderTokenApi;
 pub use sessions::SessionApi;
+pub use social::SocialApi;
 pub use user::UserApi;
 
 use poem_openapi::Tags;
@@ -27,6 +31,8 @@ pub enum Tag {
     User,
     /// Email verification, passwords, email change, account deletion, linked accounts.
     Account,
+    /// Sign-in and account linking through social providers (OAuth 2.0 / OpenID Connect).
+    Social,
     /// Organizations and their members.
     Organization,
     /// Health and the error page.

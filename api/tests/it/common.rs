@@ -185,6 +185,11 @@ pub async fn call(
             .body(serde_json::to_vec(&v).unwrap()),
         None => b.finish(),
     };
+    call_raw(ep, req).await
+}
+
+/// Sends a request built by the caller (any body and content type).
+pub async fn call_raw(ep: &poem::endpoint::BoxEndpoint<'static>, req: Request) -> Resp {
     let resp = ep.call(req).await.unwrap();
     let status = resp.status();
     let headers = resp.headers().clone();

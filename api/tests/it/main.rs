@@ -10,3 +10,4 @@ mod migration;
 mod organization;
 mod processes;
 mod smtp;
+mod social;

@@ -1,6 +1,6 @@
 //! Linked accounts: list them, unlink one (never the last, unless configured).
 use crate::dto::{iso, StatusResponse, Text};
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::routes::{text, Tag};
 use crate::session::Principal;
 use crate::AppState;
@@ -28,7 +28,9 @@ struct AccountDto {
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 struct UnlinkAccountBody {
-    provider_id: Text,
+    /// The provider (spec); with it, `accountId` may also be the provider's id of the account.
+    provider_id: Option<Text>,
+    /// The account's row id (`id` in list-accounts), as better-auth 1.7 sends it.
     account_id: Option<Text>,
 }
 
@@ -85,11 +87,17 @@ impl LinkedAccountApi {
         body: Json<UnlinkAccountBody>,
     ) -> ApiResult<Json<StatusResponse>> {
         state.require_fresh(&auth.session)?;
+        if body.0.provider_id.is_none() && body.0.account_id.is_none() {
+            return Err(ApiError::validation(
+                false,
+                vec!["accountId or providerId is required".into()],
+            ));
+        }
         state
             .actors
             .user(auth.user.id.clone())
             .unlink_account(
-                &body.0.provider_id.0,
+                text(&body.0.provider_id),
                 text(&body.0.account_id),
                 state.config.account.allow_unlinking_all,
             )

@@ -58,7 +58,7 @@ pub(super) enum RedirectOr<T: poem_openapi::types::ToJSON + Send + Sync> {
 
 impl AppState {
     /// An absolute URL for a redirect target (relative paths resolve against the base URL).
-    fn absolute(&self, target: &str) -> String {
+    pub(crate) fn absolute(&self, target: &str) -> String {
         if target.starts_with('/') {
             format!("{}{target}", self.config.base_url.trim_end_matches('/'))
         } else {
@@ -66,13 +66,13 @@ impl AppState {
         }
     }
 
-    fn with_query(&self, target: &str, key: &str, value: &str) -> String {
+    pub(crate) fn with_query(&self, target: &str, key: &str, value: &str) -> String {
         let sep = if target.contains('?') { '&' } else { '?' };
         let v = percent_encoding::utf8_percent_encode(value, crate::http::URI_COMPONENT);
         format!("{}{sep}{key}={v}", self.absolute(target))
     }
 
-    fn api_url(&self, path: &str) -> String {
+    pub(crate) fn api_url(&self, path: &str) -> String {
         format!(
             "{}{}{path}",
             self.config.base_url.trim_end_matches('/'),

@@ -9,6 +9,10 @@ use storage::{
     TeamId, User, UserId, Verification, VerificationId, CREDENTIAL_PROVIDER,
 };
 
+mod social;
+
+pub use social::{LinkMode, Linked, ProviderAccount, ProviderTokens};
+
 type Reply<T> = RpcReplyPort<Result<T, ActorError>>;
 
 /// What a new session records about the request that created it.
@@ -62,6 +66,7 @@ pub struct ResetOutcome {
 }
 
 pub(crate) enum UserMsg {
+    Social(social::SocialMsg),
     CreateSession(NewSession, Reply<Session>),
     IssueResetToken {
         lifetime: chrono::Duration,
@@ -95,7 +100,7 @@ pub(crate) enum UserMsg {
     UpdateUser(UserPatch, Reply<User>),
     SetPassword(String, PasswordChange, Reply<()>),
     UnlinkAccount {
-        provider_id: String,
+        provider_id: Option<String>,
         account_id: Option<String>,
         allow_unlinking_all: bool,
         reply: Reply<()>,
@@ -185,6 +190,7 @@ impl Actor for UserActor {
         };
         // A reply fails only when the caller gave up waiting; nothing to do then.
         match msg {
+            UserMsg::Social(m) => self.social(&state.id, m).await,
             UserMsg::CreateSession(new, reply) => {
                 let _ = reply.send(self.create_session(&state.id, new).await);
             }
@@ -249,7 +255,7 @@ impl Actor for UserActor {
                 let r = self
                     .unlink_account(
                         &state.id,
-                        &provider_id,
+                        provider_id.as_deref(),
                         account_id.as_deref(),
                         allow_unlinking_all,
                     )
@@ -784,7 +790,7 @@ impl UserActor {
     async fn unlink_account(
         &self,
         id: &UserId,
-        provider_id: &str,
+        provider_id: Option<&str>,
         account_id: Option<&str>,
         allow_unlinking_all: bool,
     ) -> Result<(), ActorError> {
@@ -796,8 +802,10 @@ impl UserActor {
             let target = accounts
                 .iter()
                 .find(|a| {
-                    a.provider_id == provider_id
-                        && account_id.is_none_or(|want| a.account_id == want)
+                    provider_id.is_none_or(|p| a.provider_id == p)
+                        && account_id.is_none_or(|want| {
+                            a.id.0 == want || (provider_id.is_some() && a.account_id == want)
+                        })
                 })
                 .ok_or(ActorError::Refused(Rule::AccountNotFound))?;
             if accounts.len() <= 1 && !allow_unlinking_all {
@@ -910,12 +918,12 @@ impl UserHandle {
     /// Unlinks an account, refusing the last one unless `allow_unlinking_all`.
     pub async fn unlink_account(
         &self,
-        provider_id: &str,
+        provider_id: Option<&str>,
         account_id: Option<&str>,
         allow_unlinking_all: bool,
     ) -> Result<(), ActorError> {
         self.call(|reply| UserMsg::UnlinkAccount {
-            provider_id: provider_id.to_owned(),
+            provider_id: provider_id.map(str::to_owned),
             account_id: account_id.map(str::to_owned),
             allow_unlinking_all,
             reply,

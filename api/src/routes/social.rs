@@ -1,0 +1,703 @@
+//! Social sign-in: start a sign-in or a link at a provider, come back from it, and the list of
+//! configured providers. The state of a flow lives in two places, and the callback needs both:
+//! a single-use verification row `auth-state:{state}` (10 minutes) and a signed cookie with the
+//! same state in the browser that started it — a callback from another browser, a replay, or
+//! an expired flow goes to the error page with `please_restart_the_process`.
+use super::{text, Tag};
+use crate::dto::Text;
+use crate::error::{ApiError, ApiResult, Code};
+use crate::http::{request_cookie, PendingCookies};
+use crate::mail::MailKind;
+use crate::session::Principal;
+use crate::social::{random_token, Authorization, Provider};
+use crate::AppState;
+use actors::{ActorError, LinkMode, ProviderAccount, ProviderTokens, Rule, SocialSignIn};
+use poem::web::Data;
+use poem::Request;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::{Form, Json};
+use poem_openapi::{ApiResponse, Object, OpenApi};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub struct SocialApi;
+
+/// How long a flow may take between leaving for the provider and coming back.
+const STATE_LIFETIME_SECS: i64 = 600;
+const STATE_PREFIX: &str = "auth-state:";
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct IdTokenBody {
+    token: Text,
+    nonce: Option<Text>,
+    access_token: Option<Text>,
+    refresh_token: Option<Text>,
+    expires_at: Option<i64>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct SignInSocialBody {
+    /// A configured provider's id (`github`, `google`, …).
+    #[oai(validator(max_length = 64))]
+    provider: Text,
+    /// Where the browser goes after signing in; a trusted origin or a relative path. Default:
+    /// the base URL.
+    #[oai(rename = "callbackURL", validator(max_length = 2048))]
+    callback_url: Option<Text>,
+    /// Where the browser goes after a sign-in that created the user (default: `callbackURL`).
+    #[oai(rename = "newUserCallbackURL", validator(max_length = 2048))]
+    new_user_callback_url: Option<Text>,
+    /// Where the browser goes with `?error=…` when the flow fails (default: the error page).
+    #[oai(rename = "errorCallbackURL", validator(max_length = 2048))]
+    error_callback_url: Option<Text>,
+    /// `true`: no `Location` header; the client navigates to `url` itself.
+    disable_redirect: Option<bool>,
+    /// Scopes requested besides the provider's defaults.
+    #[oai(validator(max_items = 32))]
+    scopes: Option<Vec<Text>>,
+    /// Passed to providers that support it as `login_hint`.
+    #[oai(validator(max_length = 256))]
+    login_hint: Option<Text>,
+    /// Allow creating a user when the provider has `disable_implicit_sign_up`.
+    request_sign_up: Option<bool>,
+    /// Extra parameters of the authorize URL (not the ones the flow sets itself).
+    additional_params: Option<BTreeMap<String, String>>,
+    /// Sign in with an id token minted by the provider (not supported yet: answered 404
+    /// `ID_TOKEN_NOT_SUPPORTED`).
+    id_token: Option<IdTokenBody>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct LinkSocialBody {
+    #[oai(validator(max_length = 64))]
+    provider: Text,
+    #[oai(rename = "callbackURL", validator(max_length = 2048))]
+    callback_url: Option<Text>,
+    #[oai(rename = "errorCallbackURL", validator(max_length = 2048))]
+    error_callback_url: Option<Text>,
+    disable_redirect: Option<bool>,
+    #[oai(validator(max_items = 32))]
+    scopes: Option<Vec<Text>>,
+    #[oai(validator(max_length = 256))]
+    login_hint: Option<Text>,
+    additional_params: Option<BTreeMap<String, String>>,
+    /// Not supported yet (404 `ID_TOKEN_NOT_SUPPORTED`).
+    id_token: Option<IdTokenBody>,
+}
+
+#[derive(Debug, Object)]
+struct SocialRedirect {
+    /// The provider's authorize URL.
+    url: String,
+    /// Whether the client should navigate to `url` (`false` with `disableRedirect`).
+    redirect: bool,
+}
+
+#[derive(ApiResponse)]
+enum StartResponse {
+    /// The authorize URL; also in `Location` unless `disableRedirect`, and the flow's state
+    /// cookie is set.
+    #[oai(status = 200)]
+    Ok(
+        Json<SocialRedirect>,
+        #[oai(header = "Location")] Option<String>,
+    ),
+}
+
+#[derive(ApiResponse)]
+enum Redirect {
+    /// To the flow's callback URL (signed in: with the session cookie), or to its error URL
+    /// with `?error=…`.
+    #[oai(status = 302)]
+    Found(#[oai(header = "Location")] String),
+}
+
+/// What a provider sends back (query of the GET, form of Apple's POST).
+#[derive(Debug, Default, Clone, Object, Serialize, Deserialize)]
+struct CallbackParams {
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
+    error_description: Option<String>,
+    /// VK.
+    device_id: Option<String>,
+    /// Apple's first authorization: the user's name, as JSON.
+    user: Option<String>,
+    iss: Option<String>,
+}
+
+#[derive(Debug, Object)]
+struct ProviderDto {
+    id: String,
+    /// A display name for a button.
+    name: String,
+}
+
+/// The flow's state, stored as the verification row's value.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FlowState {
+    oauth_state: String,
+    provider: String,
+    #[serde(rename = "callbackURL")]
+    callback_url: String,
+    #[serde(rename = "errorURL", skip_serializing_if = "Option::is_none")]
+    error_url: Option<String>,
+    #[serde(rename = "newUserURL", skip_serializing_if = "Option::is_none")]
+    new_user_url: Option<String>,
+    code_verifier: String,
+    #[serde(default)]
+    request_sign_up: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    link: Option<LinkState>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LinkState {
+    user_id: String,
+    email: String,
+    /// The session that asked for the link, encrypted: it must still be alive at the callback.
+    encrypted_session_token: String,
+}
+
+/// The parts of a sign-in or link request that start a flow.
+struct Start<'a> {
+    provider: &'a Text,
+    callback_url: Option<&'a str>,
+    new_user_callback_url: Option<&'a str>,
+    error_callback_url: Option<&'a str>,
+    disable_redirect: bool,
+    scopes: &'a Option<Vec<Text>>,
+    login_hint: Option<&'a str>,
+    request_sign_up: bool,
+    additional_params: &'a Option<BTreeMap<String, String>>,
+    has_id_token: bool,
+}
+
+impl AppState {
+    fn provider(&self, id: &str) -> ApiResult<&Provider> {
+        self.social
+            .get(id)
+            .ok_or_else(|| ApiError::new(Code::ProviderNotFound))
+    }
+
+    async fn start_flow(
+        &self,
+        cookies: &PendingCookies,
+        s: Start<'_>,
+        link: Option<LinkState>,
+    ) -> ApiResult<StartResponse> {
+        let provider = self.provider(&s.provider.0)?;
+        if s.has_id_token {
+            return Err(ApiError::new(Code::IdTokenNotSupported));
+        }
+        let callback_url = self
+            .origins
+            .redirect_target(s.callback_url, Code::InvalidCallbackurl)?
+            .unwrap_or_else(|| self.config.base_url.clone());
+        let error_url = self
+            .origins
+            .redirect_target(s.error_callback_url, Code::InvalidErrorCallbackurl)?;
+        let new_user_url = self
+            .origins
+            .redirect_target(s.new_user_callback_url, Code::InvalidNewUserCallbackurl)?;
+        let additional = s.additional_params.clone().unwrap_or_default();
+        if let Some(k) = additional
+            .keys()
+            .find(|k| crate::social::RESERVED_PARAMS.contains(&k.as_str()))
+        {
+            return Err(ApiError::validation(
+                false,
+                vec![format!("additionalParams: {k:?} is set by the flow itself")],
+            ));
+        }
+        let requested: Vec<String> = s
+            .scopes
+            .iter()
+            .flatten()
+            .map(|t| t.0.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .collect();
+        let oauth_state = random_token(32);
+        let code_verifier = random_token(128);
+        let url = self
+            .social
+            .authorize_url(
+                provider,
+                &Authorization {
+                    state: &oauth_state,
+                    code_verifier: &code_verifier,
+                    scopes: &provider.scopes(&requested),
+                    login_hint: s.login_hint,
+                    additional: &additional,
+                },
+            )
+            .map_err(ApiError::internal)?;
+        let flow = FlowState {
+            oauth_state: oauth_state.clone(),
+            provider: provider.id().to_owned(),
+            callback_url,
+            error_url,
+            new_user_url,
+            code_verifier,
+            request_sign_up: s.request_sign_up,
+            link,
+        };
+        let now = self.clock.now();
+        let value = serde_json::to_string(&flow).map_err(ApiError::internal)?;
+        self.actors
+            .put_state(&storage::Verification {
+                id: storage::VerificationId::generate(),
+                identifier: format!("{STATE_PREFIX}{oauth_state}"),
+                value,
+                expires_at: now + chrono::Duration::seconds(STATE_LIFETIME_SECS),
+                created_at: now,
+                updated_at: now,
+            })
+            .await?;
+        cookies.push([self.cookies.set(
+            &self.cookies.state,
+            &self.signer.sign(&oauth_state),
+            Some(STATE_LIFETIME_SECS as u64),
+        )]);
+        let location = (!s.disable_redirect).then(|| url.clone());
+        Ok(StartResponse::Ok(
+            Json(SocialRedirect {
+                url,
+                redirect: !s.disable_redirect,
+            }),
+            location,
+        ))
+    }
+
+    fn default_error_url(&self) -> String {
+        self.api_url("/error")
+    }
+
+    /// `target?error=…[&error_description=…]`.
+    fn error_redirect(&self, target: &str, error: &str, description: Option<&str>) -> Redirect {
+        // The target as given (a relative path stays relative), with any query it had.
+        let sep = if target.contains('?') { '&' } else { '?' };
+        let enc = |v: &str| {
+            percent_encoding::utf8_percent_encode(v, crate::http::URI_COMPONENT).to_string()
+        };
+        let mut url = format!("{target}{sep}error={}", enc(error));
+        if let Some(d) = description {
+            let d = percent_encoding::utf8_percent_encode(d, crate::http::URI_COMPONENT);
+            url.push_str(&format!("&error_description={d}"));
+        }
+        Redirect::Found(url)
+    }
+
+    /// The callback: checks the state (row and cookie), exchanges the code, reads the
+    /// profile, then signs in (or links) and redirects. Every failure is a redirect.
+    async fn finish_flow(
+        &self,
+        req: &Request,
+        cookies: &PendingCookies,
+        provider_id: &str,
+        p: CallbackParams,
+    ) -> Redirect {
+        let Some(oauth_state) = p.state.as_deref().filter(|s| !s.is_empty()) else {
+            return self.error_redirect(&self.default_error_url(), "state_not_found", None);
+        };
+        let identifier = format!("{STATE_PREFIX}{oauth_state}");
+        let now = self.clock.now();
+        let restart =
+            |target: &str| self.error_redirect(target, "please_restart_the_process", None);
+        // Read first (to know where errors go), then check the cookie, then take the row:
+        // of concurrent callbacks with one state, only the one that takes it goes on.
+        let flow = match self.reader.get_verification(&identifier).await {
+            Ok(Some(v)) if v.expires_at > now => serde_json::from_str::<FlowState>(&v.value).ok(),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading a sign-in state failed");
+                return self.error_redirect(
+                    &self.default_error_url(),
+                    "internal_server_error",
+                    None,
+                );
+            }
+        };
+        let Some(flow) = flow.filter(|f| f.oauth_state == oauth_state) else {
+            return restart(&self.default_error_url());
+        };
+        let error_url = flow
+            .error_url
+            .clone()
+            .unwrap_or_else(|| self.default_error_url());
+        let cookie_state = request_cookie(req, &self.cookies.state)
+            .and_then(|c| self.signer.unsign(&c).map(str::to_owned));
+        let cookie_ok = cookie_state.as_deref().is_some_and(|c| {
+            subtle::ConstantTimeEq::ct_eq(c.as_bytes(), oauth_state.as_bytes()).into()
+        });
+        if !cookie_ok {
+            return restart(&error_url);
+        }
+        match self.actors.take_state(&identifier).await {
+            Ok(Some(_)) => {}
+            Ok(None) => return restart(&error_url),
+            Err(e) => {
+                tracing::warn!(error = %e, "taking a sign-in state failed");
+                return self.error_redirect(&error_url, "internal_server_error", None);
+            }
+        }
+        // From here on the flow is over, whatever happens: the browser's state cookie goes.
+        cookies.push([self.cookies.set(&self.cookies.state, "", Some(0))]);
+        if let Some(error) = p.error.as_deref() {
+            return self.error_redirect(&error_url, error, p.error_description.as_deref());
+        }
+        let Some(code) = p.code.as_deref().filter(|c| !c.is_empty()) else {
+            return self.error_redirect(&error_url, "no_code", None);
+        };
+        let Some(provider) = self.social.get(provider_id) else {
+            return self.error_redirect(&error_url, "oauth_provider_not_found", None);
+        };
+        let tokens = match self
+            .social
+            .exchange(provider, code, &flow.code_verifier, p.device_id.as_deref())
+            .await
+        {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::info!(provider = provider_id, error = %e, "code exchange failed");
+                return self.error_redirect(&error_url, "invalid_code", None);
+            }
+        };
+        let info = match self
+            .social
+            .user_info(provider, &tokens, p.user.as_deref())
+            .await
+        {
+            Ok(Some((info, _raw))) => info,
+            Ok(None) => return self.error_redirect(&error_url, "unable_to_get_user_info", None),
+            Err(e) => {
+                tracing::info!(provider = provider_id, error = %e, "profile request failed");
+                return self.error_redirect(&error_url, "unable_to_get_user_info", None);
+            }
+        };
+        let account = ProviderAccount {
+            provider_id: provider.id().to_owned(),
+            account_id: info.id.clone(),
+            email: info.email.clone().unwrap_or_default(),
+            email_verified: info.email_verified,
+            tokens: ProviderTokens {
+                access_token: tokens.access_token.as_deref().map(|t| self.social.seal(t)),
+                refresh_token: tokens.refresh_token.as_deref().map(|t| self.social.seal(t)),
+                id_token: tokens.id_token.as_deref().map(|t| self.social.seal(t)),
+                access_token_expires_at: tokens.access_token_expires_at,
+                refresh_token_expires_at: tokens.refresh_token_expires_at,
+                scope: (!tokens.scopes.is_empty()).then(|| tokens.scopes.join(",")),
+            },
+        };
+        if let Some(link) = &flow.link {
+            return self
+                .finish_link(provider, link, &account, &flow, &error_url)
+                .await;
+        }
+        if info.email.is_none() {
+            return self.error_redirect(&error_url, "email_not_found", None);
+        }
+        let allow_sign_up = !provider.cfg.disable_sign_up
+            && (!provider.cfg.disable_implicit_sign_up || flow.request_sign_up);
+        let signed = self
+            .actors
+            .social_sign_in(&SocialSignIn {
+                account,
+                name: info.name.clone(),
+                image: info.image.clone(),
+                trusted: provider.cfg.trusted,
+                allow_sign_up,
+                update_account_on_sign_in: self.config.account.update_account_on_sign_in,
+                implicit_linking: self.config.account.implicit_linking,
+            })
+            .await;
+        let signed = match signed {
+            Ok(s) => s,
+            Err(e) => {
+                let code = match &e {
+                    ActorError::Refused(Rule::AccountNotLinked) => "account_not_linked",
+                    ActorError::Refused(Rule::SignUpDisabled) => "signup_disabled",
+                    ActorError::Refused(Rule::UserGone) => "unable_to_link_account",
+                    _ => {
+                        tracing::warn!(provider = provider_id, error = %e, "social sign-in failed");
+                        "unable_to_create_user"
+                    }
+                };
+                return self.error_redirect(&error_url, code, None);
+            }
+        };
+        tracing::info!(user = %signed.user.id, provider = provider_id, created = signed.created, "social sign-in");
+        let ev = &self.config.email_verification;
+        if signed.created
+            && !signed.user.email_verified
+            && (ev.send_on_sign_up || ev.require_email_verification)
+            && self.mailer.enabled()
+            && !signed.user.email.ends_with(".placeholder.invalid")
+        {
+            if let Err(e) = self
+                .send_verification(
+                    &signed.user,
+                    MailKind::VerifyEmail,
+                    &signed.user.email,
+                    None,
+                    Some(&flow.callback_url),
+                )
+                .await
+            {
+                tracing::warn!(error = ?e, "verification mail after social sign-up failed");
+            }
+        }
+        if ev.require_email_verification && !signed.user.email_verified {
+            return self.error_redirect(&error_url, "email_not_verified", None);
+        }
+        if let Err(e) = self.start_session(req, cookies, signed.user, true).await {
+            tracing::warn!(error = ?e, "session after social sign-in failed");
+            return self.error_redirect(&error_url, "unable_to_create_session", None);
+        }
+        let target = match (&flow.new_user_url, signed.created) {
+            (Some(u), true) => u.clone(),
+            _ => flow.callback_url.clone(),
+        };
+        Redirect::Found(target)
+    }
+
+    async fn finish_link(
+        &self,
+        provider: &Provider,
+        link: &LinkState,
+        account: &ProviderAccount,
+        flow: &FlowState,
+        error_url: &str,
+    ) -> Redirect {
+        let now = self.clock.now();
+        let alive = match self.social.open(&link.encrypted_session_token) {
+            Some(token) => matches!(
+                self.reader.get_session(&token).await,
+                Ok(Some(s)) if s.user_id.0 == link.user_id && s.expires_at > now
+            ),
+            None => false,
+        };
+        if !alive {
+            return self.error_redirect(error_url, "unable_to_link_account", None);
+        }
+        let r = self
+            .actors
+            .user(storage::UserId(link.user_id.clone()))
+            .link_account(
+                account,
+                LinkMode::Explicit {
+                    trusted: provider.cfg.trusted,
+                    allow_different_emails: self.config.account.allow_different_emails,
+                },
+            )
+            .await;
+        match r {
+            Ok(_) => {
+                tracing::info!(user = %link.user_id, provider = provider.id(), "account linked");
+                Redirect::Found(flow.callback_url.clone())
+            }
+            Err(e) => {
+                let code = match &e {
+                    ActorError::Refused(Rule::EmailDoesNotMatch) => "email_does_not_match",
+                    ActorError::Refused(Rule::AccountLinkedToOtherUser) => {
+                        "account_already_linked_to_different_user"
+                    }
+                    ActorError::Refused(Rule::LinkingNotAllowed) => "unable_to_link_account",
+                    _ => {
+                        tracing::warn!(error = %e, "linking failed");
+                        "unable_to_link_account"
+                    }
+                };
+                self.error_redirect(error_url, code, None)
+            }
+        }
+    }
+}
+
+#[OpenApi(tag = "Tag::Social")]
+impl SocialApi {
+    /// Sign in with a social provider
+    ///
+    /// Starts the provider's authorization-code flow: answers the provider's authorize URL
+    /// (also as `Location`, unless `disableRedirect`) and sets the flow's state cookie. The
+    /// browser comes back to `/callback/{provider}`. An unknown or unconfigured provider
+    /// answers 404 `PROVIDER_NOT_FOUND`.
+    #[oai(
+        path = "/sign-in/social",
+        method = "post",
+        operation_id = "signInSocial"
+    )]
+    async fn sign_in_social(
+        &self,
+        state: Data<&AppState>,
+        cookies: &PendingCookies,
+        body: Json<SignInSocialBody>,
+    ) -> ApiResult<StartResponse> {
+        let b = &body.0;
+        state
+            .start_flow(
+                cookies,
+                Start {
+                    provider: &b.provider,
+                    callback_url: text(&b.callback_url),
+                    new_user_callback_url: text(&b.new_user_callback_url),
+                    error_callback_url: text(&b.error_callback_url),
+                    disable_redirect: b.disable_redirect.unwrap_or(false),
+                    scopes: &b.scopes,
+                    login_hint: text(&b.login_hint),
+                    request_sign_up: b.request_sign_up.unwrap_or(false),
+                    additional_params: &b.additional_params,
+                    has_id_token: b.id_token.is_some(),
+                },
+                None,
+            )
+            .await
+    }
+
+    /// Link a social account
+    ///
+    /// As sign-in with a provider, for the signed-in user: the callback links the provider's
+    /// account to them (the provider must be trusted or have verified the email, and the
+    /// emails must match unless `account.allow_different_emails`) and redirects to
+    /// `callbackURL` without a new session.
+    #[oai(path = "/link-social", method = "post", operation_id = "linkSocial")]
+    async fn link_social(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<LinkSocialBody>,
+    ) -> ApiResult<StartResponse> {
+        let b = &body.0;
+        let link = LinkState {
+            user_id: auth.user.id.0.clone(),
+            email: auth.user.email.clone(),
+            encrypted_session_token: state.social.seal(&auth.session.token),
+        };
+        state
+            .start_flow(
+                &auth.cookies,
+                Start {
+                    provider: &b.provider,
+                    callback_url: text(&b.callback_url),
+                    new_user_callback_url: None,
+                    error_callback_url: text(&b.error_callback_url),
+                    disable_redirect: b.disable_redirect.unwrap_or(false),
+                    scopes: &b.scopes,
+                    login_hint: text(&b.login_hint),
+                    request_sign_up: false,
+                    additional_params: &b.additional_params,
+                    has_id_token: b.id_token.is_some(),
+                },
+                Some(link),
+            )
+            .await
+    }
+
+    /// Come back from a provider
+    ///
+    /// The provider's redirect: checks the flow's state (the stored row and the browser's
+    /// state cookie; single use), exchanges the code, reads the profile, signs the user in
+    /// (creating or linking per the linking rules) and redirects to the flow's callback URL
+    /// (`newUserCallbackURL` for a new user); on failure to its error URL with `?error=…`.
+    #[oai(
+        path = "/callback/:id",
+        method = "get",
+        operation_id = "socialCallback"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    async fn callback_get(
+        &self,
+        state: Data<&AppState>,
+        req: &Request,
+        cookies: &PendingCookies,
+        id: Path<String>,
+        code: Query<Option<String>>,
+        #[oai(name = "state")] oauth_state: Query<Option<String>>,
+        error: Query<Option<String>>,
+        error_description: Query<Option<String>>,
+        device_id: Query<Option<String>>,
+        user: Query<Option<String>>,
+    ) -> Redirect {
+        let p = CallbackParams {
+            code: code.0,
+            state: oauth_state.0,
+            error: error.0,
+            error_description: error_description.0,
+            device_id: device_id.0,
+            user: user.0,
+            iss: None,
+        };
+        state.finish_flow(req, cookies, &id.0, p).await
+    }
+
+    /// Come back from a provider by form POST (Apple)
+    ///
+    /// Redirects (302) to the GET callback with the same parameters, so that the browser's
+    /// `SameSite=Lax` state cookie travels with the request that finishes the flow.
+    #[oai(
+        path = "/callback/:id",
+        method = "post",
+        operation_id = "socialCallbackPost"
+    )]
+    async fn callback_post(
+        &self,
+        state: Data<&AppState>,
+        id: Path<String>,
+        form: Form<CallbackParams>,
+    ) -> ApiResult<Redirect> {
+        if state.social.get(&id.0).is_none() {
+            return Ok(state.error_redirect(
+                &state.default_error_url(),
+                "oauth_provider_not_found",
+                None,
+            ));
+        }
+        let p = form.0;
+        let mut q = url::form_urlencoded::Serializer::new(String::new());
+        for (k, v) in [
+            ("code", &p.code),
+            ("state", &p.state),
+            ("error", &p.error),
+            ("error_description", &p.error_description),
+            ("device_id", &p.device_id),
+            ("user", &p.user),
+            ("iss", &p.iss),
+        ] {
+            if let Some(v) = v {
+                q.append_pair(k, v);
+            }
+        }
+        let path = format!("/callback/{}", id.0);
+        Ok(Redirect::Found(format!(
+            "{}?{}",
+            state.api_url(&path),
+            q.finish()
+        )))
+    }
+
+    /// List the configured social providers
+    ///
+    /// Each provider's id and display name, for sign-in buttons; nothing secret.
+    #[oai(
+        path = "/social-providers",
+        method = "get",
+        operation_id = "listSocialProviders"
+    )]
+    async fn social_providers(&self, state: Data<&AppState>) -> Json<Vec<ProviderDto>> {
+        Json(
+            state
+                .social
+                .list()
+                .map(|p| ProviderDto {
+                    id: p.id().to_owned(),
+                    name: p.spec.name.to_owned(),
+                })
+                .collect(),
+        )
+    }
+}

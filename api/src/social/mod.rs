@@ -1,0 +1,626 @@
+//! Social sign-in: the configured providers, the authorization-code flow's outbound calls
+//! (token exchange, refresh, profile), and the encryption of provider tokens at rest.
+//!
+//! Outbound calls never follow redirects (a token or profile endpoint that redirects is
+//! treated as failing), time out after `account.provider_timeout_ms`, and are logged by
+//! provider and outcome only — never with codes or tokens.
+pub mod catalog;
+pub mod profile;
+
+use crate::config::{Config, SocialProviderConfig};
+use base64::Engine;
+use catalog::{ClientAuth, ProfileSource, Spec};
+use chacha20poly1305::aead::{Aead, KeyInit};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use chrono::{DateTime, Utc};
+use hmac::Mac;
+use profile::UserInfo;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// One configured provider: its description with the configuration's overrides applied.
+#[derive(Debug, Clone)]
+pub struct Provider {
+    pub spec: &'static Spec,
+    pub cfg: SocialProviderConfig,
+    pub authorization_endpoint: String,
+    pub token_endpoint: String,
+    pub user_info_endpoint: String,
+    pub extra_endpoint: String,
+    pub redirect_uri: String,
+}
+
+impl Provider {
+    pub fn id(&self) -> &'static str {
+        self.spec.id
+    }
+
+    /// The scopes of an authorization: the defaults (unless disabled), the configured ones,
+    /// then the request's, without repeats.
+    pub fn scopes(&self, requested: &[String]) -> Vec<String> {
+        let defaults = if self.cfg.disable_default_scope {
+            &[][..]
+        } else {
+            self.spec.scopes
+        };
+        let mut out: Vec<String> = Vec::new();
+        for s in defaults
+            .iter()
+            .map(|s| s.to_string())
+            .chain(self.cfg.scopes.iter().cloned())
+            .chain(requested.iter().cloned())
+        {
+            if !s.is_empty() && !out.contains(&s) {
+                out.push(s);
+            }
+        }
+        out
+    }
+}
+
+/// What the authorize URL carries besides the client's registration.
+pub struct Authorization<'a> {
+    pub state: &'a str,
+    pub code_verifier: &'a str,
+    pub scopes: &'a [String],
+    pub login_hint: Option<&'a str>,
+    pub additional: &'a BTreeMap<String, String>,
+}
+
+/// A token endpoint's answer, as stored.
+#[derive(Debug, Clone, Default)]
+pub struct Tokens {
+    pub access_token: Option<String>,
+    pub refresh_token: Option<String>,
+    pub id_token: Option<String>,
+    pub access_token_expires_at: Option<DateTime<Utc>>,
+    pub refresh_token_expires_at: Option<DateTime<Utc>>,
+    pub scopes: Vec<String>,
+}
+
+/// Why a call to a provider failed (logged; the client sees only the redirect's code).
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("provider unreachable or too slow: {0}")]
+    Transport(String),
+    #[error("provider answered {status}: {error}")]
+    Refused { status: u16, error: String },
+    #[error("unexpected answer: {0}")]
+    Malformed(String),
+}
+
+/// Keys of the authorize URL a request's `additionalParams` may not set.
+pub const RESERVED_PARAMS: &[&str] = &[
+    "state",
+    "client_id",
+    "client_key",
+    "redirect_uri",
+    "response_type",
+    "code_challenge",
+    "code_challenge_method",
+    "nonce",
+    "scope",
+];
+
+/// The configured providers and the HTTP client they are called with.
+pub struct Social {
+    providers: BTreeMap<&'static str, Provider>,
+    http: reqwest::Client,
+    cipher: XChaCha20Poly1305,
+}
+
+impl Social {
+    pub fn from_config(config: &Config, secret: &str) -> Result<Self, String> {
+        let base = format!(
+            "{}{}",
+            config.base_url.trim_end_matches('/'),
+            crate::BASE_PATH
+        );
+        let mut providers = BTreeMap::new();
+        for (id, cfg) in config.social.iter().filter(|(_, c)| c.enabled) {
+            let spec = catalog::find(id).ok_or_else(|| format!("no provider {id:?}"))?;
+            let tenant = |url: &str| match &cfg.tenant_id {
+                Some(t) => url.replace("/common/", &format!("/{t}/")),
+                None => url.to_owned(),
+            };
+            let pick = |over: &Option<String>, default: &str| {
+                over.clone().unwrap_or_else(|| tenant(default))
+            };
+            providers.insert(
+                spec.id,
+                Provider {
+                    spec,
+                    authorization_endpoint: pick(
+                        &cfg.authorization_endpoint,
+                        spec.authorization_endpoint,
+                    ),
+                    token_endpoint: pick(&cfg.token_endpoint, spec.token_endpoint),
+                    user_info_endpoint: pick(&cfg.user_info_endpoint, spec.user_info_endpoint),
+                    extra_endpoint: pick(&cfg.extra_endpoint, spec.extra_endpoint),
+                    redirect_uri: cfg
+                        .redirect_uri
+                        .clone()
+                        .unwrap_or_else(|| format!("{base}/callback/{}", spec.id)),
+                    cfg: cfg.clone(),
+                },
+            );
+        }
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_millis(config.account.provider_timeout_ms))
+            .connect_timeout(Duration::from_millis(
+                config.account.provider_timeout_ms.min(5_000),
+            ))
+            .user_agent(concat!("gatehouse/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Self {
+            providers,
+            http,
+            cipher: XChaCha20Poly1305::new(&token_key(secret).into()),
+        })
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Provider> {
+        self.providers.get(id)
+    }
+
+    /// The configured providers (for the UI's buttons).
+    pub fn list(&self) -> impl Iterator<Item = &Provider> {
+        self.providers.values()
+    }
+
+    /// The URL the browser is sent to.
+    pub fn authorize_url(&self, p: &Provider, a: &Authorization<'_>) -> Result<String, String> {
+        let mut url = url::Url::parse(&p.authorization_endpoint).map_err(|e| e.to_string())?;
+        {
+            let mut q = url.query_pairs_mut();
+            q.append_pair("response_type", p.spec.response_type);
+            if p.spec.client_auth == ClientAuth::ClientKey {
+                q.append_pair("client_key", &p.cfg.client_id);
+            } else {
+                q.append_pair("client_id", &p.cfg.client_id);
+            }
+            q.append_pair("state", a.state);
+            if !a.scopes.is_empty() {
+                q.append_pair("scope", &a.scopes.join(p.spec.scope_separator));
+            }
+            q.append_pair("redirect_uri", &p.redirect_uri);
+            if p.spec.pkce {
+                q.append_pair("code_challenge_method", "S256");
+                q.append_pair("code_challenge", &challenge(a.code_verifier));
+            }
+            for (k, v) in p.spec.authorize_params {
+                if *k == "prompt" && p.cfg.prompt.is_some() {
+                    continue;
+                }
+                q.append_pair(k, v);
+            }
+            if let Some(prompt) = &p.cfg.prompt {
+                q.append_pair("prompt", prompt);
+            }
+            if let (true, Some(hint)) = (p.spec.login_hint, a.login_hint) {
+                q.append_pair("login_hint", hint);
+            }
+            for (k, v) in a.additional {
+                q.append_pair(k, v);
+            }
+        }
+        Ok(url.into())
+    }
+
+    /// Exchanges an authorization code for tokens.
+    pub async fn exchange(
+        &self,
+        p: &Provider,
+        code: &str,
+        code_verifier: &str,
+        device_id: Option<&str>,
+    ) -> Result<Tokens, ProviderError> {
+        let mut form: Vec<(&str, &str)> = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", &p.redirect_uri),
+        ];
+        if p.spec.sends_verifier {
+            form.push(("code_verifier", code_verifier));
+        }
+        if let Some(d) = device_id {
+            form.push(("device_id", d));
+        }
+        self.token_request(p, form).await
+    }
+
+    /// Trades a refresh token for new tokens.
+    pub async fn refresh(
+        &self,
+        p: &Provider,
+        refresh_token: &str,
+    ) -> Result<Tokens, ProviderError> {
+        let scopes = p.scopes(&[]).join(" ");
+        let mut form: Vec<(&str, &str)> = vec![
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+        ];
+        if p.spec.id == "microsoft" {
+            form.push(("scope", &scopes));
+        }
+        self.token_request(p, form).await
+    }
+
+    async fn token_request(
+        &self,
+        p: &Provider,
+        mut form: Vec<(&str, &str)>,
+    ) -> Result<Tokens, ProviderError> {
+        let secret = p
+            .cfg
+            .client_secret
+            .as_ref()
+            .map(|s| s.expose())
+            .unwrap_or_default();
+        let mut req = self
+            .http
+            .post(&p.token_endpoint)
+            .header(reqwest::header::ACCEPT, "application/json");
+        match p.spec.client_auth {
+            ClientAuth::Body => {
+                form.push(("client_id", &p.cfg.client_id));
+                if !secret.is_empty() {
+                    form.push(("client_secret", secret));
+                }
+            }
+            ClientAuth::ClientKey => {
+                form.push(("client_key", &p.cfg.client_id));
+                form.push(("client_secret", secret));
+            }
+            ClientAuth::Basic => {
+                let enc = |s: &str| {
+                    url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
+                };
+                let basic = base64::engine::general_purpose::STANDARD.encode(format!(
+                    "{}:{}",
+                    enc(&p.cfg.client_id),
+                    enc(secret)
+                ));
+                req = req.header(reqwest::header::AUTHORIZATION, format!("Basic {basic}"));
+            }
+        }
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form)
+            .finish();
+        let resp = req
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| ProviderError::Transport(e.without_url().to_string()))?;
+        let status = resp.status().as_u16();
+        let json: Value = resp
+            .json()
+            .await
+            .map_err(|e| ProviderError::Malformed(e.without_url().to_string()))?;
+        // GitHub answers a bad code with 200 and an `error` member.
+        if status != 200 || json.get("error").is_some_and(|e| !e.is_null()) {
+            let error = profile::s(&json, &["error"]).unwrap_or_else(|| "unknown".into());
+            return Err(ProviderError::Refused { status, error });
+        }
+        let now = Utc::now();
+        let seconds = |k: &str| {
+            json.get(k)
+                .and_then(|v| v.as_i64().or_else(|| v.as_str()?.parse().ok()))
+                .map(|n| now + chrono::Duration::seconds(n))
+        };
+        let scopes = match json.get("scope") {
+            Some(Value::String(s)) => s.split_whitespace().map(str::to_owned).collect(),
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let tokens = Tokens {
+            access_token: profile::s(&json, &["access_token"]),
+            refresh_token: profile::s(&json, &["refresh_token"]),
+            id_token: profile::s(&json, &["id_token"]),
+            access_token_expires_at: seconds("expires_in"),
+            refresh_token_expires_at: seconds("refresh_token_expires_in"),
+            scopes,
+        };
+        if tokens.access_token.is_none() && tokens.id_token.is_none() {
+            return Err(ProviderError::Malformed("no access_token".into()));
+        }
+        Ok(tokens)
+    }
+
+    /// The user behind `tokens`, and the provider's raw profile. `apple_user`: the `user`
+    /// form field of Apple's first callback (the only place Apple sends the name).
+    pub async fn user_info(
+        &self,
+        p: &Provider,
+        tokens: &Tokens,
+        apple_user: Option<&str>,
+    ) -> Result<Option<(UserInfo, Value)>, ProviderError> {
+        let access = tokens.access_token.as_deref().unwrap_or_default();
+        let (mut raw, extra) = match p.spec.profile {
+            ProfileSource::IdToken => {
+                let claims = tokens
+                    .id_token
+                    .as_deref()
+                    .and_then(decode_claims)
+                    .ok_or_else(|| ProviderError::Malformed("no readable id_token".into()))?;
+                let extra = if p.spec.id == "microsoft" {
+                    self.microsoft_photo(p, access).await
+                } else {
+                    Value::Null
+                };
+                (claims, extra)
+            }
+            ProfileSource::Get => {
+                let raw = self.get_json(p, &p.user_info_endpoint, access).await?;
+                let extra = match p.spec.id {
+                    "github" | "twitter" => self
+                        .get_json(p, &p.extra_endpoint, access)
+                        .await
+                        .unwrap_or(Value::Null),
+                    "facebook" => {
+                        self.facebook_check(p, access, &raw).await?;
+                        Value::Null
+                    }
+                    _ => Value::Null,
+                };
+                (raw, extra)
+            }
+            ProfileSource::PostEmpty => {
+                let r = self.http.post(&p.user_info_endpoint).bearer_auth(access);
+                (read_json(r).await?, Value::Null)
+            }
+            ProfileSource::PostForm => {
+                let r = self.http.post(&p.user_info_endpoint).form(&[
+                    ("access_token", access),
+                    ("client_id", p.cfg.client_id.as_str()),
+                ]);
+                (read_json(r).await?, Value::Null)
+            }
+        };
+        if let (Some(user), Value::Object(map)) = (apple_user, &mut raw) {
+            if let Ok(u) = serde_json::from_str::<Value>(user) {
+                map.insert("user".into(), u);
+            }
+        }
+        Ok(profile::map(p.spec.id, &raw, &extra).map(|u| (u, raw)))
+    }
+
+    async fn get_json(
+        &self,
+        p: &Provider,
+        url: &str,
+        access: &str,
+    ) -> Result<Value, ProviderError> {
+        let mut r = self.http.get(url).bearer_auth(access);
+        if p.spec.id == "github" {
+            r = r.header(reqwest::header::ACCEPT, "application/vnd.github+json");
+        }
+        read_json(r).await
+    }
+
+    /// Facebook: the access token must have been issued to this app, for the user `/me` is.
+    async fn facebook_check(
+        &self,
+        p: &Provider,
+        access: &str,
+        me: &Value,
+    ) -> Result<(), ProviderError> {
+        let secret = p
+            .cfg
+            .client_secret
+            .as_ref()
+            .map(|s| s.expose())
+            .unwrap_or_default();
+        let app_token = format!("{}|{secret}", p.cfg.client_id);
+        let r = self.http.get(&p.extra_endpoint).query(&[
+            ("input_token", access),
+            ("access_token", app_token.as_str()),
+        ]);
+        let info = read_json(r).await?;
+        let d = info.get("data").unwrap_or(&Value::Null);
+        let ok = profile::truthy(d, &["is_valid"])
+            && profile::s(d, &["app_id"]).as_deref() == Some(p.cfg.client_id.as_str())
+            && profile::s(d, &["user_id"]).is_some()
+            && profile::s(d, &["user_id"]) == profile::s(me, &["id"]);
+        if ok {
+            Ok(())
+        } else {
+            Err(ProviderError::Malformed(
+                "debug_token refused the access token".into(),
+            ))
+        }
+    }
+
+    /// Microsoft's Graph photo as a data URL, or nothing (a missing photo is not an error).
+    async fn microsoft_photo(&self, p: &Provider, access: &str) -> Value {
+        let Ok(r) = self
+            .http
+            .get(&p.extra_endpoint)
+            .bearer_auth(access)
+            .send()
+            .await
+        else {
+            return Value::Null;
+        };
+        if !r.status().is_success() {
+            return Value::Null;
+        }
+        match r.bytes().await {
+            Ok(b) if !b.is_empty() => serde_json::json!({
+                "photo": format!(
+                    "data:image/jpeg;base64, {}",
+                    base64::engine::general_purpose::STANDARD.encode(&b)
+                )
+            }),
+            _ => Value::Null,
+        }
+    }
+
+    /// Encrypts a provider token for storage (XChaCha20-Poly1305 under a key derived from the
+    /// server secret): `gh1.<base64url(nonce ‖ ciphertext)>`.
+    pub fn seal(&self, plain: &str) -> String {
+        let nonce_bytes: [u8; 24] = rand::random();
+        let nonce = XNonce::from_slice(&nonce_bytes);
+        match self.cipher.encrypt(nonce, plain.as_bytes()) {
+            Ok(ct) => {
+                let mut out = nonce_bytes.to_vec();
+                out.extend_from_slice(&ct);
+                format!(
+                    "{SEALED_PREFIX}{}",
+                    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(out)
+                )
+            }
+            // Encryption of a byte string cannot fail; never store the plain token anyway.
+            Err(_) => String::new(),
+        }
+    }
+
+    /// A stored token in the clear: decrypted when sealed; a token written without
+    /// encryption (imported from better-auth) as it is. `None` when it does not decrypt.
+    pub fn open(&self, stored: &str) -> Option<String> {
+        let Some(b64) = stored.strip_prefix(SEALED_PREFIX) else {
+            return Some(stored.to_owned());
+        };
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(b64)
+            .ok()?;
+        if bytes.len() < 24 {
+            return None;
+        }
+        let (nonce, ct) = bytes.split_at(24);
+        let plain = self.cipher.decrypt(XNonce::from_slice(nonce), ct).ok()?;
+        String::from_utf8(plain).ok()
+    }
+}
+
+const SEALED_PREFIX: &str = "gh1.";
+
+async fn read_json(r: reqwest::RequestBuilder) -> Result<Value, ProviderError> {
+    let resp = r
+        .send()
+        .await
+        .map_err(|e| ProviderError::Transport(e.without_url().to_string()))?;
+    let status = resp.status().as_u16();
+    if status != 200 {
+        return Err(ProviderError::Refused {
+            status,
+            error: "profile request refused".into(),
+        });
+    }
+    resp.json()
+        .await
+        .map_err(|e| ProviderError::Malformed(e.without_url().to_string()))
+}
+
+/// The key that encrypts provider tokens: HMAC-SHA256 of a fixed label under the secret.
+fn token_key(secret: &str) -> [u8; 32] {
+    let mut mac = match <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(secret.as_bytes()) {
+        Ok(m) => m,
+        Err(_) => return [0; 32],
+    };
+    mac.update(b"gatehouse provider tokens v1");
+    mac.finalize().into_bytes().into()
+}
+
+/// S256: base64url(sha256(verifier)) without padding.
+pub fn challenge(verifier: &str) -> String {
+    use sha2::Digest;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier))
+}
+
+/// The claims of a JWT, **unverified**: only for an id token that came straight from the
+/// provider's token endpoint over TLS (PROVIDERS.md §3.1).
+pub fn decode_claims(jwt: &str) -> Option<Value> {
+    let payload = jwt.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// `n` random characters of `[A-Za-z0-9_-]` (state: 32, code verifier: 128).
+pub fn random_token(n: usize) -> String {
+    use rand::Rng;
+    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut rng = rand::thread_rng();
+    (0..n)
+        .map(|_| CHARS[rng.gen_range(0..CHARS.len())] as char)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn social() -> Social {
+        let mut config = Config::default();
+        config.social.insert(
+            "github".into(),
+            SocialProviderConfig {
+                client_id: "cid".into(),
+                ..Default::default()
+            },
+        );
+        Social::from_config(&config, "a-secret-of-at-least-thirty-two-bytes!").unwrap()
+    }
+
+    #[test]
+    fn tokens_are_sealed_and_opened_and_tampering_is_detected() {
+        let s = social();
+        let sealed = s.seal("gho_secret");
+        assert!(sealed.starts_with("gh1.") && !sealed.contains("gho_secret"));
+        assert_ne!(sealed, s.seal("gho_secret"), "a fresh nonce each time");
+        assert_eq!(s.open(&sealed).as_deref(), Some("gho_secret"));
+        let mut bad = sealed.clone();
+        bad.pop();
+        bad.push(if sealed.ends_with('A') { 'B' } else { 'A' });
+        assert_eq!(s.open(&bad), None);
+        assert_eq!(s.open("plain-imported").as_deref(), Some("plain-imported"));
+    }
+
+    #[test]
+    fn the_authorize_url_has_pkce_scopes_and_the_redirect_uri() {
+        let s = social();
+        let p = s.get("github").unwrap();
+        let url = s
+            .authorize_url(
+                p,
+                &Authorization {
+                    state: "st",
+                    code_verifier: "v",
+                    scopes: &p.scopes(&["repo".into()]),
+                    login_hint: Some("a@b.co"),
+                    additional: &BTreeMap::new(),
+                },
+            )
+            .unwrap();
+        let u = url::Url::parse(&url).unwrap();
+        let q: BTreeMap<_, _> = u.query_pairs().into_owned().collect();
+        assert_eq!(q["scope"], "read:user user:email repo");
+        assert_eq!(q["code_challenge"], challenge("v"));
+        assert_eq!(q["code_challenge_method"], "S256");
+        assert_eq!(q["login_hint"], "a@b.co");
+        assert_eq!(
+            q["redirect_uri"],
+            "http://localhost:3000/api/auth/callback/github"
+        );
+    }
+
+    #[test]
+    fn s256_matches_rfc_7636() {
+        assert_eq!(
+            challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+        );
+    }
+}
