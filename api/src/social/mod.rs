@@ -298,7 +298,7 @@ impl Social {
             .body(body)
             .send()
             .await
-            .map_err(|e| ProviderError::Transport(e.without_url().to_string()))?;
+            .map_err(transport)?;
         let status = resp.status().as_u16();
         let json: Value = resp
             .json()
@@ -306,7 +306,11 @@ impl Social {
             .map_err(|e| ProviderError::Malformed(e.without_url().to_string()))?;
         // GitHub answers a bad code with 200 and an `error` member.
         if status != 200 || json.get("error").is_some_and(|e| !e.is_null()) {
-            let error = profile::s(&json, &["error"]).unwrap_or_else(|| "unknown".into());
+            let mut error = profile::s(&json, &["error"]).unwrap_or_else(|| "unknown".into());
+            if let Some(d) = profile::s(&json, &["error_description"]) {
+                error = format!("{error}: {d}");
+            }
+
             return Err(ProviderError::Refused { status, error });
         }
         let now = Utc::now();
@@ -505,11 +509,21 @@ impl Social {
 
 const SEALED_PREFIX: &str = "gh1.";
 
+/// A transport failure with its causes (never the URL, which may carry a token).
+fn transport(e: reqwest::Error) -> ProviderError {
+    let e = e.without_url();
+    let mut msg = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        source = s.source();
+    }
+    ProviderError::Transport(msg)
+}
+
 async fn read_json(r: reqwest::RequestBuilder) -> Result<Value, ProviderError> {
-    let resp = r
-        .send()
-        .await
-        .map_err(|e| ProviderError::Transport(e.without_url().to_string()))?;
+    let resp = r.send().await.map_err(transport)?;
     let status = resp.status().as_u16();
     if status != 200 {
         return Err(ProviderError::Refused {

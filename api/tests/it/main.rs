@@ -7,6 +7,7 @@ mod api;
 mod common;
 mod e2e;
 mod migration;
+mod oidc;
 mod organization;
 mod processes;
 mod smtp;

@@ -316,18 +316,18 @@ async fn social_harness() -> (H, Fake) {
 }
 
 /// A started flow: the authorize URL's parameters and the browser's state cookie.
-struct Flow {
-    query: BTreeMap<String, String>,
-    cookie: String,
+pub(crate) struct Flow {
+    pub(crate) query: BTreeMap<String, String>,
+    pub(crate) cookie: String,
 }
 
 impl Flow {
-    fn state(&self) -> &str {
+    pub(crate) fn state(&self) -> &str {
         &self.query["state"]
     }
 }
 
-async fn start(h: &H, path: &str, body: Value, cookie: Option<&str>) -> Flow {
+pub(crate) async fn start(h: &H, path: &str, body: Value, cookie: Option<&str>) -> Flow {
     let r = h.post(path, body, cookie).await.expect(200);
     let url = r.json()["url"].as_str().unwrap().to_owned();
     assert_eq!(r.headers.get("location").unwrap().to_str().unwrap(), url);
@@ -370,7 +370,7 @@ async fn callback(h: &H, provider: &str, flow: &Flow, code: &str) -> Resp {
     h.get(&path, Some(&flow.cookie)).await
 }
 
-fn location(r: &Resp) -> String {
+pub(crate) fn location(r: &Resp) -> String {
     r.headers
         .get("location")
         .map(|v| v.to_str().unwrap().to_owned())

@@ -1,0 +1,257 @@
+//! Social sign-in against a real OpenID provider: panva's `oidc-provider` (npm, installed by
+//! `.ci/test` into `api/tests/oidc-peer`) started on a free port, with Gatehouse's `google`
+//! and `microsoft` pointed at it by configuration. A cookie-keeping HTTP client plays the
+//! browser at the provider (its login form), Gatehouse plays the relying party.
+use crate::common::*;
+use crate::social::{location, start, Flow};
+use gatehouse_api::config::{Secret, SocialProviderConfig};
+use serde_json::json;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+const CLIENT_ID: &str = "gatehouse-test";
+const CLIENT_SECRET: &str = "gatehouse-test-secret-0123456789";
+
+/// The provider process; stopped when dropped.
+struct Peer {
+    child: Child,
+    issuer: String,
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the provider, or `None` when its npm packages are not installed and the run does
+/// not require them (`REQUIRE_OIDC=1`, which `.ci/test` sets, makes their absence a failure).
+fn peer() -> Option<Peer> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oidc-peer");
+    if !dir.join("node_modules/oidc-provider").exists() {
+        assert!(
+            std::env::var("REQUIRE_OIDC").is_err(),
+            "REQUIRE_OIDC is set but {}/node_modules is missing: run `npm ci` there",
+            dir.display()
+        );
+        eprintln!("skipped: no oidc-provider in {} (npm ci)", dir.display());
+        return None;
+    }
+    let redirects = ["google", "microsoft"]
+        .map(|p| format!("http://localhost:3000/api/auth/callback/{p}"))
+        .join(",");
+    let mut child = Command::new("node")
+        .arg("server.mjs")
+        .current_dir(&dir)
+        .env("CLIENT_ID", CLIENT_ID)
+        .env("CLIENT_SECRET", CLIENT_SECRET)
+        .env("REDIRECT_URIS", redirects)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("node runs");
+    let mut line = String::new();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    out.read_line(&mut line).unwrap();
+    // Keep reading: a closed pipe would kill the provider at its next write.
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    let issuer = line
+        .trim()
+        .strip_prefix("OIDC_ISSUER=")
+        .unwrap_or_else(|| panic!("the provider did not start: {line:?}"))
+        .to_owned();
+    Some(Peer { child, issuer })
+}
+
+fn provider_config(issuer: &str) -> SocialProviderConfig {
+    SocialProviderConfig {
+        client_id: CLIENT_ID.into(),
+        client_secret: Some(Secret::new(CLIENT_SECRET)),
+        authorization_endpoint: Some(format!("{issuer}/auth")),
+        token_endpoint: Some(format!("{issuer}/token")),
+        extra_endpoint: Some(format!("{issuer}/no-photo")),
+        issuer: Some(issuer.to_owned()),
+        jwks_uri: Some(format!("{issuer}/jwks")),
+        ..Default::default()
+    }
+}
+
+/// The provider's authorize URL of a flow Gatehouse started.
+fn authorize_url(issuer: &str, flow: &Flow) -> String {
+    let mut q = url::form_urlencoded::Serializer::new(String::new());
+    q.extend_pairs(flow.query.iter());
+    format!("{issuer}/auth?{}", q.finish())
+}
+
+/// Logs in at the provider as `login` and answers the URL it sends the browser back with.
+async fn authorize_at_provider(issuer: &str, authorize_url: &str, login: &str) -> String {
+    let browser = reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let mut url = authorize_url.to_owned();
+    for _ in 0..8 {
+        if url.starts_with("http://localhost:3000/") {
+            return url;
+        }
+        let r = if url.contains("/interaction/") {
+            let page = browser
+                .get(&url)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            let prompt = if page.contains("name=\"login\"") {
+                "login"
+            } else {
+                "consent"
+            };
+            browser
+                .post(&url)
+                .form(&[("prompt", prompt), ("login", login), ("password", "any")])
+                .send()
+                .await
+                .unwrap()
+        } else {
+            browser.get(&url).send().await.unwrap()
+        };
+        let next = r
+            .headers()
+            .get("location")
+            .unwrap_or_else(|| panic!("{url}: {} without a redirect", r.status()))
+            .to_str()
+            .unwrap()
+            .to_owned();
+        url = if next.starts_with('/') {
+            format!("{issuer}{next}")
+        } else {
+            next
+        };
+    }
+    panic!("the provider never sent the browser back (last: {url})")
+}
+
+#[tokio::test]
+async fn google_and_microsoft_sign_in_against_a_real_openid_provider() {
+    let Some(peer) = peer() else { return };
+    let issuer = peer.issuer.clone();
+    let h = harness_with(|c| {
+        c.social.insert("google".into(), provider_config(&issuer));
+        // Microsoft asks for Graph's `User.Read` and `offline_access` by default; this
+        // provider grants neither (it drops `offline_access` without a consent prompt, and
+        // issues refresh tokens regardless), and a refresh may only ask for granted scopes.
+        let mut microsoft = provider_config(&issuer);
+        microsoft.disable_default_scope = true;
+        microsoft.scopes = ["openid", "profile", "email"].map(String::from).to_vec();
+        c.social.insert("microsoft".into(), microsoft);
+    })
+    .await;
+    for (provider, login, account_id) in [
+        ("google", "dora", "dora"),
+        ("microsoft", "mike", "oid-mike"),
+    ] {
+        let flow = start(
+            &h,
+            "/api/auth/sign-in/social",
+            json!({"provider": provider, "callbackURL": "/dashboard", "newUserCallbackURL": "/welcome"}),
+            None,
+        )
+        .await;
+        assert_eq!(flow.query["code_challenge_method"], "S256");
+        let back = authorize_at_provider(&issuer, &authorize_url(&issuer, &flow), login).await;
+        let path = back.trim_start_matches("http://localhost:3000");
+        assert!(
+            path.starts_with(&format!("/api/auth/callback/{provider}?")),
+            "{back}"
+        );
+        let r = h.get(path, Some(&flow.cookie)).await;
+        assert_eq!(location(&r), "/welcome", "{provider}: {}", r.text);
+        let cookie = r.cookie_header();
+        let session = h.session(&cookie).await;
+        assert_eq!(session["user"]["email"], format!("{login}@example.com"));
+        assert_eq!(session["user"]["emailVerified"], true);
+        assert_eq!(session["user"]["name"], format!("User {login}"));
+        let account = h
+            .store
+            .get_account_by_provider(provider, account_id)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("{provider}: the account keyed by {account_id}"));
+        assert!(
+            account.refresh_token.is_some(),
+            "{provider}: a refresh token"
+        );
+        assert!(account.id_token.is_some(), "{provider}: the id token");
+
+        // The provider's tokens: a valid access token, a refresh at the provider, the profile.
+        let before = h
+            .post(
+                "/api/auth/get-access-token",
+                json!({"providerId": provider}),
+                Some(&cookie),
+            )
+            .await
+            .expect(200)
+            .json();
+        assert!(before["accessToken"].as_str().unwrap().len() > 10);
+        let refreshed = h
+            .post(
+                "/api/auth/refresh-token",
+                json!({"accountId": account.id.0}),
+                Some(&cookie),
+            )
+            .await
+            .expect(200)
+            .json();
+        assert_ne!(
+            refreshed["accessToken"], before["accessToken"],
+            "{provider}"
+        );
+        // The access token the provider issued works at its userinfo endpoint.
+        let me: serde_json::Value = reqwest::Client::new()
+            .get(format!("{issuer}/me"))
+            .bearer_auth(refreshed["accessToken"].as_str().unwrap())
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(me["sub"], login);
+        let info = h
+            .get(
+                &format!("/api/auth/account-info?accountId={}", account.id.0),
+                Some(&cookie),
+            )
+            .await
+            .expect(200)
+            .json();
+        assert_eq!(info["user"]["email"], format!("{login}@example.com"));
+        assert_eq!(info["account"]["accountId"], account_id);
+
+        // Signing in again: the same user, to callbackURL.
+        let again = start(
+            &h,
+            "/api/auth/sign-in/social",
+            json!({"provider": provider, "callbackURL": "/dashboard"}),
+            None,
+        )
+        .await;
+        let back = authorize_at_provider(&issuer, &authorize_url(&issuer, &again), login).await;
+        let r = h
+            .get(
+                back.trim_start_matches("http://localhost:3000"),
+                Some(&again.cookie),
+            )
+            .await;
+        assert_eq!(location(&r), "/dashboard");
+        assert_eq!(
+            h.session(&r.cookie_header()).await["user"]["id"],
+            session["user"]["id"]
+        );
+    }
+}
