@@ -102,6 +102,8 @@ codes! {
     NotFound => ("NOT_FOUND", NOT_FOUND, "Not found"),
     ProviderNotFound => ("PROVIDER_NOT_FOUND", NOT_FOUND, "Provider not found"),
     IdTokenNotSupported => ("ID_TOKEN_NOT_SUPPORTED", NOT_FOUND, "id_token not supported"),
+    InvalidIdToken => ("INVALID_TOKEN", UNAUTHORIZED, "Invalid token"),
+    UserEmailNotFound => ("USER_EMAIL_NOT_FOUND", UNAUTHORIZED, "User email not found"),
     OauthLinkError => ("OAUTH_LINK_ERROR", UNAUTHORIZED, "account not linked"),
     LinkingNotAllowed => ("LINKING_NOT_ALLOWED", UNAUTHORIZED, "Account not linked - linking not allowed"),
     LinkingDifferentEmailsNotAllowed => ("LINKING_DIFFERENT_EMAILS_NOT_ALLOWED", UNAUTHORIZED, "Account not linked - different emails not allowed"),

@@ -64,8 +64,8 @@ struct SignInSocialBody {
     request_sign_up: Option<bool>,
     /// Extra parameters of the authorize URL (not the ones the flow sets itself).
     additional_params: Option<BTreeMap<String, String>>,
-    /// Sign in with an id token minted by the provider (not supported yet: answered 404
-    /// `ID_TOKEN_NOT_SUPPORTED`).
+    /// Sign in with an id token the client got from the provider (Google, Apple, Microsoft,
+    /// Facebook): verified here, then the user is signed in at once (no redirect).
     id_token: Option<IdTokenBody>,
 }
 
@@ -84,16 +84,29 @@ struct LinkSocialBody {
     #[oai(validator(max_length = 256))]
     login_hint: Option<Text>,
     additional_params: Option<BTreeMap<String, String>>,
-    /// Not supported yet (404 `ID_TOKEN_NOT_SUPPORTED`).
+    /// Link with an id token the client got from the provider (no redirect).
     id_token: Option<IdTokenBody>,
 }
 
+/// The answer of sign-in/social and link-social: the provider's authorize URL to go to, or —
+/// with an `idToken` — the result at once.
 #[derive(Debug, Object)]
 struct SocialRedirect {
-    /// The provider's authorize URL.
-    url: String,
-    /// Whether the client should navigate to `url` (`false` with `disableRedirect`).
+    /// The provider's authorize URL (absent after an id-token sign-in; `""` after an
+    /// id-token link).
+    #[oai(skip_serializing_if_is_none)]
+    url: Option<String>,
+    /// Whether the client should navigate to `url`.
     redirect: bool,
+    /// id-token sign-in: the new session's token (also set as the session cookie).
+    #[oai(skip_serializing_if_is_none)]
+    token: Option<String>,
+    /// id-token sign-in: the user.
+    #[oai(skip_serializing_if_is_none)]
+    user: Option<crate::dto::UserDto>,
+    /// id-token link: `true`.
+    #[oai(skip_serializing_if_is_none)]
+    status: Option<bool>,
 }
 
 #[derive(ApiResponse)]
@@ -175,7 +188,6 @@ struct Start<'a> {
     login_hint: Option<&'a str>,
     request_sign_up: bool,
     additional_params: &'a Option<BTreeMap<String, String>>,
-    has_id_token: bool,
 }
 
 impl AppState {
@@ -192,9 +204,6 @@ impl AppState {
         link: Option<LinkState>,
     ) -> ApiResult<StartResponse> {
         let provider = self.provider(&s.provider.0)?;
-        if s.has_id_token {
-            return Err(ApiError::new(Code::IdTokenNotSupported));
-        }
         let callback_url = self
             .origins
             .redirect_target(s.callback_url, Code::InvalidCallbackurl)?
@@ -267,8 +276,11 @@ impl AppState {
         let location = (!s.disable_redirect).then(|| url.clone());
         Ok(StartResponse::Ok(
             Json(SocialRedirect {
-                url,
+                url: Some(url),
                 redirect: !s.disable_redirect,
+                token: None,
+                user: None,
+                status: None,
             }),
             location,
         ))
@@ -519,6 +531,117 @@ impl AppState {
     }
 }
 
+impl AppState {
+    /// Verifies a client's id token and maps its claims: the provider, the account as the
+    /// provider describes it, and the user info.
+    async fn verified_id_token(
+        &self,
+        provider_id: &str,
+        t: &IdTokenBody,
+    ) -> ApiResult<(&Provider, ProviderAccount, crate::social::profile::UserInfo)> {
+        let p = self.provider(provider_id)?;
+        if !p.spec.id_token_sign_in {
+            return Err(Code::IdTokenNotSupported.into());
+        }
+        let claims = self
+            .social
+            .verify_id_token(p, &t.token.0, text(&t.nonce))
+            .await
+            .map_err(|e| {
+                tracing::info!(provider = provider_id, error = %e, "id token refused");
+                ApiError::new(Code::InvalidIdToken)
+            })?;
+        let info = crate::social::profile::map(p.id(), &claims, &serde_json::Value::Null)
+            .ok_or(Code::FailedToGetUserInfo)?;
+        let email = info.email.clone().ok_or(Code::UserEmailNotFound)?;
+        let account = ProviderAccount {
+            provider_id: p.id().to_owned(),
+            account_id: info.id.clone(),
+            email,
+            email_verified: info.email_verified,
+            tokens: ProviderTokens {
+                id_token: Some(self.social.seal(&t.token.0)),
+                access_token: t.access_token.as_ref().map(|a| self.social.seal(&a.0)),
+                refresh_token: t.refresh_token.as_ref().map(|r| self.social.seal(&r.0)),
+                access_token_expires_at: t
+                    .expires_at
+                    .and_then(chrono::DateTime::from_timestamp_millis),
+                ..ProviderTokens::default()
+            },
+        };
+        Ok((p, account, info))
+    }
+
+    async fn id_token_sign_in(
+        &self,
+        req: &Request,
+        cookies: &PendingCookies,
+        provider_id: &str,
+        t: &IdTokenBody,
+        request_sign_up: bool,
+    ) -> ApiResult<StartResponse> {
+        let (p, account, info) = self.verified_id_token(provider_id, t).await?;
+        let signed = self
+            .actors
+            .social_sign_in(&SocialSignIn {
+                account,
+                name: info.name,
+                image: info.image,
+                trusted: p.cfg.trusted,
+                allow_sign_up: !p.cfg.disable_sign_up
+                    && (!p.cfg.disable_implicit_sign_up || request_sign_up),
+                update_account_on_sign_in: self.config.account.update_account_on_sign_in,
+                implicit_linking: self.config.account.implicit_linking,
+            })
+            .await?;
+        if self.config.email_verification.require_email_verification && !signed.user.email_verified
+        {
+            return Err(Code::EmailNotVerified.into());
+        }
+        let authed = self.start_session(req, cookies, signed.user, true).await?;
+        tracing::info!(user = %authed.user.id, provider = provider_id, "id-token sign-in");
+        Ok(StartResponse::Ok(
+            Json(SocialRedirect {
+                url: None,
+                redirect: false,
+                token: Some(authed.session.token.clone()),
+                user: Some(crate::dto::UserDto::from(&authed.user)),
+                status: None,
+            }),
+            None,
+        ))
+    }
+
+    async fn id_token_link(
+        &self,
+        auth: &Principal,
+        provider_id: &str,
+        t: &IdTokenBody,
+    ) -> ApiResult<StartResponse> {
+        let (p, account, _) = self.verified_id_token(provider_id, t).await?;
+        self.actors
+            .user(auth.user.id.clone())
+            .link_account(
+                &account,
+                LinkMode::Explicit {
+                    trusted: p.cfg.trusted,
+                    allow_different_emails: self.config.account.allow_different_emails,
+                },
+            )
+            .await?;
+        Ok(StartResponse::Ok(
+            Json(SocialRedirect {
+                url: Some(String::new()),
+                redirect: false,
+                token: None,
+                user: None,
+                status: Some(true),
+            }),
+            None,
+        ))
+    }
+}
+
 #[OpenApi(tag = "Tag::Social")]
 impl SocialApi {
     /// Sign in with a social provider
@@ -535,10 +658,22 @@ impl SocialApi {
     async fn sign_in_social(
         &self,
         state: Data<&AppState>,
+        req: &Request,
         cookies: &PendingCookies,
         body: Json<SignInSocialBody>,
     ) -> ApiResult<StartResponse> {
         let b = &body.0;
+        if let Some(t) = &b.id_token {
+            return state
+                .id_token_sign_in(
+                    req,
+                    cookies,
+                    &b.provider.0,
+                    t,
+                    b.request_sign_up.unwrap_or(false),
+                )
+                .await;
+        }
         state
             .start_flow(
                 cookies,
@@ -552,7 +687,6 @@ impl SocialApi {
                     login_hint: text(&b.login_hint),
                     request_sign_up: b.request_sign_up.unwrap_or(false),
                     additional_params: &b.additional_params,
-                    has_id_token: b.id_token.is_some(),
                 },
                 None,
             )
@@ -573,6 +707,9 @@ impl SocialApi {
         body: Json<LinkSocialBody>,
     ) -> ApiResult<StartResponse> {
         let b = &body.0;
+        if let Some(t) = &b.id_token {
+            return state.id_token_link(&auth, &b.provider.0, t).await;
+        }
         let link = LinkState {
             user_id: auth.user.id.0.clone(),
             email: auth.user.email.clone(),
@@ -591,7 +728,6 @@ impl SocialApi {
                     login_hint: text(&b.login_hint),
                     request_sign_up: false,
                     additional_params: &b.additional_params,
-                    has_id_token: b.id_token.is_some(),
                 },
                 Some(link),
             )

@@ -57,6 +57,8 @@ pub struct Spec {
     /// The issuer an id token of this provider must carry (OIDC providers).
     pub issuer: &'static str,
     pub jwks_uri: &'static str,
+    /// `POST /sign-in/social` with an `idToken` minted by the provider is supported.
+    pub id_token_sign_in: bool,
 }
 
 const fn spec(id: &'static str, name: &'static str) -> Spec {
@@ -79,6 +81,7 @@ const fn spec(id: &'static str, name: &'static str) -> Spec {
         refresh: true,
         issuer: "",
         jwks_uri: "",
+        id_token_sign_in: false,
     }
 }
 
@@ -98,6 +101,7 @@ pub const PROVIDERS: &[Spec] = &[
         profile: ProfileSource::IdToken,
         issuer: "https://appleid.apple.com",
         jwks_uri: "https://appleid.apple.com/auth/keys",
+        id_token_sign_in: true,
         ..spec("apple", "Apple")
     },
     Spec {
@@ -117,6 +121,7 @@ pub const PROVIDERS: &[Spec] = &[
         login_hint: true,
         issuer: "https://www.facebook.com",
         jwks_uri: "https://limited.facebook.com/.well-known/oauth/openid/jwks/",
+        id_token_sign_in: true,
         ..spec("facebook", "Facebook")
     },
     Spec {
@@ -140,6 +145,7 @@ pub const PROVIDERS: &[Spec] = &[
         login_hint: true,
         profile: ProfileSource::IdToken,
         jwks_uri: "https://login.microsoftonline.com/common/discovery/v2.0/keys",
+        id_token_sign_in: true,
         ..spec("microsoft", "Microsoft")
     },
     Spec {
@@ -153,6 +159,7 @@ pub const PROVIDERS: &[Spec] = &[
         profile: ProfileSource::IdToken,
         issuer: "https://accounts.google.com",
         jwks_uri: "https://www.googleapis.com/oauth2/v3/certs",
+        id_token_sign_in: true,
         ..spec("google", "Google")
     },
     Spec {

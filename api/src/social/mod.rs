@@ -5,6 +5,7 @@
 //! treated as failing), time out after `account.provider_timeout_ms`, and are logged by
 //! provider and outcome only — never with codes or tokens.
 pub mod catalog;
+pub mod id_token;
 pub mod profile;
 
 use crate::config::{Config, SocialProviderConfig};
@@ -28,6 +29,7 @@ pub struct Provider {
     pub token_endpoint: String,
     pub user_info_endpoint: String,
     pub extra_endpoint: String,
+    pub jwks_uri: String,
     pub redirect_uri: String,
 }
 
@@ -108,6 +110,7 @@ pub struct Social {
     providers: BTreeMap<&'static str, Provider>,
     http: reqwest::Client,
     cipher: XChaCha20Poly1305,
+    keys: id_token::KeyCache,
 }
 
 impl Social {
@@ -138,6 +141,7 @@ impl Social {
                     token_endpoint: pick(&cfg.token_endpoint, spec.token_endpoint),
                     user_info_endpoint: pick(&cfg.user_info_endpoint, spec.user_info_endpoint),
                     extra_endpoint: pick(&cfg.extra_endpoint, spec.extra_endpoint),
+                    jwks_uri: pick(&cfg.jwks_uri, spec.jwks_uri),
                     redirect_uri: cfg
                         .redirect_uri
                         .clone()
@@ -159,6 +163,7 @@ impl Social {
             providers,
             http,
             cipher: XChaCha20Poly1305::new(&token_key(secret).into()),
+            keys: id_token::KeyCache::default(),
         })
     }
 
@@ -510,7 +515,7 @@ impl Social {
 const SEALED_PREFIX: &str = "gh1.";
 
 /// A transport failure with its causes (never the URL, which may carry a token).
-fn transport(e: reqwest::Error) -> ProviderError {
+pub(crate) fn transport(e: reqwest::Error) -> ProviderError {
     let e = e.without_url();
     let mut msg = e.to_string();
     let mut source = std::error::Error::source(&e);

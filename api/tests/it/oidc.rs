@@ -255,3 +255,157 @@ async fn google_and_microsoft_sign_in_against_a_real_openid_provider() {
         );
     }
 }
+
+/// An id token the provider minted for `login` (as Google One Tap or a mobile SDK would hand
+/// it to the client), with `nonce`.
+async fn id_token_from_provider(issuer: &str, login: &str, nonce: &str) -> String {
+    let verifier = gatehouse_api::social::random_token(64);
+    let mut q = url::form_urlencoded::Serializer::new(String::new());
+    q.extend_pairs([
+        ("client_id", CLIENT_ID),
+        ("response_type", "code"),
+        ("scope", "openid email profile"),
+        (
+            "redirect_uri",
+            "http://localhost:3000/api/auth/callback/google",
+        ),
+        ("state", "client-state"),
+        ("nonce", nonce),
+        (
+            "code_challenge",
+            &gatehouse_api::social::challenge(&verifier),
+        ),
+        ("code_challenge_method", "S256"),
+    ]);
+    let back = authorize_at_provider(issuer, &format!("{issuer}/auth?{}", q.finish()), login).await;
+    let code = url::Url::parse(&back)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .unwrap()
+        .1
+        .into_owned();
+    let tokens: serde_json::Value = reqwest::Client::new()
+        .post(format!("{issuer}/token"))
+        .form(&[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            (
+                "redirect_uri",
+                "http://localhost:3000/api/auth/callback/google",
+            ),
+            ("code_verifier", &verifier),
+            ("client_id", CLIENT_ID),
+            ("client_secret", CLIENT_SECRET),
+        ])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    tokens["id_token"].as_str().expect("an id token").to_owned()
+}
+
+#[tokio::test]
+async fn id_tokens_the_provider_minted_sign_in_and_link() {
+    let Some(peer) = peer() else { return };
+    let issuer = peer.issuer.clone();
+    let h = harness_with(|c| {
+        c.social.insert("google".into(), provider_config(&issuer));
+    })
+    .await;
+    let token = id_token_from_provider(&issuer, "ida", "n-1").await;
+
+    // Refused: another nonce, a forged signature, garbage.
+    let mut forged = token.clone();
+    let last = forged.pop().unwrap();
+    forged.push(if last == 'A' { 'B' } else { 'A' });
+    for (t, nonce) in [
+        (&token, "n-2"),
+        (&forged, "n-1"),
+        (&"x.y.z".to_owned(), "n-1"),
+    ] {
+        let r = h
+            .post(
+                "/api/auth/sign-in/social",
+                json!({"provider": "google", "idToken": {"token": t, "nonce": nonce}}),
+                None,
+            )
+            .await
+            .expect(401);
+        assert_eq!(r.code(), "INVALID_TOKEN");
+    }
+    assert!(h
+        .store
+        .get_user_by_email("ida@example.com")
+        .await
+        .unwrap()
+        .is_none());
+
+    // Accepted: a session at once, no redirect.
+    let r = h
+        .post(
+            "/api/auth/sign-in/social",
+            json!({"provider": "google", "idToken": {"token": token, "nonce": "n-1", "accessToken": "at-1"}}),
+            None,
+        )
+        .await
+        .expect(200);
+    let body = r.json();
+    assert_eq!(body["redirect"], false);
+    assert!(body.get("url").is_none());
+    assert_eq!(body["user"]["email"], "ida@example.com");
+    assert_eq!(body["user"]["emailVerified"], true);
+    let session = h.session(&r.cookie_header()).await;
+    assert_eq!(session["session"]["token"], body["token"]);
+    let account = h
+        .store
+        .get_account_by_provider("google", "ida")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        h.state
+            .social
+            .open(account.access_token.as_deref().unwrap())
+            .unwrap(),
+        "at-1"
+    );
+
+    // Linking with an id token of the signed-in user's address.
+    let lee = h
+        .sign_up("lee@example.com", "a-good-password")
+        .await
+        .cookie_header();
+    let lee_token = id_token_from_provider(&issuer, "lee", "n-3").await;
+    let r = h
+        .post(
+            "/api/auth/link-social",
+            json!({"provider": "google", "idToken": {"token": lee_token}}),
+            Some(&lee),
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        r.json(),
+        json!({"url": "", "redirect": false, "status": true})
+    );
+    let accounts = h
+        .get("/api/auth/list-accounts", Some(&lee))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(accounts.as_array().unwrap().len(), 2);
+    // Ida's token for Lee: another address, refused.
+    let ida_again = id_token_from_provider(&issuer, "ida", "n-4").await;
+    let r = h
+        .post(
+            "/api/auth/link-social",
+            json!({"provider": "google", "idToken": {"token": ida_again}}),
+            Some(&lee),
+        )
+        .await
+        .expect(401);
+    assert_eq!(r.code(), "LINKING_DIFFERENT_EMAILS_NOT_ALLOWED");
+}

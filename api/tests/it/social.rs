@@ -647,6 +647,16 @@ async fn sign_in_requests_are_checked() {
         .await
         .expect(400);
     assert_eq!(r.code(), "VALIDATION_ERROR");
+    // Providers without id-token sign-in.
+    let r = h
+        .post(
+            "/api/auth/sign-in/social",
+            json!({"provider": "github", "idToken": {"token": "x.y.z"}}),
+            None,
+        )
+        .await
+        .expect(404);
+    assert_eq!(r.code(), "ID_TOKEN_NOT_SUPPORTED");
     // disableRedirect: no Location, still a state.
     let r = h
         .post(
