@@ -192,6 +192,10 @@ impl Social {
                 q.append_pair("scope", &a.scopes.join(p.spec.scope_separator));
             }
             q.append_pair("redirect_uri", &p.redirect_uri);
+            if p.spec.response_type.contains("id_token") {
+                // An id token in the authorization response must carry a nonce (OIDC §3.3).
+                q.append_pair("nonce", &random_token(32));
+            }
             if p.spec.pkce {
                 q.append_pair("code_challenge_method", "S256");
                 q.append_pair("code_challenge", &challenge(a.code_verifier));

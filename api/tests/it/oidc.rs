@@ -11,6 +11,8 @@ use std::process::{Child, Command, Stdio};
 
 const CLIENT_ID: &str = "gatehouse-test";
 const CLIENT_SECRET: &str = "gatehouse-test-secret-0123456789";
+/// Apple's client is a native one at the provider (http is allowed only on a loopback IP).
+const APPLE_REDIRECT: &str = "http://127.0.0.1:3000/api/auth/callback/apple";
 
 /// The provider process; stopped when dropped.
 struct Peer {
@@ -47,6 +49,7 @@ fn peer() -> Option<Peer> {
         .env("CLIENT_ID", CLIENT_ID)
         .env("CLIENT_SECRET", CLIENT_SECRET)
         .env("REDIRECT_URIS", redirects)
+        .env("APPLE_REDIRECT_URI", APPLE_REDIRECT)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -84,17 +87,45 @@ fn authorize_url(issuer: &str, flow: &Flow) -> String {
     format!("{issuer}/auth?{}", q.finish())
 }
 
-/// Logs in at the provider as `login` and answers the URL it sends the browser back with.
-async fn authorize_at_provider(issuer: &str, authorize_url: &str, login: &str) -> String {
+/// How the provider sends the browser back: a redirect, or (form_post) an auto-submitting
+/// form's action and fields.
+enum Back {
+    Redirect(String),
+    FormPost(String, Vec<(String, String)>),
+}
+
+/// `name="…" value="…"` pairs of an HTML form, and its action.
+fn form_of(html: &str) -> Option<(String, Vec<(String, String)>)> {
+    let attr = |tag: &str, name: &str| {
+        let key = format!("{name}=\"");
+        let start = tag.find(&key)? + key.len();
+        Some(tag[start..].split('"').next()?.to_owned())
+    };
+    let form_tag = html.split("<form").nth(1)?.split('>').next()?;
+    let action = attr(form_tag, "action")?;
+    let fields = html
+        .split("<input")
+        .skip(1)
+        .filter_map(|t| {
+            let tag = t.split('>').next()?;
+            Some((attr(tag, "name")?, attr(tag, "value")?))
+        })
+        .collect();
+    Some((action, fields))
+}
+
+/// Logs in at the provider as `login` (consenting when asked) and answers how the provider
+/// sends the browser back.
+async fn login_at_provider(issuer: &str, authorize_url: &str, login: &str) -> Back {
     let browser = reqwest::Client::builder()
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
     let mut url = authorize_url.to_owned();
-    for _ in 0..8 {
+    for _ in 0..10 {
         if url.starts_with("http://localhost:3000/") {
-            return url;
+            return Back::Redirect(url);
         }
         let r = if url.contains("/interaction/") {
             let page = browser
@@ -119,13 +150,14 @@ async fn authorize_at_provider(issuer: &str, authorize_url: &str, login: &str) -
         } else {
             browser.get(&url).send().await.unwrap()
         };
-        let next = r
-            .headers()
-            .get("location")
-            .unwrap_or_else(|| panic!("{url}: {} without a redirect", r.status()))
-            .to_str()
-            .unwrap()
-            .to_owned();
+        let Some(next) = r.headers().get("location") else {
+            let status = r.status();
+            let page = r.text().await.unwrap();
+            let (action, fields) =
+                form_of(&page).unwrap_or_else(|| panic!("{url}: {status} {page}"));
+            return Back::FormPost(action, fields);
+        };
+        let next = next.to_str().unwrap().to_owned();
         url = if next.starts_with('/') {
             format!("{issuer}{next}")
         } else {
@@ -133,6 +165,14 @@ async fn authorize_at_provider(issuer: &str, authorize_url: &str, login: &str) -
         };
     }
     panic!("the provider never sent the browser back (last: {url})")
+}
+
+/// As [`login_at_provider`], for a provider that redirects back.
+async fn authorize_at_provider(issuer: &str, authorize_url: &str, login: &str) -> String {
+    match login_at_provider(issuer, authorize_url, login).await {
+        Back::Redirect(url) => url,
+        Back::FormPost(action, _) => panic!("a form post to {action}, not a redirect"),
+    }
 }
 
 #[tokio::test]
@@ -408,4 +448,64 @@ async fn id_tokens_the_provider_minted_sign_in_and_link() {
         .await
         .expect(401);
     assert_eq!(r.code(), "LINKING_DIFFERENT_EMAILS_NOT_ALLOWED");
+}
+
+#[tokio::test]
+async fn apple_comes_back_by_form_post_and_signs_in() {
+    let Some(peer) = peer() else { return };
+    let issuer = peer.issuer.clone();
+    let h = harness_with(|c| {
+        let mut apple = provider_config(&issuer);
+        apple.client_id = format!("{CLIENT_ID}-apple");
+        apple.redirect_uri = Some(APPLE_REDIRECT.into());
+        apple.disable_default_scope = true;
+        apple.scopes = ["openid", "email", "profile"].map(String::from).to_vec();
+        c.social.insert("apple".into(), apple);
+    })
+    .await;
+    let flow = start(
+        &h,
+        "/api/auth/sign-in/social",
+        json!({"provider": "apple", "callbackURL": "/dashboard", "newUserCallbackURL": "/welcome"}),
+        None,
+    )
+    .await;
+    assert_eq!(flow.query["response_type"], "code id_token");
+    assert_eq!(flow.query["response_mode"], "form_post");
+    let url = format!("{issuer}/auth?{}", {
+        let mut q = url::form_urlencoded::Serializer::new(String::new());
+        q.extend_pairs(flow.query.iter());
+        q.finish()
+    });
+    let Back::FormPost(action, fields) = login_at_provider(&issuer, &url, "anna").await else {
+        panic!("Apple answers by form_post");
+    };
+    assert_eq!(action, APPLE_REDIRECT);
+    assert!(fields.iter().any(|(k, _)| k == "id_token"));
+    // The provider's page posts the form cross-site: no cookies travel with it.
+    let mut body = url::form_urlencoded::Serializer::new(String::new());
+    body.extend_pairs(fields.iter());
+    body.append_pair(
+        "user",
+        r#"{"name":{"firstName":"Anna","lastName":"Apfel"}}"#,
+    );
+    let posted = call_raw(
+        &h.ep,
+        poem::Request::builder()
+            .method(poem::http::Method::POST)
+            .uri_str("/api/auth/callback/apple")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body.finish()),
+    )
+    .await;
+    assert_eq!(posted.status.as_u16(), 302, "{}", posted.text);
+    let get = location(&posted);
+    let path = get.trim_start_matches("http://localhost:3000");
+    assert!(path.starts_with("/api/auth/callback/apple?"), "{get}");
+    // The browser follows it, now a same-site GET with the state cookie.
+    let r = h.get(path, Some(&flow.cookie)).await;
+    assert_eq!(location(&r), "/welcome", "{}", r.text);
+    let session = h.session(&r.cookie_header()).await;
+    assert_eq!(session["user"]["email"], "anna@example.com");
+    assert_eq!(session["user"]["name"], "Anna Apfel");
 }

@@ -1,7 +1,9 @@
 // A real OpenID provider for Gatehouse's social sign-in tests: panva's oidc-provider with one
 // confidential client, PKCE required, claims in the id token, consent skipped, refresh tokens.
 // Listens on a free loopback port and prints `OIDC_ISSUER=<url>` once it is ready.
-// Environment: CLIENT_ID, CLIENT_SECRET, REDIRECT_URIS (comma-separated).
+// Environment: CLIENT_ID, CLIENT_SECRET, REDIRECT_URIS (comma-separated); APPLE_REDIRECT_URI
+// adds an Apple-like client (`${CLIENT_ID}-apple`: `code id_token` answered by form_post; a
+// native client, so that an http loopback redirect URI is allowed).
 import http from 'node:http';
 import Provider from 'oidc-provider';
 
@@ -9,15 +11,28 @@ const server = http.createServer();
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
 const issuer = `http://127.0.0.1:${server.address().port}`;
 
-const provider = new Provider(issuer, {
-  clients: [{
-    client_id: process.env.CLIENT_ID,
+const clients = [{
+  client_id: process.env.CLIENT_ID,
+  client_secret: process.env.CLIENT_SECRET,
+  redirect_uris: process.env.REDIRECT_URIS.split(','),
+  grant_types: ['authorization_code', 'refresh_token'],
+  response_types: ['code'],
+  token_endpoint_auth_method: 'client_secret_post',
+}];
+if (process.env.APPLE_REDIRECT_URI) {
+  clients.push({
+    client_id: `${process.env.CLIENT_ID}-apple`,
     client_secret: process.env.CLIENT_SECRET,
-    redirect_uris: process.env.REDIRECT_URIS.split(','),
-    grant_types: ['authorization_code', 'refresh_token'],
-    response_types: ['code'],
+    redirect_uris: [process.env.APPLE_REDIRECT_URI],
+    grant_types: ['authorization_code', 'refresh_token', 'implicit'],
+    response_types: ['code id_token'],
+    application_type: 'native',
     token_endpoint_auth_method: 'client_secret_post',
-  }],
+  });
+}
+
+const provider = new Provider(issuer, {
+  clients,
   pkce: { required: () => true },
   claims: {
     openid: ['sub', 'oid'],
