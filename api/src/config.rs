@@ -79,8 +79,15 @@ pub struct SocialProviderConfig {
     pub enabled: bool,
     /// The client id (TikTok: the client key).
     pub client_id: String,
-    /// The client secret (Apple: the ES256 client-secret JWT made from the team's key).
+    /// The client secret. Apple: either a client-secret JWT made elsewhere, or (better) the
+    /// key material below, from which Gatehouse signs a fresh one for each token request.
     pub client_secret: Option<Secret>,
+    /// Apple: the team id (the secret's `iss`).
+    pub team_id: Option<String>,
+    /// Apple: the key id of the private key (the secret's `kid`).
+    pub key_id: Option<String>,
+    /// Apple: the ES256 private key (PKCS#8 PEM, the `.p8` file's text).
+    pub private_key: Option<Secret>,
     /// Scopes added to the provider's defaults.
     pub scopes: Vec<String>,
     /// Send only `scopes`, not the provider's defaults.
@@ -115,6 +122,9 @@ impl Default for SocialProviderConfig {
             enabled: true,
             client_id: String::new(),
             client_secret: None,
+            team_id: None,
+            key_id: None,
+            private_key: None,
             scopes: Vec::new(),
             disable_default_scope: false,
             redirect_uri: None,
@@ -751,6 +761,9 @@ fn env_layer(env: impl IntoIterator<Item = (String, String)>) -> toml::Value {
                         | "jwks_uri"
                         | "tenant_id"
                         | "prompt"
+                        | "team_id"
+                        | "key_id"
+                        | "private_key"
                 )))
         {
             toml::Value::String(raw)

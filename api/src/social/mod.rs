@@ -31,6 +31,25 @@ pub struct Provider {
     pub extra_endpoint: String,
     pub jwks_uri: String,
     pub redirect_uri: String,
+    /// Apple's client-secret signer, when the key material is configured.
+    apple_key: Option<AppleKey>,
+}
+
+/// What signs Apple's client secret: the team's ES256 key.
+#[derive(Clone)]
+struct AppleKey {
+    team_id: String,
+    key_id: String,
+    key: jsonwebtoken::EncodingKey,
+}
+
+impl std::fmt::Debug for AppleKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppleKey")
+            .field("team_id", &self.team_id)
+            .field("key_id", &self.key_id)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Provider {
@@ -130,6 +149,16 @@ impl Social {
             let pick = |over: &Option<String>, default: &str| {
                 over.clone().unwrap_or_else(|| tenant(default))
             };
+            let apple_key = match (&cfg.private_key, &cfg.team_id, &cfg.key_id) {
+                (None, _, _) => None,
+                (Some(pem), Some(team_id), Some(key_id)) => Some(AppleKey {
+                    team_id: team_id.clone(),
+                    key_id: key_id.clone(),
+                    key: jsonwebtoken::EncodingKey::from_ec_pem(pem.expose().as_bytes())
+                        .map_err(|e| format!("social.{id}.private_key: {e}"))?,
+                }),
+                _ => return Err(format!("social.{id}: private_key needs team_id and key_id")),
+            };
             providers.insert(
                 spec.id,
                 Provider {
@@ -147,6 +176,7 @@ impl Social {
                         .clone()
                         .unwrap_or_else(|| format!("{base}/callback/{}", spec.id)),
                     cfg: cfg.clone(),
+                    apple_key,
                 },
             );
         }
@@ -263,12 +293,20 @@ impl Social {
         p: &Provider,
         mut form: Vec<(&str, &str)>,
     ) -> Result<Tokens, ProviderError> {
-        let secret = p
-            .cfg
-            .client_secret
-            .as_ref()
-            .map(|s| s.expose())
-            .unwrap_or_default();
+        let signed;
+        let secret = match &p.apple_key {
+            Some(k) => {
+                signed = apple_client_secret(k, &p.cfg.client_id)
+                    .map_err(|e| ProviderError::Malformed(format!("client secret: {e}")))?;
+                signed.as_str()
+            }
+            None => p
+                .cfg
+                .client_secret
+                .as_ref()
+                .map(|s| s.expose())
+                .unwrap_or_default(),
+        };
         let mut req = self
             .http
             .post(&p.token_endpoint)
@@ -518,6 +556,25 @@ impl Social {
 
 const SEALED_PREFIX: &str = "gh1.";
 
+/// Apple's client secret: an ES256 JWT from the team (`iss`) for the services id (`sub`),
+/// `aud` Apple, valid five minutes — made fresh for each token request.
+fn apple_client_secret(
+    k: &AppleKey,
+    client_id: &str,
+) -> Result<String, jsonwebtoken::errors::Error> {
+    let now = Utc::now().timestamp();
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+    header.kid = Some(k.key_id.clone());
+    let claims = serde_json::json!({
+        "iss": k.team_id,
+        "iat": now,
+        "exp": now + 300,
+        "aud": "https://appleid.apple.com",
+        "sub": client_id,
+    });
+    jsonwebtoken::encode(&header, &claims, &k.key)
+}
+
 /// A transport failure with its causes (never the URL, which may carry a token).
 pub(crate) fn transport(e: reqwest::Error) -> ProviderError {
     let e = e.without_url();
@@ -637,6 +694,55 @@ mod tests {
             q["redirect_uri"],
             "http://localhost:3000/api/auth/callback/github"
         );
+    }
+
+    const P8: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg+Vm1kCNnQpRZuE1e
+tW0WBdI55XnL8o8xwS2/GVAxMw6hRANCAATueMMJtyMJZ2TNstNXZ/URWdDtrip2
+tgwwztFiJMy5g7w2fB7D8A3KzF6TWmHUEF9GyDy67cbeTqODppmF7Hha
+-----END PRIVATE KEY-----
+";
+    const P8_PUBLIC: &str = "-----BEGIN PUBLIC KEY-----
+MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE7njDCbcjCWdkzbLTV2f1EVnQ7a4q
+drYMMM7RYiTMuYO8Nnwew/ANysxek1ph1BBfRsg8uu3G3k6jg6aZhex4Wg==
+-----END PUBLIC KEY-----
+";
+
+    #[test]
+    fn apple_client_secrets_are_signed_from_the_key_material() {
+        let mut config = Config::default();
+        config.social.insert(
+            "apple".into(),
+            SocialProviderConfig {
+                client_id: "com.example.web".into(),
+                team_id: Some("TEAM123456".into()),
+                key_id: Some("KEY1234567".into()),
+                private_key: Some(crate::config::Secret::new(P8)),
+                ..Default::default()
+            },
+        );
+        let s = Social::from_config(&config, "a-secret-of-at-least-thirty-two-bytes!").unwrap();
+        let k = s.get("apple").unwrap().apple_key.as_ref().unwrap();
+        let jwt = apple_client_secret(k, "com.example.web").unwrap();
+        let header = jsonwebtoken::decode_header(&jwt).unwrap();
+        assert_eq!(header.alg, jsonwebtoken::Algorithm::ES256);
+        assert_eq!(header.kid.as_deref(), Some("KEY1234567"));
+        let mut v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::ES256);
+        v.set_audience(&["https://appleid.apple.com"]);
+        v.set_issuer(&["TEAM123456"]);
+        let key = jsonwebtoken::DecodingKey::from_ec_pem(P8_PUBLIC.as_bytes()).unwrap();
+        let claims = jsonwebtoken::decode::<Value>(&jwt, &key, &v)
+            .unwrap()
+            .claims;
+        assert_eq!(claims["sub"], "com.example.web");
+        // Key material without its ids, or a key that is not one, stops the start.
+        let mut bad = config.clone();
+        bad.social.get_mut("apple").unwrap().key_id = None;
+        assert!(Social::from_config(&bad, "a-secret-of-at-least-thirty-two-bytes!").is_err());
+        bad.social.get_mut("apple").unwrap().key_id = Some("K".into());
+        bad.social.get_mut("apple").unwrap().private_key =
+            Some(crate::config::Secret::new("not a key"));
+        assert!(Social::from_config(&bad, "a-secret-of-at-least-thirty-two-bytes!").is_err());
     }
 
     #[test]
