@@ -162,6 +162,8 @@ struct FlowState {
     #[serde(rename = "newUserURL", skip_serializing_if = "Option::is_none")]
     new_user_url: Option<String>,
     code_verifier: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    nonce: Option<String>,
     #[serde(default)]
     request_sign_up: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -233,12 +235,14 @@ impl AppState {
             .collect();
         let oauth_state = random_token(32);
         let code_verifier = random_token(128);
+        let nonce = provider.uses_nonce().then(|| random_token(32));
         let url = self
             .social
             .authorize_url(
                 provider,
                 &Authorization {
                     state: &oauth_state,
+                    nonce: nonce.as_deref(),
                     code_verifier: &code_verifier,
                     scopes: &provider.scopes(&requested),
                     login_hint: s.login_hint,
@@ -253,6 +257,7 @@ impl AppState {
             error_url,
             new_user_url,
             code_verifier,
+            nonce,
             request_sign_up: s.request_sign_up,
             link,
         };
@@ -382,10 +387,14 @@ impl AppState {
         };
         let info = match self
             .social
-            .user_info(provider, &tokens, p.user.as_deref())
+            .user_info(provider, &tokens, p.user.as_deref(), flow.nonce.as_deref())
             .await
         {
             Ok(Some((info, _raw))) => info,
+            Err(crate::social::ProviderError::NonceMismatch) => {
+                tracing::warn!(provider = provider_id, "id token with another flow's nonce");
+                return self.error_redirect(&error_url, "nonce_binding_missing", None);
+            }
             Ok(None) => return self.error_redirect(&error_url, "unable_to_get_user_info", None),
             Err(e) => {
                 tracing::info!(provider = provider_id, error = %e, "profile request failed");

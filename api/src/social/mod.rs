@@ -57,6 +57,12 @@ impl Provider {
         self.spec.id
     }
 
+    /// The user comes from the id token of the token response, so the flow binds a nonce to
+    /// it (required anyway where the authorization response itself carries an id token).
+    pub fn uses_nonce(&self) -> bool {
+        self.spec.profile == ProfileSource::IdToken
+    }
+
     /// The scopes of an authorization: the defaults (unless disabled), the configured ones,
     /// then the request's, without repeats.
     pub fn scopes(&self, requested: &[String]) -> Vec<String> {
@@ -83,6 +89,9 @@ impl Provider {
 /// What the authorize URL carries besides the client's registration.
 pub struct Authorization<'a> {
     pub state: &'a str,
+    /// OIDC providers whose id token carries the identity: bound to this flow, checked in
+    /// the id token at the callback.
+    pub nonce: Option<&'a str>,
     pub code_verifier: &'a str,
     pub scopes: &'a [String],
     pub login_hint: Option<&'a str>,
@@ -109,6 +118,9 @@ pub enum ProviderError {
     Refused { status: u16, error: String },
     #[error("unexpected answer: {0}")]
     Malformed(String),
+    /// The id token is not the one this flow asked for (another flow's, or replayed).
+    #[error("the id token's nonce is not the flow's")]
+    NonceMismatch,
 }
 
 /// Keys of the authorize URL a request's `additionalParams` may not set.
@@ -222,9 +234,8 @@ impl Social {
                 q.append_pair("scope", &a.scopes.join(p.spec.scope_separator));
             }
             q.append_pair("redirect_uri", &p.redirect_uri);
-            if p.spec.response_type.contains("id_token") {
-                // An id token in the authorization response must carry a nonce (OIDC §3.3).
-                q.append_pair("nonce", &random_token(32));
+            if let Some(nonce) = a.nonce {
+                q.append_pair("nonce", nonce);
             }
             if p.spec.pkce {
                 q.append_pair("code_challenge_method", "S256");
@@ -395,6 +406,7 @@ impl Social {
         p: &Provider,
         tokens: &Tokens,
         apple_user: Option<&str>,
+        nonce: Option<&str>,
     ) -> Result<Option<(UserInfo, Value)>, ProviderError> {
         let access = tokens.access_token.as_deref().unwrap_or_default();
         let (mut raw, extra) = match p.spec.profile {
@@ -404,6 +416,18 @@ impl Social {
                     .as_deref()
                     .and_then(decode_claims)
                     .ok_or_else(|| ProviderError::Malformed("no readable id_token".into()))?;
+                if let Some(want) = nonce {
+                    let got = claims
+                        .get("nonce")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    if !bool::from(subtle::ConstantTimeEq::ct_eq(
+                        got.as_bytes(),
+                        want.as_bytes(),
+                    )) {
+                        return Err(ProviderError::NonceMismatch);
+                    }
+                }
                 let extra = if p.spec.id == "microsoft" {
                     self.microsoft_photo(p, access).await
                 } else {
@@ -677,6 +701,7 @@ mod tests {
                 p,
                 &Authorization {
                     state: "st",
+                    nonce: None,
                     code_verifier: "v",
                     scopes: &p.scopes(&["repo".into()]),
                     login_hint: Some("a@b.co"),

@@ -190,7 +190,13 @@ async fn provider_endpoint(
     };
     match what.as_str() {
         "token" => {
-            let code = form.get("code").cloned().unwrap_or_default();
+            // `code` is `<code>[.<nonce>]`: the test hands the flow's nonce over in the code,
+            // as a provider keeps it with the authorization.
+            let full = form.get("code").cloned().unwrap_or_default();
+            let (code, nonce) = match full.split_once('.') {
+                Some((c, n)) => (c.to_owned(), Some(n.to_owned())),
+                None => (full.clone(), None),
+            };
             if code == "hang" {
                 tokio::time::sleep(std::time::Duration::from_secs(30)).await;
             }
@@ -221,7 +227,11 @@ async fn provider_endpoint(
                 t["scope"] = json!("read:user,user:email");
             }
             if ID_TOKEN_PROVIDERS.contains(&provider.as_str()) {
-                t["id_token"] = json!(unsigned_jwt(profile(&provider)));
+                let mut claims = profile(&provider);
+                if let Some(n) = nonce {
+                    claims["nonce"] = json!(n);
+                }
+                t["id_token"] = json!(unsigned_jwt(claims));
             }
             json(200, t)
         }
@@ -357,6 +367,10 @@ async fn sign_in_start(h: &H, provider: &str) -> Flow {
 }
 
 async fn callback(h: &H, provider: &str, flow: &Flow, code: &str) -> Resp {
+    let code = match flow.query.get("nonce") {
+        Some(n) => format!("{code}.{n}"),
+        None => code.to_owned(),
+    };
     let mut path = format!(
         "/api/auth/callback/{provider}?code={code}&state={}",
         flow.state()
@@ -398,6 +412,11 @@ async fn every_provider_signs_in_through_the_code_flow() {
         );
         assert_eq!(q["response_type"], spec.response_type, "{id}");
         assert_eq!(q.contains_key("code_challenge"), spec.pkce, "{id}");
+        assert_eq!(
+            q.contains_key("nonce"),
+            ID_TOKEN_PROVIDERS.contains(&id),
+            "{id}"
+        );
         assert_eq!(flow.state().len(), 32);
 
         let r = callback(&h, id, &flow, "good").await;
@@ -597,6 +616,20 @@ async fn provider_failures_go_to_the_error_url() {
         location(&r),
         "/oops?error=access_denied&error_description=User%20denied"
     );
+    // An id token bound to another flow (its nonce is not this flow's).
+    let flow = sign_in_start(&h, "google").await;
+    assert_eq!(flow.query["nonce"].len(), 32);
+    let r = h
+        .get(
+            &format!(
+                "/api/auth/callback/google?code=good.another-nonce&state={}",
+                flow.state()
+            ),
+            Some(&flow.cookie),
+        )
+        .await;
+    assert_eq!(location(&r), "/oops?error=nonce_binding_missing");
+    assert!(r.set_cookie("gatehouse.session_token").is_none());
     // No code.
     let flow = sign_in_start(&h, "google").await;
     let r = h
