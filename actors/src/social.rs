@@ -4,7 +4,7 @@
 //! unique (provider, account id), so concurrent first sign-ins — in any process — make one user.
 use crate::user::{LinkMode, ProviderAccount};
 use crate::{ActorError, Actors, Rule};
-use storage::{Account, AccountId, StoreError, User};
+use storage::{StoreError, User};
 
 /// One sign-in through a provider.
 #[derive(Debug, Clone)]
@@ -86,22 +86,7 @@ impl Actors {
                     let now = self.shared.clock.now();
                     let mut user = User::new(&acc.email, s.name.clone(), s.image.clone(), now);
                     user.email_verified = acc.email_verified;
-                    let t = &acc.tokens;
-                    let account = Account {
-                        id: AccountId::generate(),
-                        user_id: user.id.clone(),
-                        provider_id: acc.provider_id.clone(),
-                        account_id: acc.account_id.clone(),
-                        password: None,
-                        access_token: t.access_token.clone(),
-                        refresh_token: t.refresh_token.clone(),
-                        id_token: t.id_token.clone(),
-                        access_token_expires_at: t.access_token_expires_at,
-                        refresh_token_expires_at: t.refresh_token_expires_at,
-                        scope: t.scope.clone(),
-                        created_at: now,
-                        updated_at: now,
-                    };
+                    let account = acc.row(&user.id, now);
                     match store.create_user(&user, Some(&account)).await {
                         Ok(()) => {
                             return Ok(SocialUser {

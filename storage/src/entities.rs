@@ -69,6 +69,17 @@ pub struct Account {
 }
 
 impl Account {
+    /// The stored `scope` as a list (comma-joined as better-auth stores it; spaces tolerated).
+    pub fn scopes(&self) -> Vec<String> {
+        self.scope
+            .as_deref()
+            .unwrap_or_default()
+            .split([',', ' '])
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// The password credential of `user` with the argon2id hash `password`.
     pub fn credential(user: &UserId, password: String, now: DateTime<Utc>) -> Self {
         Self {

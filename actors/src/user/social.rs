@@ -34,6 +34,28 @@ pub struct ProviderAccount {
     pub tokens: ProviderTokens,
 }
 
+impl ProviderAccount {
+    /// A new account row of `user` for this provider account, with its tokens.
+    pub(crate) fn row(&self, user: &UserId, now: DateTime<Utc>) -> Account {
+        let t = &self.tokens;
+        Account {
+            id: AccountId::generate(),
+            user_id: user.clone(),
+            provider_id: self.provider_id.clone(),
+            account_id: self.account_id.clone(),
+            password: None,
+            access_token: t.access_token.clone(),
+            refresh_token: t.refresh_token.clone(),
+            id_token: t.id_token.clone(),
+            access_token_expires_at: t.access_token_expires_at,
+            refresh_token_expires_at: t.refresh_token_expires_at,
+            scope: t.scope.clone(),
+            created_at: now,
+            updated_at: now,
+        }
+    }
+}
+
 /// How a provider account comes to be linked to an existing user.
 #[derive(Debug, Clone, Copy)]
 pub enum LinkMode {
@@ -145,22 +167,7 @@ impl UserActor {
                 tokens.scope = merge_scopes(existing.scope.as_deref(), tokens.scope.as_deref());
                 return Ok(Linked::Updated(self.write_tokens(existing, &tokens).await?));
             }
-            let now = self.now();
-            let row = Account {
-                id: AccountId::generate(),
-                user_id: id.clone(),
-                provider_id: acc.provider_id.clone(),
-                account_id: acc.account_id.clone(),
-                password: None,
-                access_token: acc.tokens.access_token.clone(),
-                refresh_token: acc.tokens.refresh_token.clone(),
-                id_token: acc.tokens.id_token.clone(),
-                access_token_expires_at: acc.tokens.access_token_expires_at,
-                refresh_token_expires_at: acc.tokens.refresh_token_expires_at,
-                scope: acc.tokens.scope.clone(),
-                created_at: now,
-                updated_at: now,
-            };
+            let row = acc.row(id, self.now());
             match store.create_account(&row).await {
                 Ok(()) => return Ok(Linked::Created(row)),
                 // Linked meanwhile (to whom is decided on the next round).

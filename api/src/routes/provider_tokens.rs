@@ -90,16 +90,6 @@ struct AccountInfoResponse {
     account: AccountKey,
 }
 
-fn scopes_of(a: &Account) -> Vec<String> {
-    a.scope
-        .as_deref()
-        .unwrap_or_default()
-        .split(',')
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
 impl AppState {
     /// The caller's user: the session's, or — only for a server call without a session —
     /// the body's `userId`.
@@ -166,13 +156,9 @@ impl AppState {
     ) -> Result<(Account, Tokens), crate::social::ProviderError> {
         let t = self.social.refresh(p, refresh_token).await?;
         let sealed = ProviderTokens {
-            access_token: t.access_token.as_deref().map(|v| self.social.seal(v)),
-            refresh_token: t.refresh_token.as_deref().map(|v| self.social.seal(v)),
-            id_token: t.id_token.as_deref().map(|v| self.social.seal(v)),
-            access_token_expires_at: t.access_token_expires_at,
-            refresh_token_expires_at: t.refresh_token_expires_at,
             // A refresh does not change the granted scopes.
             scope: None,
+            ..self.social.sealed(&t)
         };
         let stored = self
             .actors
@@ -243,7 +229,7 @@ impl ProviderTokenApi {
         Ok(Json(AccessTokenResponse {
             access_token,
             access_token_expires_at: a.access_token_expires_at.as_ref().map(iso),
-            scopes: scopes_of(&a),
+            scopes: a.scopes(),
             id_token: state.open_opt(&a.id_token),
         }))
     }
@@ -287,7 +273,7 @@ impl ProviderTokenApi {
             refresh_token: state.open_opt(&stored.refresh_token),
             access_token_expires_at: stored.access_token_expires_at.as_ref().map(iso),
             refresh_token_expires_at: stored.refresh_token_expires_at.as_ref().map(iso),
-            scopes: scopes_of(&stored),
+            scopes: stored.scopes(),
             scope: stored.scope.clone(),
             id_token: state.open_opt(&stored.id_token),
             token_type: "Bearer".into(),

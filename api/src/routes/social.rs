@@ -406,14 +406,7 @@ impl AppState {
             account_id: info.id.clone(),
             email: info.email.clone().unwrap_or_default(),
             email_verified: info.email_verified,
-            tokens: ProviderTokens {
-                access_token: tokens.access_token.as_deref().map(|t| self.social.seal(t)),
-                refresh_token: tokens.refresh_token.as_deref().map(|t| self.social.seal(t)),
-                id_token: tokens.id_token.as_deref().map(|t| self.social.seal(t)),
-                access_token_expires_at: tokens.access_token_expires_at,
-                refresh_token_expires_at: tokens.refresh_token_expires_at,
-                scope: (!tokens.scopes.is_empty()).then(|| tokens.scopes.join(",")),
-            },
+            tokens: self.social.sealed(&tokens),
         };
         if let Some(link) = &flow.link {
             return self

@@ -560,6 +560,19 @@ impl Social {
         }
     }
 
+    /// What a token endpoint answered, as it is stored: each token encrypted, the scopes
+    /// comma-joined.
+    pub fn sealed(&self, t: &Tokens) -> actors::ProviderTokens {
+        actors::ProviderTokens {
+            access_token: t.access_token.as_deref().map(|v| self.seal(v)),
+            refresh_token: t.refresh_token.as_deref().map(|v| self.seal(v)),
+            id_token: t.id_token.as_deref().map(|v| self.seal(v)),
+            access_token_expires_at: t.access_token_expires_at,
+            refresh_token_expires_at: t.refresh_token_expires_at,
+            scope: (!t.scopes.is_empty()).then(|| t.scopes.join(",")),
+        }
+    }
+
     /// A stored token in the clear: decrypted when sealed; a token written without
     /// encryption (imported from better-auth) as it is. `None` when it does not decrypt.
     pub fn open(&self, stored: &str) -> Option<String> {

@@ -472,11 +472,7 @@ async fn apple_comes_back_by_form_post_and_signs_in() {
     .await;
     assert_eq!(flow.query["response_type"], "code id_token");
     assert_eq!(flow.query["response_mode"], "form_post");
-    let url = format!("{issuer}/auth?{}", {
-        let mut q = url::form_urlencoded::Serializer::new(String::new());
-        q.extend_pairs(flow.query.iter());
-        q.finish()
-    });
+    let url = authorize_url(&issuer, &flow);
     let Back::FormPost(action, fields) = login_at_provider(&issuer, &url, "anna").await else {
         panic!("Apple answers by form_post");
     };

@@ -50,6 +50,7 @@ impl LinkedAccountApi {
             accounts
                 .into_iter()
                 .map(|a| AccountDto {
+                    scopes: a.scopes(),
                     id: a.id.0,
                     provider: a.provider_id.clone(),
                     provider_id: a.provider_id,
@@ -57,15 +58,6 @@ impl LinkedAccountApi {
                     user_id: a.user_id.0,
                     created_at: iso(&a.created_at),
                     updated_at: iso(&a.updated_at),
-                    scopes: a
-                        .scope
-                        .map(|s| {
-                            s.split([',', ' '])
-                                .filter(|x| !x.is_empty())
-                                .map(str::to_owned)
-                                .collect()
-                        })
-                        .unwrap_or_default(),
                 })
                 .collect(),
         ))
