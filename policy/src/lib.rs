@@ -10,6 +10,12 @@
 )]
 
 use casbin::{CoreApi, DefaultModel, Enforcer, MemoryAdapter, MgmtApi};
+
+mod admin;
+pub use admin::{
+    validate_admin_permissions, AdminPolicy, AdminRoles, ADMIN_MODEL, ADMIN_POLICY,
+    ADMIN_RESOURCES, DEFAULT_ROLE,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub const MODEL: &str = include_str!("../model.conf");

@@ -13,6 +13,7 @@
 mod clock;
 mod entities;
 mod ids;
+mod query;
 pub mod scylla;
 pub mod sqlite;
 pub mod transfer;
@@ -24,6 +25,7 @@ use std::sync::Arc;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use entities::*;
 pub use ids::*;
+pub use query::{FieldValue, FilterOp, SearchOp, UserField, UserList, UserQuery};
 
 /// The one error type of every storage trait.
 #[derive(Debug, thiserror::Error)]
@@ -372,6 +374,22 @@ pub trait ScanStore: Send + Sync {
         after: Option<&str>,
         limit: u32,
     ) -> StoreResult<Page<Organization>>;
+
+    /// The admin's listing of users (see [`UserQuery`]). By default every user is scanned and
+    /// the query applied in memory; a backend that can do better answers it itself.
+    async fn list_users(&self, q: &UserQuery) -> StoreResult<UserList> {
+        let mut all = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = self.scan_users(after.as_deref(), 1000).await?;
+            all.extend(page.items.into_iter().filter(|u| q.matches(u)));
+            match page.next {
+                Some(n) => after = Some(n),
+                None => break,
+            }
+        }
+        Ok(q.apply(all))
+    }
 }
 
 /// Everything the server needs from a backend.

@@ -1056,6 +1056,215 @@ pub async fn key_pairs(s: S) {
     assert!(!format!("{k:?}").contains("priv"));
 }
 
+/// The admin's listing: search, filter, sort and window answer what a plain filter and sort
+/// of every user (done here, independently) answers.
+pub async fn list_users_search_filter_sort_page(s: S) {
+    let names = [
+        "Ann",
+        "bob",
+        "Carl",
+        "dora",
+        "Éva",
+        "ann-marie",
+        "Bo_b",
+        "zed",
+    ];
+    let base = now() - Duration::hours(1);
+    let mut users = Vec::new();
+    for i in 0..48usize {
+        let mut u = User::new(
+            &format!(
+                "u{i:02}{}@{}.io",
+                if i % 5 == 0 { "_x" } else { "" },
+                ["a", "b", "c"][i % 3]
+            ),
+            format!("{} {}", names[i % names.len()], 47 - i),
+            None,
+            base + Duration::seconds(i as i64),
+        );
+        u.role = match i % 4 {
+            0 => Some("admin".into()),
+            1 => Some("user".into()),
+            2 => None,
+            _ => Some("support,user".into()),
+        };
+        u.banned = i % 7 == 0;
+        u.email_verified = i % 2 == 0;
+        s.create_user(&u, None).await.unwrap();
+        users.push(u);
+    }
+    let role = |u: &User| u.role.clone().unwrap_or_else(|| "user".into());
+    let check = |q: UserQuery, want: Vec<&User>| {
+        let s = s.clone();
+        let want: Vec<String> = want.iter().map(|u| u.id.0.clone()).collect();
+        async move {
+            let got = s.list_users(&q).await.unwrap();
+            let total = want.len() as u64;
+            let window: Vec<String> = want
+                .into_iter()
+                .skip(q.offset as usize)
+                .take(q.limit.map_or(usize::MAX, |l| l as usize))
+                .collect();
+            let ids: Vec<String> = got.users.iter().map(|u| u.id.0.clone()).collect();
+            assert_eq!((ids, got.total), (window, total), "{q:?}");
+        }
+    };
+    // No query: oldest first.
+    check(UserQuery::default(), users.iter().collect()).await;
+    // Search, each operator, ASCII case folded; `_` is a literal, not a wildcard.
+    let q = |f, op, t: &str| UserQuery {
+        search: Some((f, op, t.into())),
+        ..Default::default()
+    };
+    let by = |p: &dyn Fn(&User) -> bool| users.iter().filter(|u| p(u)).collect::<Vec<_>>();
+    check(
+        q(UserField::Name, SearchOp::Contains, "ANN"),
+        by(&|u| u.name.to_lowercase().contains("ann")),
+    )
+    .await;
+    check(
+        q(UserField::Name, SearchOp::StartsWith, "b"),
+        by(&|u| u.name.to_lowercase().starts_with('b')),
+    )
+    .await;
+    check(
+        q(UserField::Email, SearchOp::EndsWith, "@b.io"),
+        by(&|u| u.email.ends_with("@b.io")),
+    )
+    .await;
+    check(
+        q(UserField::Email, SearchOp::Contains, "_x"),
+        by(&|u| u.email.contains("_x")),
+    )
+    .await;
+    check(
+        q(UserField::Name, SearchOp::Contains, "o_b"),
+        by(&|u| u.name.contains("o_b")),
+    )
+    .await;
+    check(q(UserField::Name, SearchOp::Contains, "%"), vec![]).await;
+    // Filters.
+    let f = |field, op, v: FieldValue| UserQuery {
+        filter: Some((field, op, v)),
+        ..Default::default()
+    };
+    check(
+        f(
+            UserField::Role,
+            FilterOp::Eq,
+            FieldValue::Text("user".into()),
+        ),
+        by(&|u| role(u) == "user"),
+    )
+    .await;
+    check(
+        f(
+            UserField::Role,
+            FilterOp::Ne,
+            FieldValue::Text("admin".into()),
+        ),
+        by(&|u| role(u) != "admin"),
+    )
+    .await;
+    check(
+        f(
+            UserField::Role,
+            FilterOp::Contains,
+            FieldValue::Text("support".into()),
+        ),
+        by(&|u| role(u).contains("support")),
+    )
+    .await;
+    check(
+        f(UserField::Banned, FilterOp::Eq, FieldValue::Flag(true)),
+        by(&|u| u.banned),
+    )
+    .await;
+    check(
+        f(
+            UserField::EmailVerified,
+            FilterOp::Ne,
+            FieldValue::Flag(true),
+        ),
+        by(&|u| !u.email_verified),
+    )
+    .await;
+    let cut = users[20].created_at;
+    check(
+        f(
+            UserField::CreatedAt,
+            FilterOp::Gte,
+            FieldValue::Millis(cut.timestamp_millis()),
+        ),
+        by(&|u| u.created_at >= cut),
+    )
+    .await;
+    check(
+        f(
+            UserField::Email,
+            FilterOp::Lt,
+            FieldValue::Text("u10".into()),
+        ),
+        by(&|u| u.email.as_str() < "u10"),
+    )
+    .await;
+    check(
+        f(
+            UserField::Banned,
+            FilterOp::Eq,
+            FieldValue::Text("yes".into()),
+        ),
+        vec![],
+    )
+    .await;
+    // Sorts (byte order for text, ties by creation), with windows.
+    let mut by_name: Vec<&User> = users.iter().collect();
+    by_name.sort_by(|a, b| {
+        a.name
+            .as_bytes()
+            .cmp(b.name.as_bytes())
+            .then(a.created_at.cmp(&b.created_at))
+    });
+    for (limit, offset) in [
+        (None, 0),
+        (Some(10), 0),
+        (Some(10), 15),
+        (Some(7), 45),
+        (Some(5), 60),
+    ] {
+        let q = UserQuery {
+            sort: Some((UserField::Name, false)),
+            limit,
+            offset,
+            ..Default::default()
+        };
+        check(q, by_name.clone()).await;
+    }
+    let mut by_email_desc: Vec<&User> = users.iter().collect();
+    by_email_desc.sort_by(|a, b| b.email.cmp(&a.email));
+    let q = UserQuery {
+        sort: Some((UserField::Email, true)),
+        limit: Some(9),
+        offset: 3,
+        ..Default::default()
+    };
+    check(q, by_email_desc).await;
+    // All together.
+    let mut want: Vec<&User> = users
+        .iter()
+        .filter(|u| u.email.ends_with("@a.io") && !u.banned)
+        .collect();
+    want.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    let q = UserQuery {
+        search: Some((UserField::Email, SearchOp::EndsWith, "@A.IO".into())),
+        filter: Some((UserField::Banned, FilterOp::Eq, FieldValue::Flag(false))),
+        sort: Some((UserField::CreatedAt, true)),
+        limit: Some(4),
+        offset: 2,
+    };
+    check(q, want).await;
+}
+
 /// Every case, for a backend's test file to call with a factory of fresh stores.
 #[macro_export]
 macro_rules! contract_tests {
@@ -1080,6 +1289,7 @@ macro_rules! contract_tests {
             invitations_transition_once,
             teams_and_roles,
             key_pairs,
+            list_users_search_filter_sort_page,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {$(
