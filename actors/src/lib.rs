@@ -14,6 +14,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+mod admin;
 mod org;
 mod reader;
 mod runtime;
@@ -26,12 +27,14 @@ use std::sync::Arc;
 use std::time::Duration;
 use storage::{Clock, DynStore, StoreError};
 
+pub use admin::{AdminAction, AdminUpdate, Caller};
 pub use org::{Acting, OrgHandle, OrgPatch, RoleChange, TeamChange};
 pub use reader::Reader;
 pub use social::{SocialSignIn, SocialUser};
 pub use user::{
-    Accepted, LinkMode, Linked, NewSession, PasswordChange, ProviderAccount, ProviderTokens,
-    ResetOutcome, UserHandle, UserPatch, CHANGE_EMAIL_PREFIX, RESET_PASSWORD_PREFIX,
+    Accepted, BanChange, LinkMode, Linked, NewSession, PasswordChange, ProviderAccount,
+    ProviderTokens, ResetOutcome, UserHandle, UserPatch, CHANGE_EMAIL_PREFIX,
+    RESET_PASSWORD_PREFIX,
 };
 
 /// The one error type of the actors crate.
@@ -125,6 +128,19 @@ pub enum Rule {
     EmailDoesNotMatch,
     /// The provider account is linked to another user.
     AccountLinkedToOtherUser,
+    /// The user is banned (and the ban has not ended).
+    Banned,
+    /// Admin: the caller's roles do not grant this.
+    AdminNotAllowed(AdminAction),
+    /// Admin: the target user does not exist.
+    NoSuchUser,
+    CannotBanYourself,
+    CannotRemoveYourself,
+    CannotImpersonateAdmins,
+    /// Admin: a role this server does not know.
+    NonExistentRole,
+    /// Admin: the new email belongs to another user.
+    EmailInUse,
 }
 
 /// Which change was refused as an escalation of privileges (each has its own error code).
@@ -214,6 +230,8 @@ pub struct ActorConfig {
     pub max_pending: usize,
     pub sessions: SessionPolicy,
     pub org: OrgConfig,
+    /// The admin plugin's roles (global, not per organization).
+    pub admin: policy::AdminRoles,
 }
 
 impl Default for ActorConfig {
@@ -224,6 +242,10 @@ impl Default for ActorConfig {
             max_pending: 256,
             sessions: SessionPolicy::default(),
             org: OrgConfig::default(),
+            admin: policy::AdminRoles {
+                admin_roles: vec!["admin".into()],
+                ..Default::default()
+            },
         }
     }
 }
@@ -232,6 +254,7 @@ pub(crate) struct Shared {
     pub store: DynStore,
     pub clock: Arc<dyn Clock>,
     pub config: ActorConfig,
+    pub admin: policy::AdminPolicy,
 }
 
 /// The actor system of one server: its supervisor and what every actor shares.
@@ -276,6 +299,9 @@ impl Actors {
         clock: Arc<dyn Clock>,
         config: ActorConfig,
     ) -> Result<Self, ActorError> {
+        let admin = policy::AdminPolicy::new(&config.admin)
+            .await
+            .map_err(|e| ActorError::Internal(format!("admin roles: {e}")))?;
         let (supervisor, _) = Actor::spawn(None, Supervisor, ())
             .await
             .map_err(|e| ActorError::Internal(e.to_string()))?;
@@ -284,6 +310,7 @@ impl Actors {
                 store,
                 clock,
                 config,
+                admin,
             }),
             prefix: storage::random_string(12).into(),
             supervisor,
@@ -400,5 +427,13 @@ impl Actors {
             supervisor: &self.supervisor,
         };
         runtime::call(spec, args, make, build).await
+    }
+}
+
+impl Actors {
+    /// Stores a new signing key pair (its private half already encrypted by the caller). Key
+    /// pairs are only ever added: a rotation adds the next one.
+    pub async fn add_key_pair(&self, kp: &storage::KeyPair) -> Result<(), ActorError> {
+        Ok(self.shared.store.create_key_pair(kp).await?)
     }
 }

@@ -44,4 +44,5 @@ reads! {
     list_user_teams(user: &UserId) -> Vec<Team>;
     get_role(org: &OrgId, name: &str) -> Option<OrganizationRole>;
     list_roles(org: &OrgId) -> Vec<OrganizationRole>;
+    list_key_pairs() -> Vec<KeyPair>;
 }

@@ -61,6 +61,8 @@ pub struct Config {
     pub email_verification: EmailVerificationConfig,
     pub account: AccountConfig,
     pub organization: OrganizationConfig,
+    pub admin: AdminConfig,
+    pub jwt: JwtConfig,
     pub server: ServerConfig,
     /// Where the data lives: `sqlite` (a file in `data_dir`; one machine) or `scylla` (a
     /// ScyllaDB or Cassandra cluster shared by any number of Gatehouse processes).
@@ -308,6 +310,64 @@ impl Default for OrganizationConfig {
     }
 }
 
+/// The admin plugin: global roles, who is an administrator, impersonation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdminConfig {
+    /// Roles whose holders are administrators (impersonating them needs
+    /// `user:impersonate-admins`). Each must be `admin` or a role of `roles`.
+    pub admin_roles: Vec<String>,
+    /// Users who hold every admin permission, whatever their role.
+    pub admin_user_ids: Vec<String>,
+    /// Lifetime of an impersonation session, in seconds (never extended).
+    pub impersonation_session_duration: u64,
+    /// Roles besides the built-in `admin` and `user` (a role named so replaces the built-in
+    /// one): `{name: {user: [action, …], session: [action, …]}}`.
+    pub roles: BTreeMap<String, BTreeMap<String, Vec<String>>>,
+}
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        Self {
+            admin_roles: vec!["admin".into()],
+            admin_user_ids: Vec::new(),
+            impersonation_session_duration: 3600,
+            roles: BTreeMap::new(),
+        }
+    }
+}
+
+/// JSON Web Tokens for the signed-in user (`/token`, `set-auth-jwt`) and the keys that verify
+/// them (`/jwks`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JwtConfig {
+    pub enabled: bool,
+    /// `EdDSA` (Ed25519, the default), `ES256` or `RS256`: the algorithm of new keys.
+    pub algorithm: String,
+    /// Token lifetime in seconds.
+    pub expiration: u64,
+    /// `iss`; the base URL when unset.
+    pub issuer: Option<String>,
+    /// `aud`; the base URL when unset.
+    pub audience: Option<String>,
+    /// Send a fresh token in the `set-auth-jwt` header of every `get-session` with a session.
+    pub set_auth_jwt_header: bool,
+}
+
+impl Default for JwtConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            algorithm: "EdDSA".into(),
+            expiration: 900,
+            issuer: None,
+            audience: None,
+            set_auth_jwt_header: true,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MailConfig {
@@ -534,6 +594,8 @@ impl Default for Config {
             email_verification: EmailVerificationConfig::default(),
             account: AccountConfig::default(),
             organization: OrganizationConfig::default(),
+            admin: AdminConfig::default(),
+            jwt: JwtConfig::default(),
             server: ServerConfig::default(),
             store: StoreKind::Sqlite,
             scylla: ScyllaConfig::default(),

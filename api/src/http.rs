@@ -27,6 +27,8 @@ pub struct CookieNames {
     pub dont_remember: String,
     /// The signed state of a social sign-in in progress.
     pub state: String,
+    /// While an admin impersonates a user: the admin's own session token (signed).
+    pub admin_session: String,
     secure: bool,
 }
 
@@ -41,6 +43,7 @@ impl CookieNames {
             session_data: format!("{p}{prefix}.session_data"),
             dont_remember: format!("{p}{prefix}.dont_remember"),
             state: format!("{p}{prefix}.state"),
+            admin_session: format!("{p}{prefix}.admin_session"),
             secure,
         }
     }

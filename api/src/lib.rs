@@ -10,6 +10,7 @@ pub mod crypto;
 pub mod dto;
 pub mod error;
 pub mod http;
+pub mod jwt;
 pub mod mail;
 pub mod routes;
 pub mod server;
@@ -44,6 +45,7 @@ pub struct Inner {
     pub revocations: session::Revocations,
     pub mailer: mail::Mailer,
     pub social: social::Social,
+    pub jwt: jwt::Jwt,
 }
 
 impl Deref for AppState {
@@ -73,48 +75,54 @@ pub enum StartError {
     Roles(String),
     #[error("configuration: {0}")]
     Config(String),
+    #[error("jwt: {0}")]
+    Jwt(#[from] jwt::JwtError),
 }
 
 /// Every group of operations, one per OpenAPI tag.
 pub type Apis = (
-    routes::AuthApi,
-    routes::SessionApi,
-    routes::UserApi,
-    routes::VerificationApi,
-    routes::PasswordApi,
-    routes::EmailApi,
-    routes::DeletionApi,
-    routes::LinkedAccountApi,
-    routes::SocialApi,
-    routes::ProviderTokenApi,
-    routes::OrganizationApi,
-    routes::MemberApi,
-    routes::InvitationApi,
-    routes::TeamApi,
-    routes::RoleApi,
-    routes::MetaApi,
+    (
+        routes::AuthApi,
+        routes::SessionApi,
+        routes::UserApi,
+        routes::VerificationApi,
+        routes::PasswordApi,
+        routes::EmailApi,
+        routes::DeletionApi,
+        routes::LinkedAccountApi,
+        routes::SocialApi,
+        routes::ProviderTokenApi,
+        routes::OrganizationApi,
+        routes::MemberApi,
+        routes::InvitationApi,
+        routes::TeamApi,
+        routes::RoleApi,
+    ),
+    (routes::AdminApi, routes::JwtApi, routes::MetaApi),
 );
 
 /// The OpenAPI service with every operation; also what `gatehouse openapi` prints.
 pub fn openapi_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
         (
-            routes::AuthApi,
-            routes::SessionApi,
-            routes::UserApi,
-            routes::VerificationApi,
-            routes::PasswordApi,
-            routes::EmailApi,
-            routes::DeletionApi,
-            routes::LinkedAccountApi,
-            routes::SocialApi,
-            routes::ProviderTokenApi,
-            routes::OrganizationApi,
-            routes::MemberApi,
-            routes::InvitationApi,
-            routes::TeamApi,
-            routes::RoleApi,
-            routes::MetaApi,
+            (
+                routes::AuthApi,
+                routes::SessionApi,
+                routes::UserApi,
+                routes::VerificationApi,
+                routes::PasswordApi,
+                routes::EmailApi,
+                routes::DeletionApi,
+                routes::LinkedAccountApi,
+                routes::SocialApi,
+                routes::ProviderTokenApi,
+                routes::OrganizationApi,
+                routes::MemberApi,
+                routes::InvitationApi,
+                routes::TeamApi,
+                routes::RoleApi,
+            ),
+            (routes::AdminApi, routes::JwtApi, routes::MetaApi),
         ),
         "Gatehouse",
         env!("CARGO_PKG_VERSION"),
@@ -312,7 +320,26 @@ impl AppState {
                     })
                     .collect(),
             },
+            admin: policy::AdminRoles {
+                roles: config
+                    .admin
+                    .roles
+                    .iter()
+                    .map(|(name, perms)| {
+                        let perms = perms
+                            .iter()
+                            .map(|(res, acts)| (res.clone(), acts.iter().cloned().collect()))
+                            .collect();
+                        (name.clone(), perms)
+                    })
+                    .collect(),
+                admin_roles: config.admin.admin_roles.clone(),
+                admin_user_ids: config.admin.admin_user_ids.clone(),
+            },
         };
+        policy::AdminPolicy::new(&actor_config.admin)
+            .await
+            .map_err(|e| StartError::Roles(format!("admin roles: {e}")))?;
         // Configured roles are checked once here, not on every organization's first use.
         policy::Policy::new("config", &actor_config.org.global_roles, &[])
             .await
@@ -322,7 +349,13 @@ impl AppState {
         let mailer = mail::Mailer::from_config(&config.mail, &config.data_dir)?;
         let social =
             social::Social::from_config(&config, secret.expose()).map_err(StartError::Social)?;
+        let jwt = jwt::Jwt::new(&config.jwt, &config.base_url, secret.expose())?;
+        if jwt.enabled() {
+            jwt.ensure_keys(&actors, &actors.reader(), clock.now())
+                .await?;
+        }
         Ok(Self(Arc::new(Inner {
+            jwt,
             social,
             origins: http::TrustedOrigins::new(&config.base_url, &config.trusted_origins),
             cookies: http::CookieNames::new(&config.cookie_prefix, config.is_https()),

@@ -52,6 +52,45 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         input: Option<PathBuf>,
     },
+    /// Users, on the configured store (whether the server runs or not): e.g. the first admin.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+    /// The JWT signing keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Create a user with a password. The password is read from standard input (one line)
+    /// with --password-stdin; otherwise one is generated and printed once.
+    Create {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        name: String,
+        /// A role (or comma-separated roles), e.g. `admin`.
+        #[arg(long)]
+        role: Option<String>,
+        #[arg(long)]
+        password_stdin: bool,
+        /// Mark the email as verified.
+        #[arg(long)]
+        verified: bool,
+    },
+    /// Set the global role(s) of the user with this email.
+    SetRole { email: String, role: String },
+}
+
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Add a new signing key: it signs from now on (every server picks it up within 30 s);
+    /// older keys stay in the JWKS until the tokens they signed have expired.
+    Rotate,
 }
 
 fn main() -> ExitCode {
@@ -96,6 +135,10 @@ fn main() -> ExitCode {
             .map_err(Into::into),
         Some(Command::Export { output }) => runtime.block_on(export(&config, output)),
         Some(Command::Import { input }) => runtime.block_on(import(&config, input)),
+        Some(Command::User { command }) => runtime.block_on(user_command(config, command)),
+        Some(Command::Keys {
+            command: KeysCommand::Rotate,
+        }) => runtime.block_on(rotate_keys(config)),
         _ => {
             return match runtime.block_on(serve(config)) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -155,6 +198,86 @@ async fn import(config: &Config, input: Option<PathBuf>) -> CommandResult {
         None => storage::transfer::import(&*store, std::io::stdin().lock()).await?,
     };
     Ok(format!("imported {counts}"))
+}
+
+/// The application on the configured store, for a command: writes go through the same actors
+/// (and their compare-and-set on the store) as a running server's.
+async fn app(config: Config) -> Result<AppState, Box<dyn std::error::Error>> {
+    Ok(AppState::start(config, Arc::new(storage::SystemClock)).await?)
+}
+
+async fn user_command(config: Config, command: UserCommand) -> CommandResult {
+    let state = app(config).await?;
+    let server = actors::Caller::Server;
+    let said = match command {
+        UserCommand::Create {
+            email,
+            name,
+            role,
+            password_stdin,
+            verified,
+        } => {
+            let email = gatehouse_api::routes::normalize_email(&email)
+                .ok_or_else(|| format!("not an email address: {email:?}"))?;
+            let role = role
+                .map(|r| policy::normalize_roles(&r))
+                .transpose()
+                .map_err(|e| format!("role: {e}"))?;
+            let (password, generated) = if password_stdin {
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line)?;
+                (line.trim_end_matches(['\r', '\n']).to_owned(), false)
+            } else {
+                (gatehouse_api::social::random_token(24), true)
+            };
+            state
+                .check_password_length(&password)
+                .map_err(|e| e.to_string())?;
+            let now = state.clock.now();
+            let mut user = storage::User::new(&email, name, None, now);
+            user.email_verified = verified;
+            let hash = state.hasher.hash(password.clone()).await?;
+            let account = storage::Account::credential(&user.id, hash, now);
+            let user = state
+                .actors
+                .admin_create_user(&server, user, Some(account), role)
+                .await
+                .map_err(|e| gatehouse_api::error::ApiError::from(e).to_string())?;
+            if generated {
+                // Printed once, on stdout; never logged.
+                println!("{password}");
+            }
+            format!("created user {} ({})", user.email, user.id)
+        }
+        UserCommand::SetRole { email, role } => {
+            let role = policy::normalize_roles(&role).map_err(|e| format!("role: {e}"))?;
+            let user = state
+                .reader
+                .get_user_by_email(&email.to_lowercase())
+                .await?
+                .ok_or_else(|| format!("no user with email {email}"))?;
+            let user = state
+                .actors
+                .admin_set_role(&server, &user.id, role)
+                .await
+                .map_err(|e| gatehouse_api::error::ApiError::from(e).to_string())?;
+            format!(
+                "{} now has role {}",
+                user.email,
+                user.role.as_deref().unwrap_or("user")
+            )
+        }
+    };
+    state.actors.shutdown().await;
+    Ok(said)
+}
+
+async fn rotate_keys(config: Config) -> CommandResult {
+    let state = app(config).await?;
+    let kp = state.jwt.new_key_pair(state.clock.now())?;
+    state.actors.add_key_pair(&kp).await?;
+    state.actors.shutdown().await;
+    Ok(format!("new signing key {}", kp.id))
 }
 
 fn init_logging(config: &Config) {

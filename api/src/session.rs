@@ -177,6 +177,16 @@ impl AppState {
             pending.push(self.cookies.clear_all());
             return Ok(None);
         };
+        // A ban revokes every session through the user's actor; a session written meanwhile
+        // by another process never serves a banned user either.
+        if user.banned && user.ban_expires.is_none_or(|t| t > now) {
+            self.actors
+                .user(user.id.clone())
+                .revoke_session(&token)
+                .await?;
+            pending.push(self.cookies.clear_all());
+            return Ok(None);
+        }
         let dont_remember = self.dont_remember(req);
         let update_age = chrono::Duration::seconds(self.config.session.update_age as i64);
         let mut authed = Authed { session, user };

@@ -22,6 +22,23 @@ pub struct NewSession {
     pub user_agent: Option<String>,
     /// `rememberMe: false`: a shorter session that is never extended.
     pub dont_remember: bool,
+    /// An admin's session acting as this user: marked with the admin's id, with its own
+    /// lifetime (`lifetime`), and never extended.
+    pub impersonated_by: Option<UserId>,
+    /// Overrides the configured lifetime.
+    pub lifetime: Option<chrono::Duration>,
+}
+
+/// A ban as an admin sets it (`None` in [`UserPatch::ban`] leaves it as it is).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BanChange {
+    /// Banned, with a reason and an optional end; every session of the user is revoked in
+    /// the same message, so no sign-in can slip in between.
+    Ban {
+        reason: String,
+        expires: Option<DateTime<Utc>>,
+    },
+    Unban,
 }
 
 /// How a new password hash is applied to the credential account.
@@ -42,6 +59,10 @@ pub struct UserPatch {
     pub image: Option<Option<String>>,
     pub email: Option<String>,
     pub email_verified: Option<bool>,
+    /// Admin: the global role list (`Some(None)`: back to the default role).
+    pub role: Option<Option<String>>,
+    /// Admin: ban or unban.
+    pub ban: Option<BanChange>,
 }
 
 /// The identifier prefix of password-reset tokens (`reset-password:{token}`, spec §3).
@@ -350,13 +371,44 @@ impl UserActor {
         self.shared.clock.now()
     }
 
+    /// Refuses a banned user (`Banned`); a ban that has ended is lifted here.
+    async fn check_not_banned(&self, id: &UserId) -> Result<(), ActorError> {
+        let store = &self.shared.store;
+        let mut attempts = Attempts::new();
+        while attempts.next().await {
+            let mut user = store
+                .get_user(id)
+                .await?
+                .ok_or(ActorError::Refused(Rule::UserGone))?;
+            if !user.banned {
+                return Ok(());
+            }
+            let now = self.now();
+            if user.ban_expires.is_none_or(|t| t > now) {
+                return Err(ActorError::Refused(Rule::Banned));
+            }
+            user.banned = false;
+            user.ban_reason = None;
+            user.ban_expires = None;
+            user.updated_at = now;
+            user.version += 1;
+            match store.update_user(&user).await {
+                Ok(()) => return Ok(()),
+                Err(storage::StoreError::ConcurrentModification) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(contended())
+    }
+
     async fn create_session(&self, user: &UserId, new: NewSession) -> Result<Session, ActorError> {
+        self.check_not_banned(user).await?;
         let now = self.now();
         let policy = &self.shared.config.sessions;
-        let lifetime = if new.dont_remember {
-            policy.dont_remember_expires_in
-        } else {
-            policy.expires_in
+        let lifetime = match new.lifetime {
+            Some(l) => l,
+            None if new.dont_remember => policy.dont_remember_expires_in,
+            None => policy.expires_in,
         };
         let session = Session {
             id: SessionId::generate(),
@@ -369,7 +421,7 @@ impl UserActor {
             updated_at: now,
             active_organization_id: None,
             active_team_id: None,
-            impersonated_by: None,
+            impersonated_by: new.impersonated_by,
         };
         self.shared
             .store
@@ -380,6 +432,13 @@ impl UserActor {
                 storage::StoreError::NotFound => ActorError::Refused(Rule::UserGone),
                 other => other.into(),
             })?;
+        // A ban decided in another process between the check and the write: either it is
+        // seen now (and this session goes), or it was written after this session and its
+        // revocation of every session removes this one too.
+        if let Err(e) = self.check_not_banned(user).await {
+            self.shared.store.delete_session(&session.token).await?;
+            return Err(e);
+        }
         Ok(session)
     }
 
@@ -405,7 +464,11 @@ impl UserActor {
         }
         let policy = &self.shared.config.sessions;
         // Re-checked here, inside the actor: of concurrent refreshes only the first writes.
-        if dont_remember || session.updated_at + policy.update_age > now {
+        // An impersonation ends when its own lifetime does.
+        if dont_remember
+            || session.impersonated_by.is_some()
+            || session.updated_at + policy.update_age > now
+        {
             return Ok(Some(session));
         }
         session.expires_at = now + policy.expires_in;
@@ -840,10 +903,31 @@ impl UserActor {
             if let Some(v) = patch.email_verified {
                 user.email_verified = v;
             }
+            if let Some(role) = &patch.role {
+                user.role = role.clone();
+            }
+            match &patch.ban {
+                Some(BanChange::Ban { reason, expires }) => {
+                    user.banned = true;
+                    user.ban_reason = Some(reason.clone());
+                    user.ban_expires = *expires;
+                }
+                Some(BanChange::Unban) => {
+                    user.banned = false;
+                    user.ban_reason = None;
+                    user.ban_expires = None;
+                }
+                None => {}
+            }
             user.updated_at = self.now();
             user.version += 1;
             match store.update_user(&user).await {
-                Ok(()) => return Ok(user),
+                Ok(()) => {
+                    if matches!(patch.ban, Some(BanChange::Ban { .. })) {
+                        store.delete_user_sessions(id, None).await?;
+                    }
+                    return Ok(user);
+                }
                 Err(storage::StoreError::ConcurrentModification) => continue,
                 Err(storage::StoreError::Conflict(_)) => {
                     return Err(ActorError::Refused(Rule::EmailTaken))

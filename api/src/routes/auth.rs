@@ -63,7 +63,7 @@ struct SignInResponse {
 
 impl AppState {
     /// `PASSWORD_TOO_SHORT` / `PASSWORD_TOO_LONG` against the configured bounds.
-    pub(crate) fn check_password_length(&self, password: &str) -> ApiResult<()> {
+    pub fn check_password_length(&self, password: &str) -> ApiResult<()> {
         let len = password.chars().count();
         if len < self.config.password.min_length {
             return Err(Code::PasswordTooShort.into());
@@ -86,6 +86,7 @@ impl AppState {
             ip_address: client_ip(req),
             user_agent: user_agent(req),
             dont_remember: !remember_me,
+            ..Default::default()
         };
         let session = self
             .actors

@@ -1,7 +1,9 @@
 //! The HTTP operations, one `…Api` per OpenAPI tag. Handlers are thin: parse, one call to an
 //! actor or the store, a DTO.
 mod account;
+mod admin;
 mod auth;
+mod jwt;
 mod meta;
 mod organization;
 mod provider_tokens;
@@ -10,7 +12,9 @@ mod social;
 mod user;
 
 pub use account::{DeletionApi, EmailApi, LinkedAccountApi, PasswordApi, VerificationApi};
+pub use admin::AdminApi;
 pub use auth::AuthApi;
+pub use jwt::JwtApi;
 pub use meta::{error_page, MetaApi};
 pub(crate) use organization::TeamDto;
 pub use organization::{InvitationApi, MemberApi, OrganizationApi, RoleApi, TeamApi};
@@ -35,6 +39,10 @@ pub enum Tag {
     Social,
     /// Organizations and their members.
     Organization,
+    /// Administration of users and sessions (the admin plugin).
+    Admin,
+    /// JSON Web Tokens for the signed-in user and the keys that verify them.
+    Jwt,
     /// Health and the error page.
     Meta,
 }

@@ -20,6 +20,9 @@ enum GetSessionResponse {
     Ok(
         Json<Nullable<SessionWithUser>>,
         #[oai(header = "Cache-Control")] String,
+        /// With a session (and the jwt plugin on): a fresh JWT for the user.
+        #[oai(header = "set-auth-jwt")]
+        Option<String>,
     ),
 }
 
@@ -50,6 +53,12 @@ impl SessionApi {
             disable_refresh: disable_refresh.0.unwrap_or(false),
         };
         let found = state.resolve_session(req, cookies, opts).await?;
+        let jwt = match &found {
+            Some(a) if state.jwt.enabled() && state.config.jwt.set_auth_jwt_header => {
+                Some(state.user_jwt(&a.user).await?)
+            }
+            _ => None,
+        };
         let body = found.map(|a| SessionWithUser {
             session: SessionDto::from(&a.session),
             user: UserDto::from(&a.user),
@@ -57,6 +66,7 @@ impl SessionApi {
         Ok(GetSessionResponse::Ok(
             Json(Nullable(body)),
             "no-store".into(),
+            jwt,
         ))
     }
 

@@ -470,6 +470,10 @@ impl AppState {
             return self.error_redirect(&error_url, "email_not_verified", None);
         }
         if let Err(e) = self.start_session(req, cookies, signed.user, true).await {
+            if e.code == Code::BannedUser {
+                tracing::info!("social sign-in refused: banned user");
+                return self.error_redirect(&error_url, "banned", Some(&e.message));
+            }
             tracing::warn!(error = ?e, "session after social sign-in failed");
             return self.error_redirect(&error_url, "unable_to_create_session", None);
         }

@@ -1254,7 +1254,7 @@ pub async fn list_users_search_filter_sort_page(s: S) {
         .iter()
         .filter(|u| u.email.ends_with("@a.io") && !u.banned)
         .collect();
-    want.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    want.sort_by_key(|u| std::cmp::Reverse(u.created_at));
     let q = UserQuery {
         search: Some((UserField::Email, SearchOp::EndsWith, "@A.IO".into())),
         filter: Some((UserField::Banned, FilterOp::Eq, FieldValue::Flag(false))),

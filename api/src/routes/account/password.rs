@@ -246,6 +246,7 @@ impl PasswordApi {
             ip_address: crate::http::client_ip(req),
             user_agent: crate::http::user_agent(req),
             dont_remember: false,
+            ..Default::default()
         });
         // One message: the password (only if it is still the one just verified), and with
         // revokeOtherSessions every session revoked and a new one made.
