@@ -267,6 +267,14 @@ impl Jwt {
         })
     }
 
+    /// Drops the loaded keys: the next use reads the store again (e.g. right after a rotation
+    /// in this process).
+    pub fn forget_keys(&self) {
+        if let Ok(mut k) = self.keys.write() {
+            *k = None;
+        }
+    }
+
     /// A token for `user`, signed with the newest key (keys loaded by [`Jwt::ensure_keys`]).
     pub fn sign(&self, user: &User, now: DateTime<Utc>) -> Result<String, JwtError> {
         let keys = self

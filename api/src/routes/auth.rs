@@ -93,6 +93,11 @@ impl AppState {
             .user(user.id.clone())
             .create_session(new)
             .await?;
+        // A ban that had ended was lifted on the way: answer the user as it now is.
+        let user = match user.banned {
+            true => self.reader.get_user(&user.id).await?.unwrap_or(user),
+            false => user,
+        };
         let authed = Authed { session, user };
         cookies.push(self.session_cookies(&authed, !remember_me));
         Ok(authed)

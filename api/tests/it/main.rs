@@ -3,6 +3,7 @@
 //! `organization`), the real binary end to end (`e2e`), and the SMTP transport against a real
 //! SMTP server (`smtp`). `common` is the shared harness.
 mod account;
+mod admin;
 mod api;
 mod common;
 mod e2e;
