@@ -23,6 +23,9 @@ enum GetSessionResponse {
         /// With a session (and the jwt plugin on): a fresh JWT for the user.
         #[oai(header = "set-auth-jwt")]
         Option<String>,
+        /// `set-auth-jwt` when one is sent, so browser scripts on other origins may read it.
+        #[oai(header = "access-control-expose-headers")]
+        Option<String>,
     ),
 }
 
@@ -66,7 +69,8 @@ impl SessionApi {
         Ok(GetSessionResponse::Ok(
             Json(Nullable(body)),
             "no-store".into(),
-            jwt,
+            jwt.clone(),
+            jwt.map(|_| "set-auth-jwt".into()),
         ))
     }
 

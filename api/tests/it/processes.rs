@@ -263,7 +263,72 @@ on_both_backends!(
     a_revoked_session_stays_revoked_while_the_other_process_refreshes_it,
     joins_stop_at_the_membership_limit,
     two_last_owners_removing_each_other_leave_one,
+    a_ban_leaves_no_session_on_either_process,
 );
+
+/// A ban through one process racing sign-ins of its user through both: afterwards the store
+/// holds no live session of the user, and no cookie any sign-in got resolves on either process.
+async fn a_ban_leaves_no_session_on_either_process(backend: Backend) {
+    let Some(p) = pair(backend, &[]) else { return };
+    let trials = match backend {
+        Backend::Sqlite => 30,
+        Backend::Scylla => 10,
+    };
+    for trial in 0..trials {
+        let email = format!("banned{trial}@example.com");
+        let (_, id) = p.user(&email).await;
+        let sign_ins = join_all((0..10).map(|i| {
+            p.post(
+                p.pick(i),
+                "/sign-in/email",
+                json!({"email": email, "password": "a-good-password"}),
+                None,
+            )
+        }));
+        let ban = p.call(
+            p.pick(trial),
+            reqwest::Method::POST,
+            "/admin/ban-user",
+            Some(json!({"userId": id})),
+            None,
+            true,
+        );
+        let (sign_ins, ban) = tokio::join!(sign_ins, ban);
+        assert_eq!(ban.status, 200, "trial {trial}: {}", ban.body);
+        let mut cookies = Vec::new();
+        for r in sign_ins {
+            match r.status {
+                200 => cookies.push(r.cookie.expect("session cookie")),
+                403 => assert_eq!(r.code(), "BANNED_USER", "trial {trial}"),
+                other => panic!("trial {trial}: sign-in answered {other}: {}", r.body),
+            }
+        }
+        let live = p
+            .call(
+                p.pick(trial + 1),
+                reqwest::Method::POST,
+                "/admin/list-user-sessions",
+                Some(json!({"userId": id})),
+                None,
+                true,
+            )
+            .await;
+        assert_eq!(
+            live.body["sessions"],
+            json!([]),
+            "trial {trial}: a session survived the ban"
+        );
+        for c in &cookies {
+            for s in [&p.a, &p.b] {
+                assert_eq!(
+                    p.get(s, "/get-session", c).await.body,
+                    Value::Null,
+                    "trial {trial}"
+                );
+            }
+        }
+    }
+}
 
 /// 20 sign-ups of one address, half on each process: exactly one user.
 async fn sign_ups_of_one_email_make_one_user(backend: Backend) {
