@@ -1070,3 +1070,37 @@ async fn provider_tokens_are_answered_refreshed_and_used() {
     assert_eq!(accounts.as_array().unwrap().len(), 1);
     assert_eq!(accounts[0]["providerId"], "credential");
 }
+
+/// A banned user cannot sign in through a provider: the error URL with `error=banned`, no
+/// session; once unbanned, the same sign-in works.
+#[tokio::test]
+async fn a_banned_user_cannot_sign_in_through_a_provider() {
+    let (h, _fake) = social_harness().await;
+    let flow = sign_in_start(&h, "github").await;
+    let first = callback(&h, "github", &flow, "good").await;
+    assert_eq!(location(&first), "/welcome");
+    let session = h.session(&first.cookie_header()).await;
+    let id = storage::UserId(session["user"]["id"].as_str().unwrap().to_owned());
+    h.state
+        .actors
+        .admin_ban(&actors::Caller::Server, &id, "spam".into(), None)
+        .await
+        .unwrap();
+    assert_eq!(h.session(&first.cookie_header()).await, Value::Null);
+    let flow = sign_in_start(&h, "github").await;
+    let r = callback(&h, "github", &flow, "good").await;
+    assert!(
+        location(&r).starts_with("/oops?error=banned&error_description=You%20have%20been%20banned"),
+        "{}",
+        location(&r)
+    );
+    assert!(r.set_cookie("gatehouse.session_token").is_none());
+    h.state
+        .actors
+        .admin_unban(&actors::Caller::Server, &id)
+        .await
+        .unwrap();
+    let flow = sign_in_start(&h, "github").await;
+    let r = callback(&h, "github", &flow, "good").await;
+    assert_eq!(location(&r), "/dashboard");
+}
