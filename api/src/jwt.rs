@@ -234,7 +234,14 @@ impl Jwt {
             }
         }
         if list.is_empty() {
-            return Err(JwtError::Store("no usable key pair".into()));
+            // Every stored key is unusable (written under another secret): sign with a new one.
+            tracing::error!("no usable JWT key pair in the store; adding a new one");
+            let kp = self.new_key_pair(now)?;
+            actors
+                .add_key_pair(&kp)
+                .await
+                .map_err(|e| JwtError::Store(e.to_string()))?;
+            list.push(self.load(&kp)?);
         }
         if let Ok(mut k) = self.keys.write() {
             *k = Some(Keys {

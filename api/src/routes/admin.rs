@@ -858,14 +858,7 @@ impl AdminApi {
         // Authorized before the (costly) hash, and again with it, inside the actors.
         state
             .actors
-            .admin_get_user(&who.caller, &target)
-            .await
-            .map_err(|e| match e {
-                actors::ActorError::Refused(actors::Rule::AdminNotAllowed(_)) => {
-                    ApiError::new(Code::NotAllowedToSetUsersPassword)
-                }
-                other => other.into(),
-            })?;
+            .admin_authorize(&who.caller, actors::AdminAction::SetPassword)?;
         let hash = state
             .hasher
             .hash(body.new_password.0)

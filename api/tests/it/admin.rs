@@ -1402,3 +1402,121 @@ async fn official_client_administers_users() {
     assert_eq!((user.banned, user.role.as_deref()), (false, Some("admin")));
     server.stop();
 }
+
+/// A configured role holds exactly its permissions: one that may only set passwords does that,
+/// and nothing else.
+#[tokio::test]
+async fn a_narrow_role_holds_only_its_permission() {
+    let h = harness_with(|c| {
+        admin_config(c);
+        let mut resetter = BTreeMap::new();
+        resetter.insert("user".to_string(), vec!["set-password".to_string()]);
+        c.admin.roles.insert("resetter".into(), resetter);
+    })
+    .await;
+    let (resetter, _) = user_with_role(&h, "resetter@n.io", Some("resetter")).await;
+    let (_, target) = user_with_role(&h, "target@n.io", None).await;
+    h.post(
+        "/api/auth/admin/set-user-password",
+        json!({"userId": target.0, "newPassword": "reset-by-helpdesk"}),
+        Some(&resetter),
+    )
+    .await
+    .expect(200);
+    h.sign_in("target@n.io", "reset-by-helpdesk")
+        .await
+        .expect(200);
+    let r = h
+        .get(
+            &format!("/api/auth/admin/get-user?id={}", target.0),
+            Some(&resetter),
+        )
+        .await;
+    assert_eq!(
+        (r.status.as_u16(), r.code()),
+        (403, "YOU_ARE_NOT_ALLOWED_TO_GET_USER".into())
+    );
+    let r = h
+        .post(
+            "/api/auth/admin/ban-user",
+            json!({"userId": target.0}),
+            Some(&resetter),
+        )
+        .await;
+    assert_eq!(r.code(), "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS");
+}
+
+/// Key pairs written under another secret cannot be decrypted: the server signs with a new key
+/// instead of failing, and sessions keep resolving.
+#[tokio::test]
+async fn keys_under_another_secret_are_replaced_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = Server::start_with(
+        dir.path(),
+        &[(
+            "GATEHOUSE_SECRET",
+            "first-secret-0123456789abcdefghijklmnop",
+        )],
+        None,
+    );
+    let http = reqwest::Client::new();
+    let jwks = |base: String| {
+        let http = http.clone();
+        async move {
+            http.get(format!("{base}/jwks"))
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let before = jwks(first.base.clone()).await;
+    first.stop();
+    let second = Server::start_with(
+        dir.path(),
+        &[(
+            "GATEHOUSE_SECRET",
+            "second-secret-0123456789abcdefghijklmno",
+        )],
+        None,
+    );
+    let after = jwks(second.base.clone()).await;
+    let kids = |v: &Value| {
+        v["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kid"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(kids(&after).len(), 1);
+    assert_ne!(kids(&after), kids(&before));
+    let r = http
+        .post(format!("{}/sign-up/email", second.base))
+        .header("origin", "http://localhost:3000")
+        .json(&json!({"email": "k@k.io", "password": PASSWORD, "name": "K"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let cookie = r
+        .headers()
+        .get("set-cookie")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let s = http
+        .get(format!("{}/get-session", second.base))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap();
+    assert!(s.headers().contains_key("set-auth-jwt"));
+    second.stop();
+}
