@@ -157,6 +157,20 @@ fn nullable_optionals(doc: &mut serde_json::Value) {
         return;
     };
     for schema in schemas.values_mut() {
+        // poem-openapi types every union as an object, also one of a string or a list
+        // (`role: "admin" | ["admin", "user"]`): such a union has no single type.
+        let scalar_union = schema
+            .get("oneOf")
+            .and_then(Value::as_array)
+            .is_some_and(|alts| {
+                alts.iter()
+                    .any(|a| a.get("type").is_some_and(|t| t != "object"))
+            });
+        if scalar_union {
+            if let Some(obj) = schema.as_object_mut() {
+                obj.remove("type");
+            }
+        }
         let required: Vec<String> = schema
             .get("required")
             .and_then(Value::as_array)
