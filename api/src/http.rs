@@ -474,13 +474,30 @@ fn json_depth(bytes: &[u8]) -> usize {
     max
 }
 
-/// DESIGN §5: a state-changing request that carries cookies must come from a trusted origin.
+/// DESIGN §5: a state-changing request from a browser must come from a trusted origin —
+/// one that carries cookies, and also one without cookies that a browser sent (it has an
+/// `Origin` or `Sec-Fetch-*` header): otherwise another site could sign a visitor in to the
+/// attacker's account (login CSRF), sign up or request mail in their name. Calls from back ends
+/// (no cookies, no browser headers) are not browsers' and pass. A provider's `form_post` to its
+/// callback comes from the provider's origin by design and carries no cookies (`SameSite=Lax`).
 fn check_origin(req: &Request, state: &AppState) -> Result<(), ApiError> {
     if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return Ok(());
     }
-    if req.headers().get(header::COOKIE).is_none() {
-        return Ok(());
+    let h = req.headers();
+    if h.get(header::COOKIE).is_none() {
+        let browser = h.contains_key(header::ORIGIN)
+            || ["sec-fetch-site", "sec-fetch-mode", "sec-fetch-dest"]
+                .iter()
+                .any(|n| h.contains_key(*n));
+        let provider_callback = req
+            .uri()
+            .path()
+            .strip_prefix(crate::BASE_PATH)
+            .is_some_and(|p| p.starts_with("/callback/"));
+        if !browser || provider_callback {
+            return Ok(());
+        }
     }
     let origin = req
         .headers()

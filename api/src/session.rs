@@ -68,7 +68,7 @@ impl AppState {
         self.signer.unsign(&raw).map(str::to_owned)
     }
 
-    fn dont_remember(&self, req: &Request) -> bool {
+    pub(crate) fn dont_remember(&self, req: &Request) -> bool {
         request_cookie(req, &self.cookies.dont_remember)
             .is_some_and(|raw| self.signer.unsign(&raw) == Some("true"))
     }
@@ -76,12 +76,9 @@ impl AppState {
     /// The `Set-Cookie` values for a new or refreshed session.
     pub fn session_cookies(&self, authed: &Authed, dont_remember: bool) -> Vec<String> {
         let n = &self.cookies;
-        let now = self.clock.now();
-        let max_age = if dont_remember {
-            None
-        } else {
-            Some((authed.session.expires_at - now).num_seconds().max(0) as u64)
-        };
+        // As 1.7: the configured lifetime, not what is left of it (which a clock tick makes
+        // one second short).
+        let max_age = (!dont_remember).then_some(self.config.session.expires_in);
         let mut out = vec![n.set(
             &n.session_token,
             &self.signer.sign(&authed.session.token),
@@ -215,39 +212,48 @@ impl AppState {
         Ok(Some(authed))
     }
 
-    /// Sets (or clears) the caller's active organization; with the cookie cache on, the cached
-    /// session is re-issued so it does not lag behind.
+    /// Sets (or clears) the caller's active organization; the session's cookies are re-issued
+    /// (as 1.7 does), so the cookie cache does not lag behind.
     pub async fn set_active_org(
         &self,
-        cookies: &PendingCookies,
-        user: &User,
-        token: &str,
+        auth: &Principal,
         org: Option<storage::OrgId>,
     ) -> ApiResult<()> {
         let session = self
             .actors
-            .user(user.id.clone())
-            .set_active_organization(token, org)
+            .user(auth.user.id.clone())
+            .set_active_organization(&auth.session.token, org)
             .await?;
-        self.reissue_cache(cookies, user, session);
+        self.reissue_session(auth, &auth.user, session);
         Ok(())
     }
 
     /// Sets (or clears) the caller's active team; see [`AppState::set_active_org`].
     pub async fn set_active_team(
         &self,
-        cookies: &PendingCookies,
-        user: &User,
-        token: &str,
+        auth: &Principal,
         team: Option<storage::TeamId>,
     ) -> ApiResult<()> {
         let session = self
             .actors
-            .user(user.id.clone())
-            .set_active_team(token, team)
+            .user(auth.user.id.clone())
+            .set_active_team(&auth.session.token, team)
             .await?;
-        self.reissue_cache(cookies, user, session);
+        self.reissue_session(auth, &auth.user, session);
         Ok(())
+    }
+
+    /// Re-issues every cookie of the caller's session after a change of it or of its user
+    /// (a fresh `Max-Age`, and the cookie cache in step).
+    pub(crate) fn reissue_session(&self, auth: &Principal, user: &User, session: Option<Session>) {
+        if let Some(session) = session {
+            let authed = Authed {
+                session,
+                user: user.clone(),
+            };
+            auth.cookies
+                .push(self.session_cookies(&authed, auth.dont_remember));
+        }
     }
 
     /// With the cookie cache on, re-issues the cached session after a change of it.
@@ -309,6 +315,8 @@ pub struct Principal {
     pub user: User,
     pub session: Session,
     pub cookies: PendingCookies,
+    /// The session is a `rememberMe: false` one (its cookies stay browser-session cookies).
+    pub dont_remember: bool,
 }
 
 impl Principal {
@@ -381,6 +389,7 @@ impl<'a> ApiExtractor<'a> for Principal {
                 user: a.user,
                 session: a.session,
                 cookies: pending.clone(),
+                dont_remember: state.dont_remember(req),
             }),
             None => Err(ApiError::new(Code::Unauthorized).into()),
         }

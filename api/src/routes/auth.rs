@@ -10,7 +10,7 @@ use actors::NewSession;
 use poem::web::Data;
 use poem::Request;
 use poem_openapi::payload::Json;
-use poem_openapi::{Object, OpenApi};
+use poem_openapi::{ApiResponse, Object, OpenApi};
 use storage::{Account, User, UserId, CREDENTIAL_PROVIDER};
 
 pub struct AuthApi;
@@ -31,6 +31,28 @@ struct SignUpBody {
     callback_url: Option<Text>,
     /// `false`: a browser-session cookie and a shorter session.
     remember_me: Option<bool>,
+    /// Refused (400 `FIELD_NOT_ALLOWED`): administrators set roles.
+    role: Option<serde_json::Value>,
+    /// Refused (400 `FIELD_NOT_ALLOWED`): administrators ban.
+    banned: Option<serde_json::Value>,
+    /// Refused (400 `FIELD_NOT_ALLOWED`).
+    ban_reason: Option<serde_json::Value>,
+    /// Refused (400 `FIELD_NOT_ALLOWED`).
+    ban_expires: Option<serde_json::Value>,
+}
+
+impl SignUpBody {
+    /// The first field a user may not set about themselves.
+    fn refused_field(&self) -> Option<&'static str> {
+        [
+            ("role", self.role.is_some()),
+            ("banned", self.banned.is_some()),
+            ("banReason", self.ban_reason.is_some()),
+            ("banExpires", self.ban_expires.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(name, set)| set.then_some(name))
+    }
 }
 
 #[derive(Debug, Object)]
@@ -50,6 +72,16 @@ struct SignInBody {
     callback_url: Option<Text>,
     /// Default `true`. `false`: a browser-session cookie and a 1-day session.
     remember_me: Option<bool>,
+}
+
+#[derive(ApiResponse)]
+enum SignInAnswer {
+    /// Signed in. With a `callbackURL`, it is also the `Location` header (as 1.7 sends it).
+    #[oai(status = 200)]
+    Ok(
+        Json<SignInResponse>,
+        #[oai(header = "Location")] Option<String>,
+    ),
 }
 
 #[derive(Debug, Object)]
@@ -120,7 +152,13 @@ impl AuthApi {
         body: Json<SignUpBody>,
     ) -> ApiResult<Json<SignUpResponse>> {
         let body = body.0;
-        let email = normalize_email(&body.email.0).ok_or(Code::InvalidEmail)?;
+        if let Some(field) = body.refused_field() {
+            return Err(ApiError::with_message(
+                Code::FieldNotAllowed,
+                format!("{field} is not allowed to be set"),
+            ));
+        }
+        let email = super::email_field(&body.email.0, "email")?;
         state.check_password_length(&body.password.0)?;
         let cb = state.origins.redirect_target(
             body.callback_url.as_ref().map(|t| t.0.as_str()),
@@ -179,7 +217,7 @@ impl AuthApi {
         req: &Request,
         cookies: &PendingCookies,
         body: Json<SignInBody>,
-    ) -> ApiResult<Json<SignInResponse>> {
+    ) -> ApiResult<SignInAnswer> {
         let body = body.0;
         let email = normalize_email(&body.email.0).ok_or(Code::InvalidEmail)?;
         let cb = state.origins.redirect_target(
@@ -227,12 +265,15 @@ impl AuthApi {
             .start_session(req, cookies, user, body.remember_me.unwrap_or(true))
             .await?;
         tracing::info!(user = %authed.user.id, "user signed in");
-        Ok(Json(SignInResponse {
-            redirect: cb.is_some(),
-            token: authed.session.token.clone(),
-            url: cb,
-            user: UserDto::from(&authed.user),
-        }))
+        Ok(SignInAnswer::Ok(
+            Json(SignInResponse {
+                redirect: cb.is_some(),
+                token: authed.session.token.clone(),
+                url: cb.clone(),
+                user: UserDto::from(&authed.user),
+            }),
+            cb,
+        ))
     }
 
     /// Sign out

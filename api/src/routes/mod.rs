@@ -52,6 +52,14 @@ fn text(t: &Option<crate::dto::Text>) -> Option<&str> {
     t.as_ref().map(|t| t.0.as_str())
 }
 
+/// A body field that must be an email address: its normalized form, or 400
+/// `VALIDATION_ERROR` naming the field (as 1.7's schema validation answers).
+pub(crate) fn email_field(raw: &str, field: &str) -> crate::error::ApiResult<String> {
+    normalize_email(raw).ok_or_else(|| {
+        crate::error::ApiError::validation(false, vec![format!("{field}: invalid email address")])
+    })
+}
+
 /// Lowercased email if it is a plausible address (RFC 5321 sizes, one `@`, a dotted domain of
 /// letters, digits and hyphens, no spaces or control characters); `None` otherwise.
 pub fn normalize_email(raw: &str) -> Option<String> {

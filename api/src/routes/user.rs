@@ -2,8 +2,7 @@
 use super::Tag;
 use crate::dto::StatusResponse;
 use crate::error::{ApiError, ApiResult, Code};
-use crate::http::PendingCookies;
-use crate::session::{Authed, Principal};
+use crate::session::Principal;
 use crate::AppState;
 use actors::UserPatch;
 use poem::web::Data;
@@ -104,7 +103,6 @@ impl UserApi {
     async fn update_user(
         &self,
         state: Data<&AppState>,
-        cookies: &PendingCookies,
         auth: Principal,
         body: Json<UpdateUserBody>,
     ) -> ApiResult<Json<StatusResponse>> {
@@ -131,12 +129,8 @@ impl UserApi {
                 ..UserPatch::default()
             })
             .await?;
-        // A cached copy of the user in the cookie would now be stale: re-issue it.
-        let authed = Authed {
-            session: auth.session,
-            user,
-        };
-        cookies.push(state.cache_cookie(&authed));
+        // As 1.7: the session's cookies are re-issued, with the changed user in the cache.
+        state.reissue_session(&auth, &user, Some(auth.session.clone()));
         Ok(Json(StatusResponse { status: true }))
     }
 }

@@ -47,13 +47,13 @@ async fn email_verification_via_the_mailed_link() {
     let r = h.get(&tampered, None).await.expect(302);
     assert_eq!(
         r.headers["location"],
-        "http://localhost:3000/welcome?error=invalid_token"
+        "http://localhost:3000/welcome?error=INVALID_TOKEN"
     );
     let token = query_param(&path, "token").unwrap();
     let r = h
         .get(&format!("/api/auth/verify-email?token={token}x"), None)
         .await
-        .expect(400);
+        .expect(401);
     assert_eq!(r.code(), "INVALID_TOKEN");
 
     let r = h.get(&path, Some(&cookie)).await.expect(302);
@@ -64,15 +64,15 @@ async fn email_verification_via_the_mailed_link() {
         .get(&format!("/api/auth/verify-email?token={token}"), None)
         .await
         .expect(200);
-    assert_eq!(r.json()["status"], true);
-    assert_eq!(r.json()["user"]["emailVerified"], true);
+    // As 1.7: a verification answers no user.
+    assert_eq!(r.json(), json!({"status": true, "user": null}));
 
     // Expired.
     h.clock.advance(Duration::seconds(3601));
     let r = h.get(&path, None).await.expect(302);
     assert_eq!(
         r.headers["location"],
-        "http://localhost:3000/welcome?error=token_expired"
+        "http://localhost:3000/welcome?error=TOKEN_EXPIRED"
     );
     // Untrusted callback: refused before anything else.
     let r = h
@@ -82,7 +82,7 @@ async fn email_verification_via_the_mailed_link() {
         )
         .await
         .expect(403);
-    assert_eq!(r.code(), "INVALID_CALLBACKURL");
+    assert_eq!(r.code(), "INVALID_CALLBACK_URL");
 }
 
 #[tokio::test]
@@ -135,13 +135,37 @@ async fn send_verification_email_answers_alike_and_needs_a_sender() {
     }
     assert_eq!(outbox(&h).len(), 1);
     assert_eq!(outbox(&h)[0]["to"], "sam@example.com");
+    let r = h
+        .post(
+            "/api/auth/send-verification-email",
+            json!({"email": "bad"}),
+            None,
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "VALIDATION_ERROR");
+    // Signed in: only one's own, unverified address.
+    let me = h.sign_up("me@example.com", PW).await.cookie_header();
+    let r = h
+        .post(
+            "/api/auth/send-verification-email",
+            json!({"email": "sam@example.com"}),
+            Some(&me),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.json(),
+        json!({"code": "EMAIL_MISMATCH", "message": "Email mismatch"})
+    );
     h.post(
         "/api/auth/send-verification-email",
-        json!({"email": "bad"}),
-        None,
+        json!({"email": "me@example.com"}),
+        Some(&me),
     )
     .await
-    .expect(400);
+    .expect(200);
+    assert_eq!(outbox(&h).last().unwrap()["to"], "me@example.com");
 
     let off = harness_with(|c| c.mail.transport = "none".into()).await;
     let r = off
@@ -179,7 +203,10 @@ async fn password_reset_via_the_mailed_link_works_once() {
         )
         .await
         .expect(200);
-    assert_eq!(r.json(), json!({"status": true}));
+    assert_eq!(
+        r.json(),
+        json!({"status": true, "message": "If this email exists in our system, check your email for the reset link"})
+    );
     // Unknown address: same answer, no mail.
     let r = h
         .post(
@@ -189,7 +216,10 @@ async fn password_reset_via_the_mailed_link_works_once() {
         )
         .await
         .expect(200);
-    assert_eq!(r.json(), json!({"status": true}));
+    assert_eq!(
+        r.json(),
+        json!({"status": true, "message": "If this email exists in our system, check your email for the reset link"})
+    );
     assert_eq!(outbox(&h).len(), 1);
     let r = h
         .post(
@@ -199,7 +229,7 @@ async fn password_reset_via_the_mailed_link_works_once() {
         )
         .await
         .expect(403);
-    assert_eq!(r.code(), "INVALID_REDIRECTURL");
+    assert_eq!(r.code(), "INVALID_REDIRECT_URL");
 
     let mail = last_mail(&h, "reset-password", "pat@example.com").unwrap();
     let r = h.get(&link_path(&h, &mail), None).await.expect(302);
@@ -349,15 +379,15 @@ async fn wrong_kind_tokens_are_refused() {
     let r = h
         .get(
             &format!("/api/auth/delete-user/callback?token={reset_token}"),
-            None,
+            Some(&cookie),
         )
         .await
-        .expect(400);
+        .expect(404);
     assert_eq!(r.code(), "INVALID_TOKEN");
     let r = h
         .get(&format!("/api/auth/verify-email?token={reset_token}"), None)
         .await
-        .expect(400);
+        .expect(401);
     assert_eq!(r.code(), "INVALID_TOKEN");
     // A delete token is not a reset token.
     let r = h
@@ -624,7 +654,7 @@ async fn change_email_unverified_and_verified_paths() {
     let r = h.get(&path, None).await.expect(302);
     assert_eq!(
         r.headers["location"],
-        "http://localhost:3000/settings?error=unauthorized"
+        "http://localhost:3000/settings?error=UNAUTHORIZED"
     );
     let r = h.get(&path, Some(&cookie)).await.expect(302);
     assert_eq!(r.headers["location"], "http://localhost:3000/settings");
@@ -748,7 +778,10 @@ async fn delete_account_via_the_mailed_link() {
         "nothing deleted before confirmation"
     );
     let mail = last_mail(&h, "delete-account", "del@example.com").unwrap();
-    let r = h.get(&link_path(&h, &mail), None).await.expect(302);
+    let r = h
+        .get(&link_path(&h, &mail), Some(&cookie))
+        .await
+        .expect(302);
     assert_eq!(r.headers["location"], "http://localhost:3000/goodbye");
     assert_eq!(r.set_cookies().len(), 3);
     assert!(h.store.get_user(&user_id).await.unwrap().is_none());
@@ -763,11 +796,12 @@ async fn delete_account_via_the_mailed_link() {
         "null"
     );
     h.sign_in("del@example.com", PW).await.expect(401);
-    let r = h.get(&link_path(&h, &mail), None).await.expect(302);
-    assert!(r.headers["location"]
-        .to_str()
-        .unwrap()
-        .ends_with("error=INVALID_TOKEN"));
+    // Used once: the session is gone with the user, and so is the token.
+    let r = h
+        .get(&link_path(&h, &mail), Some(&cookie))
+        .await
+        .expect(404);
+    assert_eq!(r.code(), "FAILED_TO_GET_USER_INFO");
 
     // Without a sender: deleted at once.
     let now_h = harness_with(|c| c.mail.transport = "none".into()).await;
@@ -798,8 +832,9 @@ async fn two_concurrent_delete_callbacks_delete_once() {
     let tasks = (0..2).map(|_| {
         let ep = h.ep.clone();
         let path = path.clone();
+        let cookie = cookie.clone();
         tokio::spawn(async move {
-            call(&ep, Method::GET, &path, None, None, &[])
+            call(&ep, Method::GET, &path, None, Some(&cookie), &[])
                 .await
                 .status
                 .as_u16()
@@ -811,7 +846,7 @@ async fn two_concurrent_delete_callbacks_delete_once() {
         .map(|r| r.unwrap())
         .collect();
     statuses.sort();
-    assert_eq!(statuses, vec![200, 400]);
+    assert_eq!(statuses, vec![200, 404]);
 }
 
 #[tokio::test]
@@ -1233,7 +1268,134 @@ async fn an_email_change_confirmation_cannot_be_replayed() {
     h.get(&b_to_a, Some(&cookie)).await.expect(200);
     assert_eq!(h.session(&cookie).await["user"]["email"], "a@example.com");
     // …and the old a→b link is dead, though it names the current address again.
-    let r = h.get(&a_to_b, Some(&cookie)).await.expect(400);
+    let r = h.get(&a_to_b, Some(&cookie)).await.expect(401);
     assert_eq!(r.code(), "INVALID_TOKEN");
     assert_eq!(h.session(&cookie).await["user"]["email"], "a@example.com");
+}
+
+/// The delete-account link deletes only in the browser of the account it was mailed to: a mail
+/// scanner prefetching it, or anyone it reaches without that user's session, deletes nothing
+/// (on main before this fix, a GET of the link alone deleted the account).
+#[tokio::test]
+async fn a_delete_link_without_the_owners_session_deletes_nothing() {
+    let h = harness().await;
+    let r = h.sign_up("keep@example.com", PW).await;
+    let cookie = r.cookie_header();
+    let id = storage::UserId(r.json()["user"]["id"].as_str().unwrap().to_owned());
+    let other = h.sign_up("mallory@example.com", PW).await.cookie_header();
+    h.post(
+        "/api/auth/delete-user",
+        json!({"callbackURL": "/bye"}),
+        Some(&cookie),
+    )
+    .await
+    .expect(200);
+    let path = link_path(
+        &h,
+        &last_mail(&h, "delete-account", "keep@example.com").unwrap(),
+    );
+    // A prefetch without cookies.
+    let r = h.get(&path, None).await.expect(404);
+    assert_eq!(
+        r.json(),
+        json!({"code": "FAILED_TO_GET_USER_INFO", "message": "Failed to get user info"})
+    );
+    // Another user's session.
+    let r = h.get(&path, Some(&other)).await.expect(404);
+    assert_eq!(
+        r.json(),
+        json!({"code": "INVALID_TOKEN", "message": "Invalid token"})
+    );
+    assert!(
+        h.store.get_user(&id).await.unwrap().is_some(),
+        "nothing deleted"
+    );
+    assert_ne!(
+        h.session(&other).await,
+        Value::Null,
+        "the other user is untouched"
+    );
+    // A wrong token in the owner's browser: nothing either, and no redirect.
+    let r = h
+        .get(
+            "/api/auth/delete-user/callback?token=not-the-token&callbackURL=/bye",
+            Some(&cookie),
+        )
+        .await
+        .expect(404);
+    assert_eq!(r.code(), "INVALID_TOKEN");
+    assert!(h.store.get_user(&id).await.unwrap().is_some());
+    // The owner's own browser: deleted (the failed attempts consumed nothing).
+    let r = h.get(&path, Some(&cookie)).await.expect(302);
+    assert_eq!(r.headers["location"], "http://localhost:3000/bye");
+    assert!(h.store.get_user(&id).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn verify_password_checks_the_callers_password() {
+    let h = harness().await;
+    let cookie = h.sign_up("vp@example.com", PW).await.cookie_header();
+    let r = h
+        .post(
+            "/api/auth/verify-password",
+            json!({"password": PW}),
+            Some(&cookie),
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.json(), json!({"status": true}));
+    let r = h
+        .post(
+            "/api/auth/verify-password",
+            json!({"password": "not-it-at-all"}),
+            Some(&cookie),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.json(),
+        json!({"code": "INVALID_PASSWORD", "message": "Invalid password"})
+    );
+    let r = h
+        .post(
+            "/api/auth/verify-password",
+            json!({"password": 5}),
+            Some(&cookie),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "VALIDATION_ERROR");
+    let r = h
+        .post("/api/auth/verify-password", json!({"password": PW}), None)
+        .await
+        .expect(401);
+    assert_eq!(r.code(), "UNAUTHORIZED");
+    // A user without a password: refused the same way.
+    let u = store_user(&h, "nopw@example.com").await;
+    let s = h
+        .state
+        .actors
+        .user(u.id.clone())
+        .create_session(Default::default())
+        .await
+        .unwrap();
+    let cookie = format!(
+        "gatehouse.session_token={}",
+        urlencode(&h.state.signer.sign(&s.token))
+    );
+    let r = h
+        .post(
+            "/api/auth/verify-password",
+            json!({"password": PW}),
+            Some(&cookie),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "INVALID_PASSWORD");
+}
+
+fn urlencode(v: &str) -> String {
+    v.replace('+', "%2B")
+        .replace('/', "%2F")
+        .replace('=', "%3D")
 }

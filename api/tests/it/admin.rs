@@ -1200,7 +1200,7 @@ async fn cli_bootstraps_an_admin_and_rotates_keys() {
     let post = |path: &str, body: Value, cookie: Option<&str>| {
         let mut r = http
             .post(format!("{}{path}", server.base))
-            .header("origin", format!("http://{}", server.addr))
+            .header("origin", "http://localhost:3000")
             .json(&body);
         if let Some(c) = cookie {
             r = r.header("cookie", c);
@@ -1215,6 +1215,15 @@ async fn cli_bootstraps_an_admin_and_rotates_keys() {
     .await
     .unwrap();
     assert_eq!(r.status(), 200);
+    // On a real clock too, the cookie lasts exactly the configured lifetime.
+    let set = r
+        .headers()
+        .get("set-cookie")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(set.contains("; Max-Age=604800;"), "{set}");
     let cookie = r
         .headers()
         .get_all("set-cookie")

@@ -89,8 +89,18 @@ async fn sign_up_errors() {
             .await
             .expect(400)
             .code(),
-        "INVALID_EMAIL"
+        "VALIDATION_ERROR"
     );
+    // What only administrators set is refused, not silently dropped.
+    for field in ["role", "banned", "banReason", "banExpires"] {
+        let mut body = json!({"name": "X", "email": "field@b.com", "password": "long-enough-pw"});
+        body[field] = json!("admin");
+        let r = up(body).await.expect(400);
+        assert_eq!(
+            r.json(),
+            json!({"code": "FIELD_NOT_ALLOWED", "message": format!("{field} is not allowed to be set")})
+        );
+    }
     assert_eq!(
         up(json!({"name": "X", "email": "a@b.com", "password": "123456789"}))
             .await
@@ -124,7 +134,7 @@ async fn sign_up_errors() {
     let r = up(json!({"name": "X", "email": "a@b.com", "password": "long-enough-pw", "callbackURL": "https://evil.example/x"})).await.expect(403);
     assert_eq!(
         r.json(),
-        json!({"code": "INVALID_CALLBACKURL", "message": "Invalid callbackURL"})
+        json!({"code": "INVALID_CALLBACK_URL", "message": "Invalid callbackURL"})
     );
     up(json!({"name": "X", "email": "a@b.com", "password": "long-enough-pw", "callbackURL": "/welcome"})).await.expect(200);
 }
@@ -175,6 +185,8 @@ async fn sign_in_success_shapes_and_remember_me() {
     let b = r.json();
     assert_eq!(b["redirect"], true);
     assert_eq!(b["url"], "/dashboard");
+    // As 1.7 sends it: the target in `Location` too, with the 200.
+    assert_eq!(r.headers["location"], "/dashboard");
     let token_cookie = r.set_cookie("gatehouse.session_token").unwrap();
     assert!(
         !token_cookie.contains("Max-Age"),
@@ -218,7 +230,7 @@ async fn sign_in_errors_do_not_reveal_accounts() {
         )
         .await
         .expect(403);
-    assert_eq!(r.code(), "INVALID_CALLBACKURL");
+    assert_eq!(r.code(), "INVALID_CALLBACK_URL");
     let r = h
         .post(
             "/api/auth/sign-in/email",
@@ -907,10 +919,10 @@ fn every_error_code_has_its_pinned_status() {
         ("UNAUTHORIZED", 401),
         ("INVALID_ORIGIN", 403),
         ("MISSING_OR_NULL_ORIGIN", 403),
-        ("INVALID_CALLBACKURL", 403),
-        ("INVALID_REDIRECTURL", 403),
-        ("INVALID_ERROR_CALLBACKURL", 403),
-        ("INVALID_NEW_USER_CALLBACKURL", 403),
+        ("INVALID_CALLBACK_URL", 403),
+        ("INVALID_REDIRECT_URL", 403),
+        ("INVALID_ERROR_CALLBACK_URL", 403),
+        ("INVALID_NEW_USER_CALLBACK_URL", 403),
         ("SESSION_NOT_FRESH", 403),
         ("NOT_FOUND", 404),
         ("PROVIDER_NOT_FOUND", 404),
@@ -929,6 +941,12 @@ fn every_error_code_has_its_pinned_status() {
         ("FAILED_TO_REFRESH_ACCESS_TOKEN", 400),
         ("ACCESS_TOKEN_NOT_FOUND", 400),
         ("FAILED_TO_GET_USER_INFO", 401),
+        ("FAILED_TO_GET_USER_INFO", 404),
+        ("INVALID_TOKEN", 404),
+        ("TOKEN_EXPIRED", 401),
+        ("USER_NOT_FOUND", 401),
+        ("EMAIL_MISMATCH", 400),
+        ("EMAIL_ALREADY_VERIFIED", 400),
         ("BANNED_USER", 403),
         ("USER_NOT_FOUND", 404),
         ("YOU_CANNOT_BAN_YOURSELF", 400),
@@ -971,7 +989,8 @@ fn every_error_code_has_its_pinned_status() {
     );
     for code in Code::ALL {
         // A code may stand at two statuses (INVALID_TOKEN: a bad link token 400, a bad id
-        // token 401; USER_NOT_FOUND: 400 on account routes, 404 on admin routes), each pinned.
+        // token 401, a delete link not the caller's 404; USER_NOT_FOUND: 400 on account routes, 404 on
+        // admin routes), each pinned.
         assert!(
             expected
                 .iter()
@@ -1315,7 +1334,7 @@ async fn redirect_targets_are_normalized_and_hostile_ones_refused() {
             )
             .await
             .expect(403);
-        assert_eq!(r.code(), "INVALID_CALLBACKURL", "{bad:?}");
+        assert_eq!(r.code(), "INVALID_CALLBACK_URL", "{bad:?}");
     }
     let r = h
         .post(
@@ -1351,7 +1370,7 @@ async fn redirect_targets_are_normalized_and_hostile_ones_refused() {
         )
         .await
         .expect(403);
-    assert_eq!(r.code(), "INVALID_CALLBACKURL");
+    assert_eq!(r.code(), "INVALID_CALLBACK_URL");
 }
 
 /// Issue #8: signing in with an unknown address does exactly the store work (and hashing) of
@@ -1406,4 +1425,169 @@ async fn unknown_and_wrong_password_sign_ins_do_the_same_work() {
     let unknown = work(before, store.op_counts());
     assert_eq!(known, unknown);
     assert!(known.0 >= 2, "{known:?}");
+}
+
+/// Login CSRF: a POST without cookies that a browser sends from another site (it carries an
+/// `Origin` or `Sec-Fetch-*` header) is refused like a cookie-bearing one — on main before this
+/// fix, another site could sign a visitor in to the attacker's account, sign up or request
+/// reset mail in their name. Back ends (no browser headers) and providers' form_post callbacks
+/// still pass.
+#[tokio::test]
+async fn cookie_less_browser_posts_from_other_sites_are_refused() {
+    let h = harness().await;
+    h.sign_up("victim@example.com", PW).await;
+    let sign_in = json!({"email": "victim@example.com", "password": PW});
+    for (headers, code) in [
+        (vec![("origin", "https://evil.example")], "INVALID_ORIGIN"),
+        (vec![("origin", "null")], "MISSING_OR_NULL_ORIGIN"),
+        (
+            vec![("sec-fetch-site", "cross-site")],
+            "MISSING_OR_NULL_ORIGIN",
+        ),
+        (
+            vec![
+                ("sec-fetch-mode", "navigate"),
+                ("referer", "https://evil.example/form"),
+            ],
+            "INVALID_ORIGIN",
+        ),
+    ] {
+        let r = h
+            .call(
+                Method::POST,
+                "/api/auth/sign-in/email",
+                Some(sign_in.clone()),
+                None,
+                &headers,
+            )
+            .await;
+        assert_eq!(
+            (r.status.as_u16(), r.code()),
+            (403, code.to_owned()),
+            "{headers:?}"
+        );
+        assert!(r.set_cookie("gatehouse.session_token").is_none());
+    }
+    let evil = [("origin", "https://evil.example")];
+    let r = h
+        .call(
+            Method::POST,
+            "/api/auth/sign-up/email",
+            Some(json!({"name": "X", "email": "planted@example.com", "password": PW})),
+            None,
+            &evil,
+        )
+        .await;
+    assert_eq!(
+        (r.status.as_u16(), r.code()),
+        (403, "INVALID_ORIGIN".into())
+    );
+    assert!(h
+        .store
+        .get_user_by_email("planted@example.com")
+        .await
+        .unwrap()
+        .is_none());
+    for path in [
+        "/api/auth/request-password-reset",
+        "/api/auth/forget-password",
+    ] {
+        let r = h
+            .call(
+                Method::POST,
+                path,
+                Some(json!({"email": "victim@example.com"})),
+                None,
+                &evil,
+            )
+            .await;
+        assert_eq!(r.status.as_u16(), 403, "{path}");
+    }
+    assert!(last_mail(&h, "reset-password", "victim@example.com").is_none());
+    // A back end: no browser headers.
+    h.call(
+        Method::POST,
+        "/api/auth/sign-in/email",
+        Some(sign_in.clone()),
+        None,
+        &[],
+    )
+    .await
+    .expect(200);
+    // The app's own origin.
+    h.call(
+        Method::POST,
+        "/api/auth/sign-in/email",
+        Some(sign_in.clone()),
+        None,
+        &[("origin", ORIGIN)],
+    )
+    .await
+    .expect(200);
+    // A provider's form_post reaches its callback (no provider configured here: not a 403).
+    let r = h
+        .call(
+            Method::POST,
+            "/api/auth/callback/apple",
+            None,
+            None,
+            &[("origin", "https://appleid.apple.com")],
+        )
+        .await;
+    assert_ne!(r.status.as_u16(), 403, "{}", r.text);
+}
+
+/// As 1.7: changing the session or its user re-issues the session cookie with a fresh,
+/// full `Max-Age` (and a `rememberMe: false` session stays a browser-session cookie).
+#[tokio::test]
+async fn session_cookie_is_reissued_after_changes() {
+    let h = harness().await;
+    let cookie = h.sign_up("re@example.com", PW).await.cookie_header();
+    let r = h
+        .post(
+            "/api/auth/update-user",
+            json!({"name": "Renamed"}),
+            Some(&cookie),
+        )
+        .await
+        .expect(200);
+    let set = r.set_cookie("gatehouse.session_token").expect("re-issued");
+    assert!(set.contains("Max-Age=604800"), "{set}");
+    let org = h
+        .post(
+            "/api/auth/organization/create",
+            json!({"name": "Re", "slug": "re-org"}),
+            Some(&cookie),
+        )
+        .await
+        .expect(200)
+        .json();
+    let r = h
+        .post(
+            "/api/auth/organization/set-active",
+            json!({"organizationId": org["id"]}),
+            Some(&cookie),
+        )
+        .await
+        .expect(200);
+    assert!(r
+        .set_cookie("gatehouse.session_token")
+        .unwrap()
+        .contains("Max-Age=604800"));
+    let short = h
+        .sign_in_body(json!({"email": "re@example.com", "password": PW, "rememberMe": false}))
+        .await
+        .expect(200)
+        .cookie_header();
+    let r = h
+        .post(
+            "/api/auth/update-user",
+            json!({"name": "Again"}),
+            Some(&short),
+        )
+        .await
+        .expect(200);
+    let set = r.set_cookie("gatehouse.session_token").unwrap();
+    assert!(!set.contains("Max-Age"), "{set}");
+    assert!(r.set_cookie("gatehouse.dont_remember").is_some());
 }

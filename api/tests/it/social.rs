@@ -670,7 +670,7 @@ async fn sign_in_requests_are_checked() {
         )
         .await
         .expect(403);
-    assert_eq!(r.code(), "INVALID_CALLBACKURL");
+    assert_eq!(r.code(), "INVALID_CALLBACK_URL");
     let r = h
         .post(
             "/api/auth/sign-in/social",

@@ -7,10 +7,11 @@ use crate::error::{ApiError, ApiResult, Code};
 use crate::http::PendingCookies;
 use crate::mail::MailKind;
 use crate::routes::{text, Tag};
-use crate::session::Principal;
+use crate::session::{Principal, ResolveOptions};
 use crate::AppState;
 use chrono::Duration;
 use poem::web::Data;
+use poem::Request;
 use poem_openapi::param::Query;
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
@@ -31,35 +32,6 @@ struct DeleteUserBody {
 struct DeleteUserResponse {
     success: bool,
     message: String,
-}
-
-impl AppState {
-    /// Deletes the account a delete-account token points at, consuming the token in the same
-    /// actor turn: the user deleted, or `None` when the token is not (or no longer) valid.
-    async fn delete_by_token(&self, identifier: &str) -> ApiResult<Option<User>> {
-        let Some(v) = self
-            .reader
-            .get_verification(identifier)
-            .await?
-            .filter(|v| v.expires_at > self.clock.now())
-        else {
-            return Ok(None);
-        };
-        let Some(user) = self.reader.get_user(&storage::UserId(v.value)).await? else {
-            return Ok(None);
-        };
-        match self
-            .actors
-            .user(user.id.clone())
-            .delete_with_token(identifier)
-            .await
-        {
-            Ok(()) => {}
-            Err(actors::ActorError::Refused(actors::Rule::InvalidToken)) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        }
-        Ok(Some(user))
-    }
 }
 
 #[OpenApi(tag = "Tag::Account")]
@@ -144,8 +116,12 @@ impl DeletionApi {
 
     /// Confirm the account deletion
     ///
-    /// Follows the mailed link: deletes the user (once; the token is single use), clears the
-    /// cookies, and redirects to `callbackURL` or answers `{success, message}`.
+    /// Follows the mailed link **in the browser of the account it was mailed to**: only with
+    /// that user's own session does it delete the user (once; the token is single use), clear
+    /// the cookies, and redirect to `callbackURL` or answer `{success, message}`. Without a
+    /// session (a mail scanner prefetching the link, someone it was forwarded to) it answers
+    /// 404 `FAILED_TO_GET_USER_INFO`; a token that is not this user's, used or expired, 404
+    /// `INVALID_TOKEN` — and nothing is deleted or consumed.
     #[oai(
         path = "/delete-user/callback",
         method = "get",
@@ -154,6 +130,7 @@ impl DeletionApi {
     async fn delete_user_callback(
         &self,
         state: Data<&AppState>,
+        req: &Request,
         cookies: &PendingCookies,
         token: Query<String>,
         #[oai(name = "callbackURL")] callback_url: Query<Option<String>>,
@@ -164,19 +141,36 @@ impl DeletionApi {
         let cb = state
             .origins
             .redirect_target(callback_url.0.as_deref(), Code::InvalidCallbackurl)?;
-        let Some(user) = state
-            .delete_by_token(&format!("delete-account-{}", token.0))
+        let Some(authed) = state
+            .resolve_session(req, cookies, ResolveOptions::default())
             .await?
         else {
-            return match cb {
-                Some(c) => Ok(RedirectOr::Redirect(state.with_query(
-                    &c,
-                    "error",
-                    "INVALID_TOKEN",
-                ))),
-                None => Err(Code::InvalidToken.into()),
-            };
+            return Err(Code::DeletionNeedsSession.into());
         };
+        let user = authed.user;
+        let identifier = format!("delete-account-{}", token.0);
+        let now = state.clock.now();
+        let mine = state
+            .reader
+            .get_verification(&identifier)
+            .await?
+            .is_some_and(|v| v.expires_at > now && v.value == user.id.0);
+        if !mine {
+            return Err(Code::DeletionTokenInvalid.into());
+        }
+        // Consumed and checked again in the user's actor: of concurrent uses one deletes.
+        match state
+            .actors
+            .user(user.id.clone())
+            .delete_with_token(&identifier)
+            .await
+        {
+            Ok(()) => {}
+            Err(actors::ActorError::Refused(actors::Rule::InvalidToken)) => {
+                return Err(Code::DeletionTokenInvalid.into())
+            }
+            Err(e) => return Err(e.into()),
+        }
         let done = deleted(&state, cookies, &user)?;
         match cb {
             Some(c) => Ok(RedirectOr::Redirect(state.absolute(&c))),

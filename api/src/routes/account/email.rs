@@ -4,7 +4,7 @@ use super::*;
 use crate::dto::{StatusResponse, Text};
 use crate::error::{ApiResult, Code};
 use crate::mail::MailKind;
-use crate::routes::{normalize_email, text, Tag};
+use crate::routes::{email_field, text, Tag};
 use crate::session::Principal;
 use crate::AppState;
 use actors::{UserPatch, CHANGE_EMAIL_PREFIX};
@@ -42,7 +42,7 @@ impl EmailApi {
         }
         state.require_fresh(&auth.session)?;
         let user = auth.user;
-        let new_email = normalize_email(&body.0.new_email.0).ok_or(Code::InvalidEmail)?;
+        let new_email = email_field(&body.0.new_email.0, "newEmail")?;
         let cb = state
             .origins
             .redirect_target(text(&body.0.callback_url), Code::InvalidCallbackurl)?;

@@ -6,7 +6,7 @@ use crate::dto::{StatusResponse, Text, UserDto};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::PendingCookies;
 use crate::mail::MailKind;
-use crate::routes::{normalize_email, text, Tag};
+use crate::routes::{email_field, text, Tag};
 use crate::session::{Authed, Principal, ResolveOptions};
 use crate::AppState;
 use actors::{PasswordChange, RESET_PASSWORD_PREFIX};
@@ -104,7 +104,7 @@ impl PasswordApi {
         &self,
         state: Data<&AppState>,
         body: Json<ForgetPasswordBody>,
-    ) -> ApiResult<Json<StatusResponse>> {
+    ) -> ApiResult<Json<ResetRequested>> {
         request_reset(&state, body.0).await
     }
 
@@ -120,7 +120,7 @@ impl PasswordApi {
         &self,
         state: Data<&AppState>,
         body: Json<ForgetPasswordBody>,
-    ) -> ApiResult<Json<StatusResponse>> {
+    ) -> ApiResult<Json<ResetRequested>> {
         request_reset(&state, body.0).await
     }
 
@@ -202,6 +202,33 @@ impl PasswordApi {
             state.note_revocation(&owner);
         }
         tracing::info!(user = %owner, "password reset");
+        Ok(Json(StatusResponse { status: true }))
+    }
+
+    /// Check the caller's password
+    ///
+    /// `{status: true}` when `password` is the signed-in user's password; 400
+    /// `INVALID_PASSWORD` otherwise (also for a user without one, after the same work).
+    #[oai(
+        path = "/verify-password",
+        method = "post",
+        operation_id = "verifyPassword"
+    )]
+    async fn verify_password(
+        &self,
+        state: Data<&AppState>,
+        auth: Principal,
+        body: Json<VerifyPasswordBody>,
+    ) -> ApiResult<Json<StatusResponse>> {
+        let password = body.0.password.0;
+        let ok = match state.credential_hash(&auth.user).await? {
+            Some(hash) => state.hasher.verify(password, hash).await,
+            None => state.hasher.verify_dummy(password).await,
+        }
+        .map_err(ApiError::internal)?;
+        if !ok {
+            return Err(Code::InvalidPassword.into());
+        }
         Ok(Json(StatusResponse { status: true }))
     }
 
@@ -319,14 +346,26 @@ impl PasswordApi {
     }
 }
 
+#[derive(Debug, Object)]
+struct VerifyPasswordBody {
+    password: Text,
+}
+
+/// The answer to a reset request, the same whether or not the address has an account.
+#[derive(Debug, Object)]
+struct ResetRequested {
+    status: bool,
+    message: String,
+}
+
 async fn request_reset(
     state: &AppState,
     body: ForgetPasswordBody,
-) -> ApiResult<Json<StatusResponse>> {
+) -> ApiResult<Json<ResetRequested>> {
     if !state.mailer.enabled() {
         return Err(Code::ResetPasswordDisabled.into());
     }
-    let email = normalize_email(&body.email.0).ok_or(Code::InvalidEmail)?;
+    let email = email_field(&body.email.0, "email")?;
     let redirect = state
         .origins
         .redirect_target(text(&body.redirect_to), Code::InvalidRedirecturl)?;
@@ -366,5 +405,8 @@ async fn request_reset(
             state.actors.reset_token_decoy(Duration::seconds(1)).await?;
         }
     }
-    Ok(Json(StatusResponse { status: true }))
+    Ok(Json(ResetRequested {
+        status: true,
+        message: "If this email exists in our system, check your email for the reset link".into(),
+    }))
 }

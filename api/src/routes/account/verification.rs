@@ -6,7 +6,7 @@ use crate::dto::{StatusResponse, Text, UserDto};
 use crate::error::{ApiResult, Code};
 use crate::http::PendingCookies;
 use crate::mail::MailKind;
-use crate::routes::{normalize_email, text, Tag};
+use crate::routes::{email_field, text, Tag};
 use crate::session::ResolveOptions;
 use crate::AppState;
 use poem::web::Data;
@@ -35,8 +35,10 @@ struct VerifyEmailResponse {
 impl VerificationApi {
     /// Send a verification email
     ///
-    /// Mails a verification link to the address if it belongs to an unverified user. The answer
-    /// is the same for unknown and verified addresses, so it reveals no accounts.
+    /// Mails a verification link to the address if it belongs to an unverified user. Without a
+    /// session the answer is the same for unknown and verified addresses, so it reveals no
+    /// accounts; signed in, the address must be the caller's (400 `EMAIL_MISMATCH`) and not
+    /// verified yet (400 `EMAIL_ALREADY_VERIFIED`).
     #[oai(
         path = "/send-verification-email",
         method = "post",
@@ -45,15 +47,28 @@ impl VerificationApi {
     async fn send_verification_email(
         &self,
         state: Data<&AppState>,
+        req: &Request,
+        cookies: &PendingCookies,
         body: Json<SendVerificationBody>,
     ) -> ApiResult<Json<StatusResponse>> {
         if !state.mailer.enabled() {
             return Err(Code::VerificationEmailNotEnabled.into());
         }
-        let email = normalize_email(&body.0.email.0).ok_or(Code::InvalidEmail)?;
+        let email = email_field(&body.0.email.0, "email")?;
         let cb = state
             .origins
             .redirect_target(text(&body.0.callback_url), Code::InvalidCallbackurl)?;
+        if let Some(me) = state
+            .resolve_session(req, cookies, ResolveOptions::default())
+            .await?
+        {
+            if me.user.email != email {
+                return Err(Code::EmailMismatch.into());
+            }
+            if me.user.email_verified {
+                return Err(Code::EmailAlreadyVerified.into());
+            }
+        }
         if let Some(user) = state.reader.get_user_by_email(&email).await? {
             if !user.email_verified {
                 state
@@ -88,43 +103,44 @@ impl VerificationApi {
         let cb = state
             .origins
             .redirect_target(callback_url.0.as_deref(), Code::InvalidCallbackurl)?;
-        let fail =
-            |code: Code, redirect_code: &str| -> ApiResult<RedirectOr<VerifyEmailResponse>> {
-                match &cb {
-                    Some(c) => Ok(RedirectOr::Redirect(state.with_query(
-                        c,
-                        "error",
-                        redirect_code,
-                    ))),
-                    None => Err(code.into()),
-                }
-            };
+        // As 1.7: every failure is 401 with its code, or the callback with `?error=<CODE>`.
+        let fail = |code: Code| -> ApiResult<RedirectOr<VerifyEmailResponse>> {
+            match &cb {
+                Some(c) => Ok(RedirectOr::Redirect(state.with_query(
+                    c,
+                    "error",
+                    code.code(),
+                ))),
+                None => Err(code.into()),
+            }
+        };
         let Some(claims) = state.signer.open::<EmailClaims>(VERIFY_PURPOSE, &token.0) else {
-            return fail(Code::InvalidToken, "invalid_token");
+            return fail(Code::InvalidIdToken);
         };
         if claims.exp <= state.clock.now().timestamp() {
-            return fail(Code::TokenExpired, "token_expired");
+            return fail(Code::VerifyTokenExpired);
         }
         let Some(user) = state.reader.get_user_by_email(&claims.email).await? else {
-            return fail(Code::UserNotFound, "user_not_found");
+            return fail(Code::VerifyUserNotFound);
         };
         let actor = state.actors.user(user.id.clone());
         let session = state
             .resolve_session(req, cookies, ResolveOptions::default())
             .await?;
         let own_session = session.as_ref().map(|a| &a.user.id) == Some(&user.id);
-        let user = if let Some(new_email) = claims.update_to {
+        // A confirmed change of address answers the user; a verification, as 1.7, `user: null`.
+        let (user, answer_user) = if let Some(new_email) = claims.update_to {
             // Confirming a change of address: only the signed-in owner may apply it, once.
             if !own_session {
-                return fail(Code::Unauthorized, "unauthorized");
+                return fail(Code::Unauthorized);
             }
             let Some(id) = claims.jti.as_deref() else {
-                return fail(Code::InvalidToken, "invalid_token");
+                return fail(Code::InvalidIdToken);
             };
             let changed = match actor.confirm_email_change(id, &new_email).await {
                 Ok(u) => u,
                 Err(actors::ActorError::Refused(actors::Rule::InvalidToken)) => {
-                    return fail(Code::InvalidToken, "invalid_token")
+                    return fail(Code::InvalidIdToken)
                 }
                 Err(e) => return Err(e.into()),
             };
@@ -137,9 +153,9 @@ impl VerificationApi {
                     cb.as_deref(),
                 )
                 .await?;
-            changed
+            (changed, true)
         } else if user.email_verified {
-            user
+            (user, false)
         } else {
             // Whoever follows the link proves the mailbox. Without this user's session, the
             // sessions made before the proof may be someone else's (who signed up with this
@@ -157,14 +173,14 @@ impl VerificationApi {
                     .start_session(req, cookies, verified.clone(), true)
                     .await?;
             }
-            verified
+            (verified, false)
         };
         if let Some(c) = cb {
             return Ok(RedirectOr::Redirect(state.absolute(&c)));
         }
         Ok(RedirectOr::Ok(Json(VerifyEmailResponse {
             status: true,
-            user: Some(UserDto::from(&user)),
+            user: answer_user.then(|| UserDto::from(&user)),
         })))
     }
 }

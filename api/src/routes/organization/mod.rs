@@ -356,7 +356,7 @@ impl OrganizationApi {
         auth: Principal,
         body: Json<SetActiveBody>,
     ) -> ApiResult<Json<Nullable<OrganizationDto>>> {
-        let Principal { user, session, .. } = auth;
+        let user = &auth.user;
         let org = match (
             text(&body.0.organization_id),
             text(&body.0.organization_slug),
@@ -375,12 +375,7 @@ impl OrganizationApi {
             state.require_member(&o.id, &user.id).await?;
         }
         state
-            .set_active_org(
-                &auth.cookies,
-                &user,
-                &session.token,
-                org.as_ref().map(|o| o.id.clone()),
-            )
+            .set_active_org(&auth, org.as_ref().map(|o| o.id.clone()))
             .await?;
         Ok(Json(Nullable(org.as_ref().map(OrganizationDto::from))))
     }

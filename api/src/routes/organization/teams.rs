@@ -236,12 +236,7 @@ impl TeamApi {
             None => None,
         };
         state
-            .set_active_team(
-                &auth.cookies,
-                &auth.user,
-                &auth.session.token,
-                team.as_ref().map(|t| t.id.clone()),
-            )
+            .set_active_team(&auth, team.as_ref().map(|t| t.id.clone()))
             .await?;
         Ok(Json(crate::dto::Nullable(team.as_ref().map(TeamDto::from))))
     }
