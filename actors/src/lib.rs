@@ -68,16 +68,21 @@ pub enum Rule {
     OrganizationNotFound,
     /// The acting user is not a member of the organization.
     NotAMember,
-    /// The acting member's roles do not grant this on the resource.
-    Forbidden(&'static str),
+    /// The acting member's roles do not grant this action on the resource (`resource`,
+    /// `action`; each pair has its own error code).
+    Forbidden(&'static str, &'static str),
     /// A role that does not exist, or a malformed role list.
     InvalidRole(String),
     UserNotFound,
     AlreadyMember,
     MemberNotFound,
     MembershipLimit,
-    /// The organization would be left without an owner.
+    /// The organization would be left without an owner (its last owner leaving or removed).
     LastOwner,
+    /// The last owner's role would lose `owner`.
+    NoOwnerLeft,
+    /// An organization's new slug belongs to another organization.
+    SlugInUse,
     SlugTaken,
     /// The user reached the number of organizations they may create.
     OrganizationLimit,

@@ -38,12 +38,12 @@ impl OrgActor {
                 .check(state, &org, acting, "invitation", "create")
                 .await
             {
-                Err(ActorError::Refused(Rule::Forbidden(_))) => self
+                Err(ActorError::Refused(Rule::Forbidden(..))) => self
                     .check(state, &org, acting, "member", "create")
                     .await
                     .map_err(|e| match e {
-                        ActorError::Refused(Rule::Forbidden(_)) => {
-                            ActorError::Refused(Rule::Forbidden("invitation"))
+                        ActorError::Refused(Rule::Forbidden(..)) => {
+                            ActorError::Refused(Rule::Forbidden("invitation", "create"))
                         }
                         other => other,
                     })?,

@@ -239,7 +239,7 @@ impl OrgActor {
                 .await?;
             let (was, will) = (is_owner(&target.role), is_owner(&role));
             if was && !will && org.owner_count <= 1 {
-                return Err(ActorError::Refused(Rule::LastOwner));
+                return Err(ActorError::Refused(Rule::NoOwnerLeft));
             }
             target.role = role.clone();
             let change = OrgChange::SetMemberRole {

@@ -347,7 +347,7 @@ pub(crate) fn is_owner(role: &str) -> bool {
 /// What a lost uniqueness claim means to the client.
 fn conflict_error(what: &'static str) -> ActorError {
     let rule = match what {
-        "slug" => Rule::SlugTaken,
+        "slug" => Rule::SlugInUse,
         "member" | "team member" => Rule::AlreadyMember,
         "team" => Rule::TeamExists,
         "role" => Rule::RoleExists,
@@ -447,9 +447,10 @@ impl OrgActor {
         {
             Ok(Some(m))
         } else {
-            Err(ActorError::Refused(Rule::Forbidden(resource_label(
-                resource,
-            ))))
+            Err(ActorError::Refused(Rule::Forbidden(
+                resource_label(resource),
+                action_label(action),
+            )))
         }
     }
 
@@ -522,6 +523,17 @@ impl OrgActor {
         let m = self.member_of(state, user).await?;
         let policy = self.policy(state, &org).await?;
         policy.allows_all(&m.role, perms).map_err(policy_err)
+    }
+}
+
+fn action_label(action: &str) -> &'static str {
+    match action {
+        "create" => "create",
+        "read" => "read",
+        "update" => "update",
+        "delete" => "delete",
+        "cancel" => "cancel",
+        _ => "action",
     }
 }
 

@@ -259,7 +259,8 @@ async fn authorization_matrix() {
         ("get-full-organization", [200, 200, 200, 200, 403, 401]),
         ("get-active-member-role", [200, 200, 200, 200, 403, 401]),
         ("update-member-role", [200, 200, 403, 403, 403, 401]),
-        ("remove-member", [200, 200, 403, 403, 403, 401]),
+        // As 1.7: a member without member:delete gets 401 YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER.
+        ("remove-member", [200, 200, 401, 401, 403, 401]),
         ("has-permission", [200, 200, 200, 200, 403, 401]),
         ("invite-member", [200, 200, 403, 200, 403, 401]),
         ("cancel-invitation", [200, 200, 403, 403, 403, 401]),
@@ -336,15 +337,21 @@ async fn authorization_matrix() {
                 "{route} as {role}: {}",
                 resp.text
             );
-            if resp.status.as_u16() == 403 && role != "outsider" {
-                assert_eq!(
-                    resp.json()["message"]
+            if matches!(resp.status.as_u16(), 401 | 403)
+                && !matches!(role, "outsider" | "anonymous")
+            {
+                // Each refusal has its own code and message (better-auth's).
+                let body = resp.json();
+                assert!(
+                    body["message"]
                         .as_str()
                         .unwrap()
-                        .split(':')
-                        .next()
-                        .unwrap(),
-                    "You are not allowed to access resource"
+                        .starts_with("You are not allowed to")
+                        && body["code"]
+                            .as_str()
+                            .unwrap()
+                            .starts_with("YOU_ARE_NOT_ALLOWED_TO"),
+                    "{route} as {role}: {body}"
                 );
             }
             if *route == "has-permission" && resp.status.as_u16() == 200 {
@@ -879,7 +886,7 @@ async fn invitation_lifecycle() {
         )
         .await
         .expect(403);
-    assert_eq!(r.code(), "FORBIDDEN");
+    assert_eq!(r.code(), "YOU_ARE_NOT_ALLOWED_TO_CANCEL_THIS_INVITATION");
     h.post(
         "/api/auth/organization/invite-member",
         json!({"organizationId": org_id, "email": "x@example.com", "role": "member"}),
@@ -1094,7 +1101,7 @@ async fn a_custom_role_with_invite_rights_can_invite_but_not_delete() {
         .expect(403);
     assert_eq!(
         r.json()["message"],
-        "You are not allowed to access resource: organization"
+        "You are not allowed to delete this organization"
     );
     let r = h.post("/api/auth/organization/has-permission", json!({"organizationId": org_id, "permissions": {"invitation": ["create"], "member": ["create"]}}), Some(&rec)).await.expect(200);
     assert_eq!(r.json(), json!({"success": true, "error": null}));
@@ -1165,7 +1172,7 @@ async fn teams() {
         .expect(403);
     assert_eq!(
         r.json()["message"],
-        "You are not allowed to access resource: team"
+        "You are not allowed to create teams in this organization"
     );
 
     let r = h
@@ -1486,7 +1493,7 @@ async fn custom_roles_at_runtime() {
         .expect(403);
     assert_eq!(
         r.json()["message"],
-        "You are not allowed to access resource: invitation"
+        "You are not allowed to invite users to this organization"
     );
     h.post(
         "/api/auth/organization/create-team",
@@ -1762,7 +1769,7 @@ async fn custom_roles_cannot_escalate_privileges() {
     let r = post("delete", json!({"organizationId": org_id}), admin.clone())
         .await
         .expect(403);
-    assert_eq!(r.code(), "FORBIDDEN");
+    assert_eq!(r.code(), "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_ORGANIZATION");
 
     // A member holding a stronger role is out of the admin's reach.
     post(
@@ -2100,4 +2107,105 @@ async fn invitation_ids_do_not_reach_unverified_accounts() {
         .expect(200)
         .json();
     assert_eq!(list.as_array().unwrap().len(), 1);
+}
+
+/// Refusals carry better-auth 1.7's own code for each operation (not one generic FORBIDDEN),
+/// and the owner rules their own codes.
+#[tokio::test]
+async fn refusals_use_better_auths_codes() {
+    let h = org_harness(100).await;
+    let (owner, owner_id) = user(&h, "own@codes.io").await;
+    let (member, member_id) = user(&h, "mem@codes.io").await;
+    let org = create_org(&h, &owner, "codes-a").await;
+    create_org(&h, &owner, "codes-b").await;
+    let o = org["id"].as_str().unwrap();
+    add_member(&h, o, &member_id, "member").await;
+    let cases = [
+        (
+            "invite-member",
+            json!({"organizationId": o, "email": "x@codes.io", "role": "member"}),
+            "YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION",
+        ),
+        (
+            "update",
+            json!({"organizationId": o, "data": {"name": "Z"}}),
+            "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_ORGANIZATION",
+        ),
+        (
+            "delete",
+            json!({"organizationId": o}),
+            "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_ORGANIZATION",
+        ),
+        (
+            "create-team",
+            json!({"organizationId": o, "name": "t"}),
+            "YOU_ARE_NOT_ALLOWED_TO_CREATE_TEAMS_IN_THIS_ORGANIZATION",
+        ),
+        (
+            "create-role",
+            json!({"organizationId": o, "role": "r", "permission": {"team": ["create"]}}),
+            "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_ROLE",
+        ),
+    ];
+    for (route, body, code) in cases {
+        let r = h
+            .post(
+                &format!("/api/auth/organization/{route}"),
+                body,
+                Some(&member),
+            )
+            .await
+            .expect(403);
+        assert_eq!(r.code(), code, "{route}");
+    }
+    // The last owner cannot be demoted; a slug of another organization cannot be taken.
+    let members = h
+        .get(
+            &format!("/api/auth/organization/list-members?organizationId={o}"),
+            Some(&owner),
+        )
+        .await
+        .expect(200)
+        .json();
+    let own = members["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["userId"] == owner_id.as_str())
+        .unwrap()["id"]
+        .clone();
+    let r = h
+        .post(
+            "/api/auth/organization/update-member-role",
+            json!({"organizationId": o, "memberId": own, "role": "member"}),
+            Some(&owner),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.json(),
+        json!({"code": "YOU_CANNOT_LEAVE_THE_ORGANIZATION_WITHOUT_AN_OWNER", "message": "You cannot leave the organization without an owner"})
+    );
+    let r = h
+        .post(
+            "/api/auth/organization/update",
+            json!({"organizationId": o, "data": {"slug": "codes-b"}}),
+            Some(&owner),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.json(),
+        json!({"code": "ORGANIZATION_SLUG_ALREADY_TAKEN", "message": "Organization slug already taken"})
+    );
+    // Creating with a taken slug keeps its own code.
+    let r = h
+        .post(
+            "/api/auth/organization/create",
+            json!({"name": "Again", "slug": "codes-b"}),
+            Some(&owner),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "ORGANIZATION_ALREADY_EXISTS");
 }

@@ -2,7 +2,7 @@
 //! read. Changes go through the organization's actor, which also checks that nobody grants more
 //! than they hold.
 use crate::dto::{iso, Text};
-use crate::error::{ApiError, ApiResult, Code};
+use crate::error::{ApiResult, Code};
 use crate::routes::{text, Tag};
 use crate::session::Principal;
 use crate::AppState;
@@ -94,10 +94,7 @@ impl AppState {
         {
             Ok(())
         } else {
-            Err(ApiError::with_message(
-                Code::Forbidden,
-                "You are not allowed to access resource: ac",
-            ))
+            Err(Code::NotAllowedToReadRole.into())
         }
     }
 }
