@@ -680,7 +680,7 @@ async fn verify(h: &H, email: &str, cookie: Option<&str>) {
     .await
     .expect(200);
     let mail = last_mail(h, "verify-email", email).unwrap();
-    h.get(&link_path(h, &mail), cookie).await.expect(200);
+    h.get(&link_path(h, &mail), cookie).await.expect(302);
 }
 
 fn invitation_id(h: &H, to: &str) -> String {

@@ -88,14 +88,15 @@ impl DeletionApi {
                     state.config.limits.delete_account_token_expires_in,
                 )
                 .await?;
-            let mut link = format!("{}?token={token}", state.api_url("/delete-user/callback"));
-            if let Some(c) = cb {
-                link.push_str("&callbackURL=");
-                link.extend(percent_encoding::utf8_percent_encode(
-                    c,
-                    crate::http::URI_COMPONENT,
-                ));
-            }
+            // As 1.7: without a callbackURL the link leads back to the app's root.
+            let link = format!(
+                "{}?token={token}&callbackURL={}",
+                state.api_url("/delete-user/callback"),
+                percent_encoding::utf8_percent_encode(
+                    cb.as_deref().unwrap_or("/"),
+                    crate::http::URI_COMPONENT
+                )
+            );
             state
                 .mailer
                 .send(

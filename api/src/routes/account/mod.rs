@@ -101,14 +101,15 @@ impl AppState {
                 jti: change.as_ref().map(|c| c.id.to_owned()),
             },
         );
-        let mut link = format!("{}?token={token}", self.api_url("/verify-email"));
-        if let Some(cb) = callback {
-            link.push_str("&callbackURL=");
-            link.extend(percent_encoding::utf8_percent_encode(
-                cb,
-                crate::http::URI_COMPONENT,
-            ));
-        }
+        // As 1.7: without a callbackURL the link leads back to the app's root.
+        let link = format!(
+            "{}?token={token}&callbackURL={}",
+            self.api_url("/verify-email"),
+            percent_encoding::utf8_percent_encode(
+                callback.unwrap_or("/"),
+                crate::http::URI_COMPONENT
+            )
+        );
         let vars = [
             ("name", user.name.as_str()),
             ("new_email", update_to.unwrap_or("")),
