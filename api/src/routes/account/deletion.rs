@@ -93,7 +93,7 @@ impl DeletionApi {
                 "{}?token={token}&callbackURL={}",
                 state.api_url("/delete-user/callback"),
                 percent_encoding::utf8_percent_encode(
-                    cb.as_deref().unwrap_or("/"),
+                    cb.unwrap_or("/"),
                     crate::http::URI_COMPONENT
                 )
             );
