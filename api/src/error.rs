@@ -65,6 +65,8 @@ codes! {
     NoActiveOrganization => ("NO_ACTIVE_ORGANIZATION", BAD_REQUEST, "No active organization"),
     MemberNotFound => ("MEMBER_NOT_FOUND", BAD_REQUEST, "Member not found"),
     AlreadyMember => ("USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION", BAD_REQUEST, "User is already a member of this organization"),
+    NotAMemberOfThis => ("YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION", FORBIDDEN, "You are not a member of this organization"),
+    NotAMemberToDelete => ("USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION", BAD_REQUEST, "User is not a member of the organization"),
     NoOwnerLeft => ("YOU_CANNOT_LEAVE_THE_ORGANIZATION_WITHOUT_AN_OWNER", BAD_REQUEST, "You cannot leave the organization without an owner"),
     OrganizationSlugTaken => ("ORGANIZATION_SLUG_ALREADY_TAKEN", BAD_REQUEST, "Organization slug already taken"),
     LastOwner => ("YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER", BAD_REQUEST, "You cannot leave the organization as the only owner"),
@@ -227,6 +229,16 @@ impl ApiError {
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         tracing::error!(error = %cause, "internal error");
         Self::new(Code::InternalServerError)
+    }
+
+    /// This error with code `to` instead when its code is `from` (a route answering a rule
+    /// with better-auth's code for that route).
+    pub fn recode(self, from: Code, to: Code) -> Self {
+        if self.code == from {
+            Self::new(to).with_cookies(self.cookies)
+        } else {
+            self
+        }
     }
 
     pub fn with_cookies(mut self, cookies: Vec<String>) -> Self {

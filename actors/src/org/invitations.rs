@@ -270,6 +270,11 @@ impl OrgActor {
             self.check(state, &org, acting, "invitation", "cancel")
                 .await?;
             let mut inv = self.invitation(state, id).await?;
+            // Canceling a canceled invitation changes nothing and answers it (as 1.7);
+            // an accepted or rejected one cannot be canceled.
+            if inv.status == InvitationStatus::Canceled {
+                return Ok(Decision::unchanged(org, inv));
+            }
             if inv.status != InvitationStatus::Pending {
                 return Err(ActorError::Refused(Rule::InvitationNotFound));
             }

@@ -262,8 +262,9 @@ async fn authorization_matrix() {
         // As 1.7: a member without member:delete gets 401 YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER.
         ("remove-member", [200, 200, 401, 401, 403, 401]),
         ("has-permission", [200, 200, 200, 200, 403, 401]),
-        ("invite-member", [200, 200, 403, 200, 403, 401]),
-        ("cancel-invitation", [200, 200, 403, 403, 403, 401]),
+        // Outsiders: as 1.7, 400 MEMBER_NOT_FOUND on invite/cancel, 400 not-a-member on delete.
+        ("invite-member", [200, 200, 403, 200, 400, 401]),
+        ("cancel-invitation", [200, 200, 403, 403, 400, 401]),
         ("list-invitations", [200, 200, 200, 200, 403, 401]),
         ("create-team", [200, 200, 403, 403, 403, 401]),
         ("update-team", [200, 200, 403, 403, 403, 401]),
@@ -274,7 +275,7 @@ async fn authorization_matrix() {
         ("create-role", [200, 200, 403, 403, 403, 401]),
         ("list-roles", [200, 200, 200, 403, 403, 401]), // ac:read: not granted to recruiter
         ("delete-role", [200, 200, 403, 403, 403, 401]),
-        ("delete", [200, 403, 403, 403, 403, 401]),
+        ("delete", [200, 403, 403, 403, 400, 401]),
     ];
     let owner_cookie = who("owner");
     let mut n = 0;
@@ -2208,4 +2209,87 @@ async fn refusals_use_better_auths_codes() {
         .await
         .expect(400);
     assert_eq!(r.code(), "ORGANIZATION_ALREADY_EXISTS");
+    // Non-members, route by route as 1.7 answers them.
+    let (outsider, _) = user(&h, "out@codes.io").await;
+    let inv = h
+        .post(
+            "/api/auth/organization/invite-member",
+            json!({"organizationId": o, "email": "inv@codes.io", "role": "member"}),
+            Some(&owner),
+        )
+        .await
+        .expect(200)
+        .json();
+    let posts = [
+        (
+            "invite-member",
+            json!({"organizationId": o, "email": "z@codes.io", "role": "member"}),
+            400,
+            "MEMBER_NOT_FOUND",
+        ),
+        (
+            "cancel-invitation",
+            json!({"invitationId": inv["id"]}),
+            400,
+            "MEMBER_NOT_FOUND",
+        ),
+        (
+            "leave",
+            json!({"organizationId": o}),
+            400,
+            "MEMBER_NOT_FOUND",
+        ),
+        (
+            "delete",
+            json!({"organizationId": o}),
+            400,
+            "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION",
+        ),
+        (
+            "delete",
+            json!({"organizationId": "no-such-org"}),
+            400,
+            "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION",
+        ),
+    ];
+    for (route, body, status, code) in posts {
+        let r = h
+            .post(
+                &format!("/api/auth/organization/{route}"),
+                body,
+                Some(&outsider),
+            )
+            .await;
+        assert_eq!(
+            (r.status.as_u16(), r.code()),
+            (status, code.to_owned()),
+            "{route}"
+        );
+    }
+    for route in ["list-members", "list-invitations"] {
+        let r = h
+            .get(
+                &format!("/api/auth/organization/{route}?organizationId={o}"),
+                Some(&outsider),
+            )
+            .await
+            .expect(403);
+        assert_eq!(
+            r.json(),
+            json!({"code": "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION", "message": "You are not a member of this organization"}),
+            "{route}"
+        );
+    }
+    // Canceling twice answers the canceled invitation again; nothing changes.
+    for _ in 0..2 {
+        let r = h
+            .post(
+                "/api/auth/organization/cancel-invitation",
+                json!({"invitationId": inv["id"]}),
+                Some(&owner),
+            )
+            .await
+            .expect(200);
+        assert_eq!(r.json()["status"], "canceled");
+    }
 }

@@ -108,7 +108,8 @@ impl InvitationApi {
                 text(&body.team_id).map(|t| TeamId(t.to_owned())),
                 body.resend.unwrap_or(false),
             )
-            .await?;
+            .await
+            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound))?;
         let org = state.existing_org(&org_id).await?;
         let link = state
             .config
@@ -217,7 +218,8 @@ impl InvitationApi {
             .actors
             .org(inv.organization_id)
             .cancel_invitation(auth.acting(), id)
-            .await?;
+            .await
+            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound))?;
         Ok(Json(InvitationDto::from(&inv)))
     }
 
@@ -265,7 +267,10 @@ impl InvitationApi {
         #[oai(name = "organizationId")] organization_id: Query<Option<String>>,
     ) -> ApiResult<Json<Vec<InvitationDto>>> {
         let org = auth.org_id(organization_id.0.as_deref())?;
-        state.require_member(&org, &auth.user.id).await?;
+        state
+            .require_member(&org, &auth.user.id)
+            .await
+            .map_err(|e| e.recode(Code::NotAMember, Code::NotAMemberOfThis))?;
         let list = state.reader.list_invitations(&org).await?;
         Ok(Json(list.iter().map(InvitationDto::from).collect()))
     }

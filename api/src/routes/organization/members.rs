@@ -123,7 +123,10 @@ impl MemberApi {
         offset: Query<Option<u32>>,
     ) -> ApiResult<Json<ListMembersResponse>> {
         let org = auth.org_id(organization_id.0.as_deref())?;
-        state.require_member(&org, &auth.user.id).await?;
+        state
+            .require_member(&org, &auth.user.id)
+            .await
+            .map_err(|e| e.recode(Code::NotAMember, Code::NotAMemberOfThis))?;
         let limit = limit
             .0
             .unwrap_or(state.config.limits.membership_limit)
@@ -232,7 +235,8 @@ impl MemberApi {
             .actors
             .user(auth.user.id.clone())
             .leave_organization(org, None, &auth.session.token)
-            .await?;
+            .await
+            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound))?;
         state.reissue_cache(&auth.cookies, &auth.user, session);
         Ok(Json(state.member_dto(&left).await?))
     }

@@ -327,7 +327,17 @@ impl OrganizationApi {
         body: Json<OrgIdBody>,
     ) -> ApiResult<Json<OrganizationDto>> {
         let org = OrgId(body.0.organization_id.0);
-        let deleted = state.actors.org(org).delete(auth.acting()).await?;
+        // As 1.7: a non-member learns nothing, not even whether the organization exists.
+        let deleted = state
+            .actors
+            .org(org)
+            .delete(auth.acting())
+            .await
+            .map_err(|e| {
+                ApiError::from(e)
+                    .recode(Code::NotAMember, Code::NotAMemberToDelete)
+                    .recode(Code::OrganizationNotFound, Code::NotAMemberToDelete)
+            })?;
         Ok(Json(OrganizationDto::from(&deleted)))
     }
 
