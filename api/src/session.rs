@@ -341,6 +341,19 @@ impl Principal {
 
 pub const SESSION_SCHEME: &str = "sessionCookie";
 
+/// What every extractor needs from a request: the application, and the cookies the response
+/// will set (the cookie middleware put them there).
+pub(crate) fn request_context(req: &Request) -> Result<(&AppState, &PendingCookies), ApiError> {
+    let state = req
+        .data::<AppState>()
+        .ok_or_else(|| ApiError::internal("app state missing"))?;
+    let pending = req
+        .extensions()
+        .get::<PendingCookies>()
+        .ok_or_else(|| ApiError::internal("cookie middleware missing"))?;
+    Ok((state, pending))
+}
+
 impl<'a> ApiExtractor<'a> for Principal {
     const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::SecurityScheme];
     type ParamType = ();
@@ -374,13 +387,7 @@ impl<'a> ApiExtractor<'a> for Principal {
         _body: &mut RequestBody,
         _opts: ExtractParamOptions<()>,
     ) -> poem::Result<Self> {
-        let state = req
-            .data::<AppState>()
-            .ok_or_else(|| ApiError::internal("app state missing"))?;
-        let pending = req
-            .extensions()
-            .get::<PendingCookies>()
-            .ok_or_else(|| ApiError::internal("cookie middleware missing"))?;
+        let (state, pending) = request_context(req)?;
         match state
             .resolve_session(req, pending, ResolveOptions::default())
             .await?

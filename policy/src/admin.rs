@@ -50,15 +50,7 @@ pub struct AdminRoles {
 
 /// Checks that every resource and action of `perms` exists in the admin plugin.
 pub fn validate_admin_permissions(perms: &Permissions) -> Result<(), PolicyError> {
-    for (res, actions) in perms {
-        let Some((_, known)) = ADMIN_RESOURCES.iter().find(|(r, _)| r == res) else {
-            return Err(PolicyError::UnknownResource(res.clone()));
-        };
-        if let Some(a) = actions.iter().find(|a| !known.contains(&a.as_str())) {
-            return Err(PolicyError::UnknownAction(res.clone(), a.clone()));
-        }
-    }
-    Ok(())
+    crate::validate_in(ADMIN_RESOURCES, perms)
 }
 
 /// The global (admin plugin) policy of one server.

@@ -52,8 +52,13 @@ pub enum PolicyError {
 
 /// Checks that every resource and action of `perms` exists.
 pub fn validate_permissions(perms: &Permissions) -> Result<(), PolicyError> {
+    validate_in(RESOURCES, perms)
+}
+
+/// Checks every resource and action of `perms` against a catalog of `(resource, actions)`.
+fn validate_in(catalog: &[(&str, &[&str])], perms: &Permissions) -> Result<(), PolicyError> {
     for (res, actions) in perms {
-        let Some((_, known)) = RESOURCES.iter().find(|(r, _)| r == res) else {
+        let Some((_, known)) = catalog.iter().find(|(r, _)| r == res) else {
             return Err(PolicyError::UnknownResource(res.clone()));
         };
         if let Some(a) = actions.iter().find(|a| !known.contains(&a.as_str())) {

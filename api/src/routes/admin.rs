@@ -66,14 +66,8 @@ impl<'a> ApiExtractor<'a> for AdminCaller {
         _body: &mut RequestBody,
         _opts: ExtractParamOptions<()>,
     ) -> poem::Result<Self> {
-        let state = req
-            .data::<AppState>()
-            .ok_or_else(|| ApiError::internal("app state missing"))?;
-        let cookies = req
-            .extensions()
-            .get::<PendingCookies>()
-            .ok_or_else(|| ApiError::internal("cookie middleware missing"))?
-            .clone();
+        let (state, cookies) = crate::session::request_context(req)?;
+        let cookies = cookies.clone();
         let bearer = req
             .headers()
             .contains_key(poem::http::header::AUTHORIZATION);
