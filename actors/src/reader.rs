@@ -21,6 +21,8 @@ macro_rules! reads {
 }
 
 reads! {
+    /// Reachable, at this build's schema, writable (see `HealthStore`).
+    check_health() -> ();
     get_user(id: &UserId) -> Option<User>;
     get_user_by_email(email: &str) -> Option<User>;
     list_accounts(user: &UserId) -> Vec<Account>;

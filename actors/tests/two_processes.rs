@@ -308,7 +308,10 @@ async fn organizations_created_from_two_processes_stop_at_the_user_limit(backend
                 team_id: None,
                 created_at: now,
             };
-            async move { h.create_organization(&org, &owner, Some(limit), None).await }
+            async move {
+                h.create_organization(&org, &owner, Some(limit), false, None)
+                    .await
+            }
         });
         let results = join_all(tasks).await;
         assert!(results

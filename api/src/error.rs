@@ -162,6 +162,11 @@ codes! {
     NotAllowedToListUsersSessions => ("YOU_ARE_NOT_ALLOWED_TO_LIST_USERS_SESSIONS", FORBIDDEN, "You are not allowed to list users sessions"),
     NotAllowedToRevokeUsersSessions => ("YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS", FORBIDDEN, "You are not allowed to revoke users sessions"),
     MethodNotAllowed => ("METHOD_NOT_ALLOWED", METHOD_NOT_ALLOWED, "Method not allowed"),
+    MethodNotAllowedDeferSessionRequired => (
+        "METHOD_NOT_ALLOWED_DEFER_SESSION_REQUIRED",
+        METHOD_NOT_ALLOWED,
+        "POST method requires deferSessionRefresh to be enabled in session config"
+    ),
     PayloadTooLarge => ("PAYLOAD_TOO_LARGE", PAYLOAD_TOO_LARGE, "Request body is too large"),
     RequestTimeout => ("REQUEST_TIMEOUT", REQUEST_TIMEOUT, "The request body did not arrive in time"),
     UnsupportedMediaType => ("UNSUPPORTED_MEDIA_TYPE", UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json"),

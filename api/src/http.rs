@@ -347,17 +347,41 @@ async fn handle<E: Endpoint>(next: E, mut req: Request, state: &AppState) -> Res
             .finish();
     }
     let body_timeout = std::time::Duration::from_millis(state.config.server.body_read_timeout_ms);
-    if let Err(e) = limit_body(&mut req, state.config.max_body_bytes, body_timeout).await {
-        return e.into_response();
-    }
+    let body = match limit_body(&mut req, state.config.max_body_bytes, body_timeout).await {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
     if let Err(e) = check_origin(&req, state) {
         return e.into_response();
     }
     let cookies = PendingCookies::default();
     req.extensions_mut().insert(cookies.clone());
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
     let mut resp = match next.call(req).await {
         Ok(r) => r.into_response(),
-        Err(e) => crate::error::from_poem_error(&e).into_response(),
+        Err(e) => {
+            let mut err = crate::error::from_poem_error(&e);
+            // A route asked with another method answers as an unknown route, as 1.7 does
+            // (its POST get-session has its own 405).
+            if e.status() == poem::http::StatusCode::METHOD_NOT_ALLOWED {
+                err = if path.strip_prefix(crate::BASE_PATH) == Some("/get-session") {
+                    ApiError::new(Code::MethodNotAllowedDeferSessionRequired)
+                } else {
+                    ApiError::new(Code::NotFound)
+                };
+            }
+            // A body that does not fit: say which field, not only what was expected.
+            if e.is::<poem_openapi::error::ParseRequestPayloadError>() {
+                let fields = body.as_deref().zip(path.strip_prefix(crate::BASE_PATH));
+                if let Some(d) = fields
+                    .and_then(|(b, p)| crate::payload_errors::field_errors(method.as_str(), p, b))
+                {
+                    err.details = Some(d);
+                }
+            }
+            err.into_response()
+        }
     };
     for c in cookies.take() {
         if let Ok(v) = header::HeaderValue::from_str(&c) {
@@ -409,11 +433,13 @@ fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
 
 /// Reads the body up to the limit (also for chunked bodies without a length): 413 past it,
 /// 408 when it does not arrive within `timeout` (a client trickling its body).
+/// Reads the whole body (within the size and time limits) and puts it back; answers it for
+/// error reporting (`None` for a bodiless GET).
 async fn limit_body(
     req: &mut Request,
     max: usize,
     timeout: std::time::Duration,
-) -> Result<(), ApiError> {
+) -> Result<Option<bytes::Bytes>, ApiError> {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -423,7 +449,7 @@ async fn limit_body(
         return Err(ApiError::new(Code::PayloadTooLarge));
     }
     if matches!(*req.method(), Method::GET | Method::HEAD) && declared.is_none() {
-        return Ok(());
+        return Ok(None);
     }
     let body = req.take_body();
     let bytes = tokio::time::timeout(timeout, body.into_bytes_limit(max))
@@ -439,8 +465,8 @@ async fn limit_body(
             vec![format!("body: nested deeper than {MAX_JSON_DEPTH} levels")],
         ));
     }
-    req.set_body(bytes);
-    Ok(())
+    req.set_body(bytes.clone());
+    Ok(Some(bytes))
 }
 
 /// The deepest nesting of arrays and objects a JSON body may have (no route needs more than a

@@ -12,6 +12,7 @@ pub mod error;
 pub mod http;
 pub mod jwt;
 pub mod mail;
+pub mod payload_errors;
 pub mod routes;
 pub mod server;
 pub mod session;
@@ -284,11 +285,94 @@ pub async fn migrate(config: &Config) -> Result<String, StartError> {
     }
 }
 
+/// The actors' settings, from the configuration.
+fn actor_config(config: &Config) -> actors::ActorConfig {
+    let perms = |roles: &std::collections::BTreeMap<
+        String,
+        std::collections::BTreeMap<String, Vec<String>>,
+    >| {
+        roles
+            .iter()
+            .map(|(name, perms)| {
+                let perms = perms
+                    .iter()
+                    .map(|(res, acts)| (res.clone(), acts.iter().cloned().collect()))
+                    .collect();
+                (name.clone(), perms)
+            })
+            .collect()
+    };
+    actors::ActorConfig {
+        idle_timeout: Duration::from_millis(config.actors.idle_timeout_ms),
+        call_timeout: Duration::from_millis(config.actors.call_timeout_ms),
+        max_pending: config.actors.max_pending.max(1),
+        sessions: actors::SessionPolicy {
+            expires_in: chrono::Duration::seconds(config.session.expires_in as i64),
+            update_age: chrono::Duration::seconds(config.session.update_age as i64),
+            dont_remember_expires_in: chrono::Duration::seconds(
+                config.session.dont_remember_expires_in as i64,
+            ),
+        },
+        org: actors::OrgConfig {
+            membership_limit: config.limits.membership_limit,
+            invitation_expires_in: chrono::Duration::seconds(
+                config.limits.invitation_expires_in as i64,
+            ),
+            require_verified_email: config.organization.require_email_verification_on_invitation,
+            invitations_per_day: config.limits.invitations_per_organization_per_day,
+            invitations_per_inviter_per_day: config.limits.invitations_per_inviter_per_day,
+            global_roles: perms(&config.organization.roles),
+        },
+        admin: policy::AdminRoles {
+            roles: perms(&config.admin.roles),
+            admin_roles: config.admin.admin_roles.clone(),
+            admin_user_ids: config.admin.admin_user_ids.clone(),
+        },
+    }
+}
+
+/// Checks everything that can be checked from the configuration alone — roles, hashing
+/// cost, mail, social providers, JWT settings — without creating anything (no data dir, no
+/// secret, no database): `serve` runs it before it touches the disk, `gatehouse config` too.
+pub async fn preflight(config: &Config) -> Result<(), StartError> {
+    let ac = actor_config(config);
+    policy::AdminPolicy::new(&ac.admin)
+        .await
+        .map_err(|e| StartError::Roles(format!("admin roles: {e}")))?;
+    policy::Policy::new("config", &ac.org.global_roles, &[])
+        .await
+        .map_err(|e| StartError::Roles(e.to_string()))?;
+    crypto::PasswordHasher::new(&config.password)?;
+    mail::Mailer::from_config(&config.mail, &config.data_dir)?;
+    // Provider and JWT settings do not depend on the secret's value: any will do here.
+    let probe = "p".repeat(32);
+    social::Social::from_config(config, &probe).map_err(StartError::Social)?;
+    jwt::Jwt::new(&config.jwt, &config.base_url, &probe)?;
+    if config.data_dir.exists() && !config.data_dir.is_dir() {
+        return Err(StartError::DataDir(
+            config.data_dir.display().to_string(),
+            std::io::Error::other("not a directory"),
+        ));
+    }
+    Ok(())
+}
+
+/// Creates and removes a file in the data dir: a read-only one is refused at start, not
+/// found out by the first write.
+pub fn check_data_dir_writable(dir: &Path) -> Result<(), StartError> {
+    let probe = dir.join(format!(".write-check-{}", storage::random_lower_alnum(12)));
+    let fail = |e: std::io::Error| StartError::DataDir(dir.display().to_string(), e);
+    std::fs::write(&probe, b"").map_err(fail)?;
+    std::fs::remove_file(&probe).map_err(fail)
+}
+
 impl AppState {
-    /// Opens the configured store, starts the actors, and prepares everything else.
+    /// Checks the configuration, opens the configured store, starts the actors, and prepares
+    /// everything else.
     pub async fn start(config: Config, clock: Arc<dyn Clock>) -> Result<Self, StartError> {
+        preflight(&config).await?;
         let store = open_store(&config).await?;
-        Self::start_with_store(config, clock, store).await
+        Self::assemble(config, clock, store).await
     }
 
     /// Like [`AppState::start`], on a store the caller opened.
@@ -297,67 +381,21 @@ impl AppState {
         clock: Arc<dyn Clock>,
         store: DynStore,
     ) -> Result<Self, StartError> {
+        preflight(&config).await?;
+        Self::assemble(config, clock, store).await
+    }
+
+    async fn assemble(
+        config: Config,
+        clock: Arc<dyn Clock>,
+        store: DynStore,
+    ) -> Result<Self, StartError> {
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| StartError::DataDir(config.data_dir.display().to_string(), e))?;
+        check_data_dir_writable(&config.data_dir)?;
+        store.check_health().await?;
         let secret = load_secret(&config)?;
-        let actor_config = actors::ActorConfig {
-            idle_timeout: Duration::from_millis(config.actors.idle_timeout_ms),
-            call_timeout: Duration::from_millis(config.actors.call_timeout_ms),
-            max_pending: config.actors.max_pending.max(1),
-            sessions: actors::SessionPolicy {
-                expires_in: chrono::Duration::seconds(config.session.expires_in as i64),
-                update_age: chrono::Duration::seconds(config.session.update_age as i64),
-                dont_remember_expires_in: chrono::Duration::seconds(
-                    config.session.dont_remember_expires_in as i64,
-                ),
-            },
-            org: actors::OrgConfig {
-                membership_limit: config.limits.membership_limit,
-                invitation_expires_in: chrono::Duration::seconds(
-                    config.limits.invitation_expires_in as i64,
-                ),
-                require_verified_email: config
-                    .organization
-                    .require_email_verification_on_invitation,
-                invitations_per_day: config.limits.invitations_per_organization_per_day,
-                invitations_per_inviter_per_day: config.limits.invitations_per_inviter_per_day,
-                global_roles: config
-                    .organization
-                    .roles
-                    .iter()
-                    .map(|(name, perms)| {
-                        let perms = perms
-                            .iter()
-                            .map(|(res, acts)| (res.clone(), acts.iter().cloned().collect()))
-                            .collect();
-                        (name.clone(), perms)
-                    })
-                    .collect(),
-            },
-            admin: policy::AdminRoles {
-                roles: config
-                    .admin
-                    .roles
-                    .iter()
-                    .map(|(name, perms)| {
-                        let perms = perms
-                            .iter()
-                            .map(|(res, acts)| (res.clone(), acts.iter().cloned().collect()))
-                            .collect();
-                        (name.clone(), perms)
-                    })
-                    .collect(),
-                admin_roles: config.admin.admin_roles.clone(),
-                admin_user_ids: config.admin.admin_user_ids.clone(),
-            },
-        };
-        policy::AdminPolicy::new(&actor_config.admin)
-            .await
-            .map_err(|e| StartError::Roles(format!("admin roles: {e}")))?;
-        // Configured roles are checked once here, not on every organization's first use.
-        policy::Policy::new("config", &actor_config.org.global_roles, &[])
-            .await
-            .map_err(|e| StartError::Roles(e.to_string()))?;
+        let actor_config = actor_config(&config);
         let actors = actors::Actors::start(store.clone(), clock.clone(), actor_config).await?;
         let hasher = crypto::PasswordHasher::new(&config.password)?;
         let mailer = mail::Mailer::from_config(&config.mail, &config.data_dir)?;
@@ -399,6 +437,8 @@ impl AppState {
         Route::new()
             .at(format!("{BASE_PATH}/openapi.json"), spec)
             .at(format!("{BASE_PATH}/reference"), reference)
+            .at("/health/live", poem::get(routes::meta::live))
+            .at("/health/ready", poem::get(routes::meta::ready))
             .nest(BASE_PATH, api)
             .around(http::middleware)
             .data(self.clone())

@@ -4,7 +4,7 @@
 //! A request never waits on an SMTP server: the message is handed to a background task that
 //! sends with a time limit and retries transient failures. The outbox file, by contrast, is
 //! written before `send` returns, so tools and tests can read it right after the request.
-use crate::config::{MailConfig, SmtpSecurity};
+use crate::config::{MailConfig, MailTransport, SmtpSecurity};
 use chrono::Utc;
 use lettre::message::{header::ContentType, Mailbox, MultiPart, SinglePart};
 use lettre::transport::smtp::authentication::Credentials;
@@ -150,19 +150,12 @@ impl Mailer {
             .parse()
             .map_err(|e| MailError::Config(format!("mail.from {:?}: {e}", cfg.from)))?;
         let timeout = Duration::from_millis(cfg.send_timeout_ms.max(1));
-        let transport = match cfg.transport.as_str() {
-            "none" => Transport::Disabled,
-            "outbox" => {
-                let dir = data_dir.join("outbox");
-                std::fs::create_dir_all(&dir).map_err(MailError::Outbox)?;
-                Transport::Outbox(dir)
-            }
-            "smtp" => Transport::Smtp(smtp_transport(cfg, timeout)?),
-            other => {
-                return Err(MailError::Config(format!(
-                    "mail.transport {other:?}: expected outbox, smtp or none"
-                )))
-            }
+        // Nothing is created here (the outbox folder appears with its first message), so a
+        // configuration can be checked before anything exists on disk.
+        let transport = match cfg.transport {
+            MailTransport::None => Transport::Disabled,
+            MailTransport::Outbox => Transport::Outbox(data_dir.join("outbox")),
+            MailTransport::Smtp => Transport::Smtp(smtp_transport(cfg, timeout)?),
         };
         let mut templates = Vec::new();
         for kind in MailKind::ALL {
@@ -390,6 +383,9 @@ async fn write_outbox(dir: &Path, mail: &Mail) -> Result<(), MailError> {
         storage::random_lower_alnum(6)
     );
     let path = dir.join(name);
+    tokio::fs::create_dir_all(dir)
+        .await
+        .map_err(MailError::Outbox)?;
     let json = serde_json::to_vec_pretty(mail).map_err(|e| MailError::Build(e.to_string()))?;
     // Write then rename, so a reader never sees half a file.
     let tmp = path.with_extension("tmp");

@@ -18,8 +18,8 @@ use std::time::Duration;
 #[derive(Parser)]
 #[command(name = "gatehouse", version)]
 struct Cli {
-    /// A TOML configuration file.
-    #[arg(long, global = true, value_name = "PATH")]
+    /// A TOML configuration file (or the GATEHOUSE_CONFIG variable).
+    #[arg(long, global = true, value_name = "PATH", env = "GATEHOUSE_CONFIG")]
     config: Option<PathBuf>,
     #[command(subcommand)]
     command: Option<Command>,
@@ -99,14 +99,33 @@ fn main() -> ExitCode {
         println!("{}", gatehouse_api::openapi_json());
         return ExitCode::SUCCESS;
     }
-    let config = match Config::load(cli.config.as_deref(), std::env::vars()) {
+    let loaded = match Config::load(cli.config.as_deref(), std::env::vars()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("gatehouse: {e}");
             return ExitCode::from(2);
         }
     };
+    let config = loaded.config;
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("gatehouse: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     if matches!(cli.command, Some(Command::Config)) {
+        for w in &loaded.warnings {
+            eprintln!("gatehouse: warning: {w}");
+        }
+        // What `serve` would refuse is refused here too.
+        if let Err(e) = runtime.block_on(gatehouse_api::preflight(&config)) {
+            eprintln!("gatehouse: {e}");
+            return ExitCode::from(2);
+        }
         return match toml::to_string_pretty(&config) {
             Ok(s) => {
                 print!("{s}");
@@ -119,16 +138,9 @@ fn main() -> ExitCode {
         };
     }
     init_logging(&config);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("gatehouse: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    for w in &loaded.warnings {
+        tracing::warn!("{w}");
+    }
     let done = match cli.command {
         Some(Command::Migrate) => runtime
             .block_on(gatehouse_api::migrate(&config))
@@ -285,8 +297,10 @@ fn init_logging(config: &Config) {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&config.log.level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
+    // Colours only on a terminal: a log file or collector gets plain text.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     if config.log.format == "json" {
         builder.json().init();
@@ -295,17 +309,22 @@ fn init_logging(config: &Config) {
     }
 }
 
-async fn serve(config: Config) -> Result<(), Box<dyn std::error::Error>> {
+async fn serve(mut config: Config) -> Result<(), Box<dyn std::error::Error>> {
+    // The address is taken first; `AppState::start` then checks everything the
+    // configuration alone decides before it creates anything, so a failed start leaves
+    // nothing behind (no data dir, secret or database).
     let listen = config.listen.clone();
-    let base_url = config.base_url.clone();
     let limits =
         server::Limits::from_config(&config.server).fit_to_fd_limit(server::raise_fd_limit());
-    let state = AppState::start(config, Arc::new(storage::SystemClock)).await?;
-    let housekeeping = state.spawn_housekeeping(Duration::from_secs(3600));
     let listener = tokio::net::TcpListener::bind(&listen)
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-    let local = listener.local_addr()?.to_string();
+    let bound = listener.local_addr()?;
+    config.bound_to(bound);
+    let base_url = config.base_url.clone();
+    let state = AppState::start(config, Arc::new(storage::SystemClock)).await?;
+    let local = bound.to_string();
+    let housekeeping = state.spawn_housekeeping(Duration::from_secs(3600));
     tracing::info!(listen = %local, base_url = %base_url, max_connections = limits.max_connections, "gatehouse listening");
     // One plain line on stdout that tools (and the end-to-end tests) wait for.
     println!("gatehouse listening on {local}");

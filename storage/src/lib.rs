@@ -392,9 +392,18 @@ pub trait ScanStore: Send + Sync {
     }
 }
 
+/// Whether the backend can serve: reachable, at this build's schema, accepting writes.
+#[async_trait]
+pub trait HealthStore: Send + Sync {
+    /// `Ok` when the store is reachable, at this build's schema version and (where the
+    /// backend can tell cheaply) writable; else an error saying which.
+    async fn check_health(&self) -> StoreResult<()>;
+}
+
 /// Everything the server needs from a backend.
 pub trait Store:
-    UserStore
+    HealthStore
+    + UserStore
     + AccountStore
     + SessionStore
     + VerificationStore
@@ -408,7 +417,8 @@ pub trait Store:
 {
 }
 impl<T> Store for T where
-    T: UserStore
+    T: HealthStore
+        + UserStore
         + AccountStore
         + SessionStore
         + VerificationStore

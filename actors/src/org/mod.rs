@@ -50,6 +50,11 @@ pub enum TeamChange {
     Create {
         name: String,
     },
+    /// A team with `user` (a member) in it, in one change: an organization's default team.
+    CreateWithMember {
+        name: String,
+        user: UserId,
+    },
     Rename {
         team: TeamId,
         name: String,

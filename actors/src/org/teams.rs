@@ -3,6 +3,16 @@ use super::{guarded, Acting, Decision, OrgActor, OrgState, TeamChange};
 use crate::{ActorError, Rule};
 use storage::{OrgChange, Team, TeamId, TeamMember, TeamMemberId};
 
+fn new_team(state: &OrgState, name: &str, now: chrono::DateTime<chrono::Utc>) -> Team {
+    Team {
+        id: TeamId::generate(),
+        name: name.to_owned(),
+        organization_id: state.id.clone(),
+        created_at: now,
+        updated_at: Some(now),
+    }
+}
+
 impl OrgActor {
     async fn own_team(&self, state: &OrgState, id: &TeamId) -> Result<Team, ActorError> {
         // A team of another organization is "not found" here.
@@ -26,16 +36,31 @@ impl OrgActor {
             match change {
                 TeamChange::Create { name } => {
                     self.check(state, &org, acting, "team", "create").await?;
-                    let team = Team {
-                        id: TeamId::generate(),
-                        name: name.clone(),
-                        organization_id: state.id.clone(),
-                        created_at: now,
-                        updated_at: Some(now),
-                    };
+                    let team = new_team(state, name, now);
                     Ok(Decision::on(
                         org,
                         vec![OrgChange::CreateTeam(team.clone())],
+                        team,
+                    ))
+                }
+                TeamChange::CreateWithMember { name, user } => {
+                    self.check(state, &org, acting, "team", "create").await?;
+                    self.member_of(state, user)
+                        .await
+                        .map_err(|_| ActorError::Refused(Rule::MemberNotFound))?;
+                    let team = new_team(state, name, now);
+                    let tm = TeamMember {
+                        id: TeamMemberId::generate(),
+                        team_id: team.id.clone(),
+                        user_id: user.clone(),
+                        created_at: now,
+                    };
+                    Ok(Decision::on(
+                        org,
+                        vec![
+                            OrgChange::CreateTeam(team.clone()),
+                            OrgChange::AddTeamMember(tm),
+                        ],
                         team,
                     ))
                 }

@@ -130,6 +130,7 @@ pub(crate) enum UserMsg {
     CreateOrganization {
         org: Box<(Organization, Member)>,
         limit: Option<u32>,
+        default_team: bool,
         activate: Option<String>,
         reply: Reply<Option<Session>>,
     },
@@ -295,12 +296,20 @@ impl Actor for UserActor {
             UserMsg::CreateOrganization {
                 org,
                 limit,
+                default_team,
                 activate,
                 reply,
             } => {
                 let (org, owner) = *org;
                 let r = self
-                    .create_organization(&state.id, org, owner, limit, activate.as_deref())
+                    .create_organization(
+                        &state.id,
+                        org,
+                        owner,
+                        limit,
+                        default_team,
+                        activate.as_deref(),
+                    )
                     .await;
                 let _ = reply.send(r);
             }
@@ -513,13 +522,16 @@ impl UserActor {
     }
 
     /// Creates an organization owned by this user; counted here, so concurrent creates by one
-    /// user cannot pass the per-user limit. The slug's uniqueness is the store's.
+    /// user cannot pass the per-user limit. The slug's uniqueness is the store's. With
+    /// `default_team`, a team named after the organization with the creator in it follows
+    /// (through the organization's actor), and becomes the session's active team.
     async fn create_organization(
         &self,
         user: &UserId,
         org: Organization,
         owner: Member,
         limit: Option<u32>,
+        default_team: bool,
         activate: Option<&str>,
     ) -> Result<Option<Session>, ActorError> {
         let store = &self.shared.store;
@@ -553,8 +565,24 @@ impl UserActor {
         if !created {
             return Err(contended());
         }
+        let team = if default_team {
+            let change = crate::org::TeamChange::CreateWithMember {
+                name: org.name.clone(),
+                user: user.clone(),
+            };
+            let handle = self.actors.org(org.id.clone());
+            Some(handle.team(Acting::User(user.clone()), change).await?.id)
+        } else {
+            None
+        };
         match activate {
-            Some(token) => self.set_active(user, token, Some(org.id)).await,
+            Some(token) => {
+                self.change_own_session(user, token, |s| {
+                    s.active_organization_id = Some(org.id);
+                    s.active_team_id = team;
+                })
+                .await
+            }
             None => Ok(None),
         }
     }
@@ -1023,11 +1051,13 @@ impl UserHandle {
         org: &Organization,
         owner: &Member,
         limit: Option<u32>,
+        default_team: bool,
         activate: Option<&str>,
     ) -> Result<Option<Session>, ActorError> {
         self.call(|reply| UserMsg::CreateOrganization {
             org: Box::new((org.clone(), owner.clone())),
             limit,
+            default_team,
             activate: activate.map(str::to_owned),
             reply,
         })

@@ -30,6 +30,49 @@ impl MetaApi {
     }
 }
 
+/// `GET /health/live`: the process is up and serving.
+#[poem::handler]
+pub async fn live() -> poem::web::Json<serde_json::Value> {
+    poem::web::Json(serde_json::json!({ "status": "live" }))
+}
+
+/// `GET /health/ready`: 200 when this process can serve — the store reachable, at this
+/// build's schema and writable, the data dir writable (the secret, the outbox) — else 503;
+/// the body says which check failed (never a secret: store errors name no credentials).
+#[poem::handler]
+pub async fn ready(state: poem::web::Data<&crate::AppState>) -> poem::Response {
+    let store = match state.reader.check_health().await {
+        Ok(()) => "ok".to_owned(),
+        Err(e) => e.to_string(),
+    };
+    let dir = state.config.data_dir.clone();
+    let data_dir =
+        match tokio::task::spawn_blocking(move || crate::check_data_dir_writable(&dir)).await {
+            Ok(Ok(())) => "ok".to_owned(),
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => e.to_string(),
+        };
+    let mail = match state.config.mail.transport {
+        crate::config::MailTransport::Outbox => "outbox",
+        crate::config::MailTransport::Smtp => "smtp",
+        crate::config::MailTransport::None => "none",
+    };
+    let ready = store == "ok" && data_dir == "ok";
+    let body = serde_json::json!({
+        "status": if ready { "ready" } else { "unavailable" },
+        "checks": { "store": store, "dataDir": data_dir, "mail": mail },
+    });
+    poem::Response::builder()
+        .status(if ready {
+            poem::http::StatusCode::OK
+        } else {
+            poem::http::StatusCode::SERVICE_UNAVAILABLE
+        })
+        .header("cache-control", "no-store")
+        .content_type("application/json")
+        .body(body.to_string())
+}
+
 fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {

@@ -4,7 +4,7 @@ mod account;
 mod admin;
 mod auth;
 mod jwt;
-mod meta;
+pub mod meta;
 mod organization;
 mod provider_tokens;
 mod sessions;

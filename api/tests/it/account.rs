@@ -167,7 +167,7 @@ async fn send_verification_email_answers_alike_and_needs_a_sender() {
     .expect(200);
     assert_eq!(outbox(&h).last().unwrap()["to"], "me@example.com");
 
-    let off = harness_with(|c| c.mail.transport = "none".into()).await;
+    let off = harness_with(|c| c.mail.transport = gatehouse_api::config::MailTransport::None).await;
     let r = off
         .post(
             "/api/auth/send-verification-email",
@@ -804,7 +804,8 @@ async fn delete_account_via_the_mailed_link() {
     assert_eq!(r.code(), "FAILED_TO_GET_USER_INFO");
 
     // Without a sender: deleted at once.
-    let now_h = harness_with(|c| c.mail.transport = "none".into()).await;
+    let now_h =
+        harness_with(|c| c.mail.transport = gatehouse_api::config::MailTransport::None).await;
     let c = now_h.sign_up("now@example.com", PW).await.cookie_header();
     let r = now_h
         .post("/api/auth/delete-user", json!({}), Some(&c))

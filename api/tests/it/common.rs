@@ -276,7 +276,10 @@ impl Server {
             }
             None => Command::new(bin),
         };
+        // An explicit base URL: derived from `:0` it would name the chosen port, and the tests
+        // send `Origin: http://localhost:3000`.
         cmd.env("GATEHOUSE_LISTEN", "127.0.0.1:0")
+            .env("GATEHOUSE_BASE_URL", "http://localhost:3000")
             .env("GATEHOUSE_DATA_DIR", data_dir)
             .env("GATEHOUSE_PASSWORD__ARGON2_MEMORY_KIB", "1024")
             .env("GATEHOUSE_PASSWORD__ARGON2_ITERATIONS", "1")

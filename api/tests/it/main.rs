@@ -13,3 +13,4 @@ mod organization;
 mod processes;
 mod smtp;
 mod social;
+mod startup;

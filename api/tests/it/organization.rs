@@ -28,6 +28,95 @@ async fn org_harness(limit: u32) -> H {
     .await
 }
 
+#[tokio::test]
+async fn a_new_organization_has_a_default_team_its_creator_is_in_and_on() {
+    let h = org_harness(100).await;
+    let (owner, owner_id) = user(&h, "founder@example.com").await;
+    let org = create_org(&h, &owner, "defaults").await;
+    // Create and update answer the metadata object; the routes that read it back, the
+    // stored text (as 1.7).
+    assert_eq!(org["metadata"], json!({"plan": "pro"}));
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let teams = h
+        .get("/api/auth/organization/list-teams", Some(&owner))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(teams.as_array().unwrap().len(), 1, "{teams}");
+    assert_eq!(teams[0]["name"], "Org defaults");
+    let team_id = teams[0]["id"].as_str().unwrap().to_owned();
+    let session = h.session(&owner).await;
+    assert_eq!(session["session"]["activeOrganizationId"], org_id.as_str());
+    assert_eq!(session["session"]["activeTeamId"], team_id.as_str());
+    let in_team = h
+        .get(
+            &format!("/api/auth/organization/list-team-members?teamId={team_id}"),
+            Some(&owner),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(in_team[0]["userId"], owner_id.as_str(), "{in_team}");
+    let stored = json!("{\"plan\":\"pro\"}");
+    let list = h
+        .get("/api/auth/organization/list", Some(&owner))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(list[0]["metadata"], stored);
+    let full = h
+        .get("/api/auth/organization/get-full-organization", Some(&owner))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(full["metadata"], stored);
+    assert_eq!(full["teams"][0]["id"], team_id.as_str());
+    let active = h
+        .post(
+            "/api/auth/organization/set-active",
+            json!({"organizationId": org_id}),
+            Some(&owner),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(active["metadata"], stored);
+    let updated = h
+        .post(
+            "/api/auth/organization/update",
+            json!({"data": {"metadata": {"plan": "max"}}}),
+            Some(&owner),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(updated["metadata"], json!({"plan": "max"}));
+    let deleted = h
+        .post(
+            "/api/auth/organization/delete",
+            json!({"organizationId": org_id}),
+            Some(&owner),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(deleted["metadata"], json!("{\"plan\":\"max\"}"));
+    // Turned off: no team, no active team.
+    let h = harness_with(|c| c.organization.default_team = false).await;
+    let (owner, _) = user(&h, "plain@example.com").await;
+    create_org(&h, &owner, "plain").await;
+    let teams = h
+        .get("/api/auth/organization/list-teams", Some(&owner))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(teams, json!([]));
+    assert_eq!(
+        h.session(&owner).await["session"]["activeTeamId"],
+        json!(null)
+    );
+}
+
 /// Signs a user up: (cookie, user id).
 async fn user(h: &H, email: &str) -> (String, String) {
     let r = h.sign_up(email, PW).await;
@@ -1128,7 +1217,12 @@ async fn a_custom_role_with_invite_rights_can_invite_but_not_delete() {
 
 #[tokio::test]
 async fn teams() {
-    let h = org_harness(100).await;
+    // Teams from an empty start: no default team here (it has its own test).
+    let h = harness_with(|c| {
+        c.server_key = Some(gatehouse_api::config::Secret::new(KEY));
+        c.organization.default_team = false;
+    })
+    .await;
     let (owner, owner_id) = user(&h, "owner@example.com").await;
     let org = create_org(&h, &owner, "teams").await;
     let org_id = org["id"].as_str().unwrap().to_owned();

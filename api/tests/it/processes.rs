@@ -94,7 +94,7 @@ impl Reply {
 impl Pair {
     /// Process A for even `i`, B for odd.
     fn pick(&self, i: usize) -> &Server {
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             &self.a
         } else {
             &self.b

@@ -94,7 +94,7 @@ impl SmtpServer {
 async fn reset_mail_is_delivered_over_smtp() {
     let smtp = start_smtp();
     let h = harness_with(|c| {
-        c.mail.transport = "smtp".into();
+        c.mail.transport = gatehouse_api::config::MailTransport::Smtp;
         c.mail.from = "Acme Auth <auth@acme.example>".into();
         c.mail.app_name = "Acme".into();
         c.mail.smtp.host = "127.0.0.1".into();
@@ -132,7 +132,7 @@ async fn reset_mail_is_delivered_over_smtp() {
 async fn a_dead_smtp_server_does_not_fail_or_hang_the_request() {
     let port = free_port(); // nothing listens there
     let h = harness_with(|c| {
-        c.mail.transport = "smtp".into();
+        c.mail.transport = gatehouse_api::config::MailTransport::Smtp;
         c.mail.smtp.host = "127.0.0.1".into();
         c.mail.smtp.port = port;
         c.mail.smtp.security = gatehouse_api::config::SmtpSecurity::None;

@@ -93,6 +93,22 @@ pub struct ScyllaStore {
 
 pub(crate) type V = Option<CqlValue>;
 
+#[async_trait::async_trait]
+impl crate::HealthStore for ScyllaStore {
+    async fn check_health(&self) -> StoreResult<()> {
+        let at = schema::current(self).await?;
+        match at.cmp(&SCHEMA_VERSION) {
+            std::cmp::Ordering::Equal => Ok(()),
+            std::cmp::Ordering::Less => Err(StoreError::Internal(format!(
+                "the keyspace {} is at schema version {at}, this Gatehouse needs \
+                 {SCHEMA_VERSION}: run `gatehouse migrate`",
+                self.ks
+            ))),
+            std::cmp::Ordering::Greater => Err(schema::newer(&self.ks, at)),
+        }
+    }
+}
+
 impl ScyllaStore {
     /// Connects to a keyspace at this build's schema version: one that is older (or missing)
     /// needs `gatehouse migrate` first, one that is newer a newer Gatehouse; both are refused.

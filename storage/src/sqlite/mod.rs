@@ -102,6 +102,51 @@ fn open(path: &Path, flags: OpenFlags) -> StoreResult<Connection> {
     Ok(conn)
 }
 
+/// Takes and releases the write lock: fails on a read-only file or folder (SQLite otherwise
+/// opens such a file read-only without a word, and every later write fails).
+fn probe_write(conn: &Connection) -> rusqlite::Result<()> {
+    if conn.is_readonly(rusqlite::MAIN_DB)? {
+        return Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
+            Some("the file is read-only".into()),
+        ));
+    }
+    // A write that is rolled back: the header is rewritten in the journal, never applied.
+    let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let wrote = conn.execute_batch(&format!("BEGIN IMMEDIATE; PRAGMA user_version = {v};"));
+    // Whatever failed, the connection leaves no transaction open.
+    let ended = if conn.is_autocommit() {
+        Ok(())
+    } else {
+        conn.execute_batch("ROLLBACK")
+    };
+    wrote.and(ended)
+}
+
+#[async_trait]
+impl HealthStore for SqliteStore {
+    async fn check_health(&self) -> StoreResult<()> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = inner.writer.lock().map_err(internal)?;
+            let at = schema::current(&conn)?;
+            if at > schema::VERSION {
+                return Err(schema::newer(at));
+            }
+            if at < schema::VERSION {
+                return Err(StoreError::Internal(format!(
+                    "the database is at schema version {at}, this Gatehouse needs {}",
+                    schema::VERSION
+                )));
+            }
+            probe_write(&conn)
+                .map_err(|e| StoreError::Unavailable(format!("the database is not writable: {e}")))
+        })
+        .await
+        .map_err(internal)?
+    }
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the database file and applies pending migrations.
     pub async fn open(path: impl AsRef<Path>) -> StoreResult<Self> {
@@ -119,6 +164,12 @@ impl SqliteStore {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         migrate(&mut writer)?;
+        probe_write(&writer).map_err(|e| {
+            StoreError::Unavailable(format!(
+                "the database {} is not writable: {e}",
+                path.display()
+            ))
+        })?;
         let readers = (0..READERS)
             .map(|_| {
                 open(

@@ -146,9 +146,10 @@ CREATE INDEX teams_org ON teams(organization_id);
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> StoreResult<()> {
-    let version: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(map_err)?;
+    let version = current(conn)?;
+    if version > MIGRATIONS.len() as i64 {
+        return Err(newer(version));
+    }
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
         let tx = conn.transaction().map_err(map_err)?;
         tx.execute_batch(sql).map_err(map_err)?;
@@ -158,4 +159,21 @@ pub(super) fn migrate(conn: &mut Connection) -> StoreResult<()> {
         tracing::info!(migration = i + 1, "applied storage migration");
     }
     Ok(())
+}
+
+/// The schema version recorded in the file (how many migrations ran).
+pub(super) fn current(conn: &Connection) -> StoreResult<i64> {
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(map_err)
+}
+
+/// This build's schema version.
+pub(super) const VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// A file written by a newer Gatehouse (a rollback): its schema is not this build's to use.
+pub(super) fn newer(at: i64) -> StoreError {
+    StoreError::Internal(format!(
+        "the database holds schema version {at}, newer than this Gatehouse's {VERSION}: \
+         refusing to use it (run the newer Gatehouse, or restore a backup made before it)"
+    ))
 }

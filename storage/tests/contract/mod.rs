@@ -1056,6 +1056,15 @@ pub async fn key_pairs(s: S) {
     assert!(!format!("{k:?}").contains("priv"));
 }
 
+/// A store just opened (and migrated) is healthy, and stays so after writes.
+pub async fn a_fresh_store_is_healthy(s: S) {
+    s.check_health().await.unwrap();
+    let u = User::new("healthy@example.com", "H".into(), None, Utc::now());
+    s.create_user(&u, None).await.unwrap();
+    s.check_health().await.unwrap();
+    assert!(s.get_user(&u.id).await.unwrap().is_some());
+}
+
 /// The admin's listing: search, filter, sort and window answer what a plain filter and sort
 /// of every user (done here, independently) answers.
 pub async fn list_users_search_filter_sort_page(s: S) {
@@ -1290,6 +1299,7 @@ macro_rules! contract_tests {
             teams_and_roles,
             key_pairs,
             list_users_search_filter_sort_page,
+            a_fresh_store_is_healthy,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {$(

@@ -41,7 +41,7 @@ impl EmailApi {
             return Err(Code::ChangeEmailDisabled.into());
         }
         state.require_fresh(&auth.session)?;
-        let user = auth.user;
+        let user = auth.user.clone();
         let new_email = email_field(&body.0.new_email.0, "newEmail")?;
         let cb = state
             .origins
@@ -89,6 +89,8 @@ impl EmailApi {
                 ..UserPatch::default()
             })
             .await?;
+        // As 1.7: the session cookie is issued again, carrying the changed user.
+        state.reissue_session(&auth, &changed, Some(auth.session.clone()));
         if state.mailer.enabled() {
             state
                 .send_verification(&changed, MailKind::VerifyEmail, &new_email, None, cb)

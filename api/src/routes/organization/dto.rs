@@ -11,7 +11,8 @@ pub struct OrganizationDto {
     pub(crate) name: String,
     pub(crate) slug: String,
     pub(crate) logo: Option<String>,
-    /// The organization's metadata object, or `null`.
+    /// The organization's metadata, or `null`: the object on create and update, the stored JSON
+    /// text on list, set-active, get-full-organization and delete (as better-auth answers).
     pub(crate) metadata: Option<serde_json::Value>,
     pub(crate) created_at: String,
 }
@@ -28,6 +29,16 @@ impl From<&Organization> for OrganizationDto {
                 .as_deref()
                 .and_then(|m| serde_json::from_str(m).ok()),
             created_at: iso(&o.created_at),
+        }
+    }
+}
+
+impl OrganizationDto {
+    /// As the routes that read the organization back answer it: metadata as the stored text.
+    pub(crate) fn stored(o: &Organization) -> Self {
+        Self {
+            metadata: o.metadata.clone().map(serde_json::Value::String),
+            ..Self::from(o)
         }
     }
 }

@@ -248,6 +248,7 @@ impl OrganizationApi {
                 &org,
                 &member,
                 state.config.limits.organization_limit,
+                state.config.organization.default_team,
                 activate,
             )
             .await?;
@@ -338,7 +339,7 @@ impl OrganizationApi {
                     .recode(Code::NotAMember, Code::NotAMemberToDelete)
                     .recode(Code::OrganizationNotFound, Code::NotAMemberToDelete)
             })?;
-        Ok(Json(OrganizationDto::from(&deleted)))
+        Ok(Json(OrganizationDto::stored(&deleted)))
     }
 
     /// List the caller's organizations
@@ -349,7 +350,7 @@ impl OrganizationApi {
         auth: Principal,
     ) -> ApiResult<Json<Vec<OrganizationDto>>> {
         let orgs = state.reader.list_user_organizations(&auth.user.id).await?;
-        Ok(Json(orgs.iter().map(OrganizationDto::from).collect()))
+        Ok(Json(orgs.iter().map(OrganizationDto::stored).collect()))
     }
 
     /// Set the active organization
@@ -387,7 +388,7 @@ impl OrganizationApi {
         state
             .set_active_org(&auth, org.as_ref().map(|o| o.id.clone()))
             .await?;
-        Ok(Json(Nullable(org.as_ref().map(OrganizationDto::from))))
+        Ok(Json(Nullable(org.as_ref().map(OrganizationDto::stored))))
     }
 
     /// Get the full organization
@@ -422,7 +423,7 @@ impl OrganizationApi {
         let limit = state.config.limits.membership_limit;
         let members = state.reader.list_members_window(&org.id, 0, limit).await?;
         Ok(Json(Nullable(Some(FullOrganization {
-            organization: OrganizationDto::from(&org),
+            organization: OrganizationDto::stored(&org),
             members: state.member_dtos(&members).await?,
             invitations: state
                 .reader
