@@ -326,7 +326,9 @@ pub struct OrganizationConfig {
     /// The link an invitation mail carries; `{id}` is the invitation id, `{base_url}` the
     /// server's. Point it at the app's accept page.
     pub invitation_link: String,
-    /// Only a verified address may accept or reject an invitation.
+    /// Only a verified address may accept or reject an invitation. Off by default, as in
+    /// better-auth: the invitation's id (only in the mail) is the proof; turn it on when
+    /// invitation links may travel beyond the invitee's mailbox.
     pub require_email_verification_on_invitation: bool,
     /// Allow removing an organization's last team.
     pub allow_removing_all_teams: bool,
@@ -341,7 +343,7 @@ impl Default for OrganizationConfig {
             creator_role: "owner".into(),
             roles: Default::default(),
             invitation_link: "{base_url}/accept-invitation/{id}".into(),
-            require_email_verification_on_invitation: true,
+            require_email_verification_on_invitation: false,
             allow_removing_all_teams: false,
             default_team: true,
         }

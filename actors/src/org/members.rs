@@ -182,9 +182,17 @@ impl OrgActor {
         member: &MemberId,
     ) -> Result<Member, ActorError> {
         guarded!(self, state, |org| async {
+            // As 1.7 orders them: the target, the caller's membership, the last owner, then
+            // the permission.
             let target = self.target(state, member).await?;
             let is_self = matches!(acting, Acting::User(u) if *u == target.user_id);
             if !is_self {
+                if let Acting::User(u) = acting {
+                    self.member_of(state, u).await?;
+                }
+                if is_owner(&target.role) && org.owner_count <= 1 {
+                    return Err(ActorError::Refused(Rule::LastOwner));
+                }
                 let actor_member = self.check(state, &org, acting, "member", "delete").await?;
                 self.may_manage(
                     state,
@@ -218,8 +226,9 @@ impl OrgActor {
         role: &str,
     ) -> Result<Member, ActorError> {
         guarded!(self, state, |org| async {
-            let actor_member = self.check(state, &org, acting, "member", "update").await?;
+            // The target first, as 1.7: an unknown member id is "not found" for anyone.
             let mut target = self.target(state, member).await?;
+            let actor_member = self.check(state, &org, acting, "member", "update").await?;
             self.may_manage(
                 state,
                 &org,

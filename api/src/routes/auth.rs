@@ -278,8 +278,8 @@ impl AuthApi {
 
     /// Sign out
     ///
-    /// Deletes the current session and clears the session cookies. Without a (validly signed)
-    /// session cookie it answers 400 `FAILED_TO_GET_SESSION`.
+    /// Deletes the current session and clears the session cookies; without a (validly signed)
+    /// session cookie there is nothing to delete and it answers the same (as 1.7).
     #[oai(path = "/sign-out", method = "post", operation_id = "signOut")]
     async fn sign_out(
         &self,
@@ -288,7 +288,9 @@ impl AuthApi {
         cookies: &PendingCookies,
     ) -> ApiResult<Json<SuccessResponse>> {
         cookies.push(state.cookies.clear_all());
-        let token = state.signed_token(req).ok_or(Code::FailedToGetSession)?;
+        let Some(token) = state.signed_token(req) else {
+            return Ok(Json(SuccessResponse { success: true }));
+        };
         if let Some(session) = state.reader.get_session(&token).await? {
             state
                 .actors

@@ -56,7 +56,13 @@ fn text(t: &Option<crate::dto::Text>) -> Option<&str> {
 /// `VALIDATION_ERROR` naming the field (as 1.7's schema validation answers).
 pub(crate) fn email_field(raw: &str, field: &str) -> crate::error::ApiResult<String> {
     normalize_email(raw).ok_or_else(|| {
-        crate::error::ApiError::validation(false, vec![format!("{field}: invalid email address")])
+        // 1.7's message names the field the same way.
+        let mut e = crate::error::ApiError::validation(
+            false,
+            vec![format!("{field}: invalid email address")],
+        );
+        e.message = format!("[body.{field}] Invalid email address").into();
+        e
     })
 }
 

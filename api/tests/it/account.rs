@@ -881,7 +881,7 @@ async fn list_and_unlink_accounts() {
         .expect(400);
     assert_eq!(
         r.json(),
-        json!({"code": "YOU_CANT_UNLINK_YOUR_LAST_ACCOUNT", "message": "You can't unlink your last account"})
+        json!({"code": "FAILED_TO_UNLINK_LAST_ACCOUNT", "message": "You can't unlink your last account"})
     );
     let now = storage::Clock::now(&*h.clock);
     h.store

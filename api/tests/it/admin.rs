@@ -1317,16 +1317,9 @@ async fn cli_bootstraps_an_admin_and_rotates_keys() {
 #[tokio::test]
 async fn official_client_administers_users() {
     use std::process::Command;
-    let js = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js-client");
-    if !js.join("node_modules/better-auth").exists() {
-        assert!(
-            std::env::var("REQUIRE_JS_CLIENT").is_err(),
-            "REQUIRE_JS_CLIENT is set but {}/node_modules is missing: run `npm ci` there",
-            js.display()
-        );
-        eprintln!("skipped: no better-auth in {} (npm ci)", js.display());
+    let Some(js) = crate::common::js_client_dir() else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path());
     let base_url = "http://localhost:3000";

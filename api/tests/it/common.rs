@@ -329,3 +329,20 @@ impl Drop for Server {
         let _ = self.child.kill();
     }
 }
+
+/// `tests/js-client` (better-auth's official package and jose, installed by `npm ci` there),
+/// or `None` when not installed — then the calling test is skipped, unless
+/// `REQUIRE_JS_CLIENT=1` (set by `.ci/test`) makes that a failure.
+pub fn js_client_dir() -> Option<std::path::PathBuf> {
+    let js = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js-client");
+    if js.join("node_modules/better-auth").exists() {
+        return Some(js);
+    }
+    assert!(
+        std::env::var("REQUIRE_JS_CLIENT").is_err(),
+        "REQUIRE_JS_CLIENT is set but {}/node_modules is missing: run `npm ci` there",
+        js.display()
+    );
+    eprintln!("skipped: no better-auth in {} (npm ci)", js.display());
+    None
+}

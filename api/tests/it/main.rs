@@ -6,6 +6,7 @@ mod account;
 mod admin;
 mod api;
 mod common;
+mod compat;
 mod e2e;
 mod migration;
 mod oidc;

@@ -882,7 +882,7 @@ async fn linking_follows_the_rules() {
         )
         .await
         .expect(400);
-    assert_eq!(r.code(), "YOU_CANT_UNLINK_YOUR_LAST_ACCOUNT");
+    assert_eq!(r.code(), "FAILED_TO_UNLINK_LAST_ACCOUNT");
 }
 
 #[tokio::test]

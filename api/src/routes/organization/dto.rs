@@ -80,7 +80,16 @@ pub(crate) struct FullOrganization {
     pub(crate) organization: OrganizationDto,
     pub(crate) members: Vec<MemberDto>,
     pub(crate) invitations: Vec<InvitationDto>,
-    pub(crate) teams: Vec<crate::routes::TeamDto>,
+    pub(crate) teams: Vec<TeamWithCount>,
+}
+
+/// A team as get-full-organization lists it: with how many members it has (as 1.7).
+#[derive(Debug, Object)]
+#[oai(rename = "TeamWithMemberCount", rename_all = "camelCase")]
+pub(crate) struct TeamWithCount {
+    #[oai(flatten)]
+    pub(crate) team: crate::routes::TeamDto,
+    pub(crate) member_count: u32,
 }
 
 #[derive(Debug, Clone, Object)]

@@ -172,7 +172,8 @@ impl MemberApi {
                 UserId(body.0.user_id.0.clone()),
                 &body.0.role.joined(),
             )
-            .await?;
+            .await
+            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound))?;
         Ok(Json(state.member_dto(&m).await?))
     }
 
@@ -213,7 +214,8 @@ impl MemberApi {
             .actors
             .user(auth.user.id.clone())
             .leave_organization(org, Some(member_id), &auth.session.token)
-            .await?;
+            .await
+            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound))?;
         state.reissue_cache(&auth.cookies, &auth.user, session);
         Ok(Json(MemberResponse {
             member: state.member_dto(&removed).await?,
@@ -265,7 +267,8 @@ impl MemberApi {
                 MemberId(body.0.member_id.0.clone()),
                 &body.0.role.joined(),
             )
-            .await?;
+            .await
+            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound))?;
         Ok(Json(state.member_dto(&m).await?))
     }
 }

@@ -432,13 +432,17 @@ impl OrganizationApi {
                 .iter()
                 .map(InvitationDto::from)
                 .collect(),
-            teams: state
-                .reader
-                .list_teams(&org.id)
-                .await?
-                .iter()
-                .map(TeamDto::from)
-                .collect(),
+            teams: {
+                let mut teams = Vec::new();
+                for t in state.reader.list_teams(&org.id).await? {
+                    let member_count = state.reader.list_team_members(&t).await?.len() as u32;
+                    teams.push(TeamWithCount {
+                        team: TeamDto::from(&t),
+                        member_count,
+                    });
+                }
+                teams
+            },
         }))))
     }
 

@@ -229,7 +229,7 @@ impl TeamApi {
                     .ok_or(Code::TeamNotFound)?;
                 let members = state.reader.list_team_members(&t).await?;
                 if !members.iter().any(|m| m.user_id == auth.user.id) {
-                    return Err(Code::NotAMember.into());
+                    return Err(Code::NotATeamMember.into());
                 }
                 Some(t)
             }
@@ -327,6 +327,10 @@ impl TeamApi {
             .require_member(&t.organization_id, &auth.user.id)
             .await?;
         let members = state.reader.list_team_members(&t).await?;
+        // As 1.7: a team's members are listed to its own members.
+        if !members.iter().any(|m| m.user_id == auth.user.id) {
+            return Err(Code::NotATeamMemberToList.into());
+        }
         Ok(Json(
             members
                 .iter()
