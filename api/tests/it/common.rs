@@ -203,8 +203,12 @@ pub async fn call_raw(ep: &poem::endpoint::BoxEndpoint<'static>, req: Request) -
 
 /// Every message in the outbox, oldest first.
 pub fn outbox(h: &H) -> Vec<Value> {
-    let dir = h.state.config.data_dir.join("outbox");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
+    outbox_in(&h.state.config.data_dir.join("outbox"))
+}
+
+/// Every message in an outbox folder, oldest first.
+pub fn outbox_in(dir: &std::path::Path) -> Vec<Value> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
         .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
         .unwrap_or_default();
     files.retain(|p| p.extension().is_some_and(|e| e == "json"));

@@ -93,6 +93,16 @@ const DELIBERATE: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// Differences still to remove (each one fails the test once it is gone, so the list stays
+/// true): (step label, what differs, what 1.7 does).
+const OPEN: &[(&str, &str, &str)] = &[(
+    "change-email-to-the-confirmed-address",
+    "status 400 EMAIL_IS_THE_SAME vs 200 -",
+    "1.7 changes a verified address only once the new address is verified too (the \
+     old-address confirmation mails a verification to the new one); Gatehouse changes it at \
+     the old-address confirmation and then asks to verify the new one",
+)];
+
 struct Reference(Child);
 
 impl Drop for Reference {
@@ -109,6 +119,15 @@ struct Side {
     http: reqwest::Client,
     jars: BTreeMap<String, BTreeMap<String, String>>,
     saved: BTreeMap<String, String>,
+    /// Where its mail is read: Gatehouse's outbox folder, or better-auth's `/__mail` route.
+    mail: Mail,
+    /// Links already followed (each mail once).
+    followed: BTreeSet<String>,
+}
+
+enum Mail {
+    Outbox(std::path::PathBuf),
+    Route(String),
 }
 
 /// What one answer looks like once values are reduced to their kinds.
@@ -164,11 +183,13 @@ fn cookie_attrs(headers: &reqwest::header::HeaderMap) -> BTreeMap<String, String
 }
 
 impl Side {
-    fn new(name: &'static str, api: String, origin: String) -> Self {
+    fn new(name: &'static str, api: String, origin: String, mail: Mail) -> Self {
         Side {
             name,
             api,
             origin,
+            mail,
+            followed: BTreeSet::new(),
             http: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
@@ -176,6 +197,44 @@ impl Side {
             jars: BTreeMap::new(),
             saved: BTreeMap::new(),
         }
+    }
+
+    /// The path (under the API) of the newest link of `kind` mailed to `to` and not followed
+    /// yet, waiting for it (mail is written in the background).
+    async fn mailed_link(&mut self, kind: &str, to: &str) -> String {
+        for _ in 0..100 {
+            let links: Vec<String> = match &self.mail {
+                Mail::Outbox(dir) => crate::common::outbox_in(dir)
+                    .into_iter()
+                    .filter(|m| m["kind"] == kind && m["to"] == to)
+                    .filter_map(|m| m["link"].as_str().map(str::to_owned))
+                    .collect(),
+                Mail::Route(url) => {
+                    let all: Value = self
+                        .http
+                        .get(format!("{url}?to={to}"))
+                        .send()
+                        .await
+                        .unwrap()
+                        .json()
+                        .await
+                        .unwrap();
+                    all.as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter(|m| m["kind"] == kind)
+                        .filter_map(|m| m["url"].as_str().map(str::to_owned))
+                        .collect()
+                }
+            };
+            if let Some(link) = links.iter().rev().find(|l| !self.followed.contains(*l)) {
+                self.followed.insert(link.clone());
+                let rest = link.split_once("/api/auth").map(|(_, r)| r).unwrap_or(link);
+                return rest.to_owned();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("{}: no {kind} mail to {to}", self.name);
     }
 
     fn fill(&self, text: &str) -> String {
@@ -187,7 +246,11 @@ impl Side {
     }
 
     async fn send(&mut self, step: &Step) -> Seen {
-        let url = format!("{}{}", self.api, self.fill(step.path));
+        let path = match step.follow {
+            Some((kind, to)) => self.mailed_link(kind, to).await,
+            None => self.fill(step.path),
+        };
+        let url = format!("{}{}", self.api, path);
         let mut req = self
             .http
             .request(step.method.clone(), url)
@@ -242,8 +305,22 @@ impl Side {
         let text = resp.text().await.unwrap();
         let json: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         for (name, pointer) in &step.save {
-            if let Some(v) = json.pointer(pointer).and_then(Value::as_str) {
-                self.saved.insert((*name).to_owned(), v.to_owned());
+            // `location:<param>`: a query parameter of the redirect target.
+            let value = match pointer.strip_prefix("location:") {
+                Some(param) => location.as_deref().and_then(|l| {
+                    url::Url::parse(&format!("http://x{l}"))
+                        .ok()?
+                        .query_pairs()
+                        .find(|(k, _)| k == param)
+                        .map(|(_, v)| v.into_owned())
+                }),
+                None => json
+                    .pointer(pointer)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            };
+            if let Some(v) = value {
+                self.saved.insert((*name).to_owned(), v);
             }
         }
         let field = |k: &str| json.get(k).and_then(Value::as_str).map(str::to_owned);
@@ -266,8 +343,11 @@ struct Step {
     method: reqwest::Method,
     path: &'static str,
     body: Option<Value>,
-    /// Values to keep from the answer (name, JSON pointer), used later as `{name}`.
+    /// Values to keep from the answer (name, JSON pointer or `location:<query param>`),
+    /// used later as `{name}`.
     save: Vec<(&'static str, &'static str)>,
+    /// Instead of `path`: the newest unfollowed link of this kind mailed to this address.
+    follow: Option<(&'static str, &'static str)>,
 }
 
 fn step(
@@ -284,6 +364,20 @@ fn step(
         path,
         body,
         save: Vec::new(),
+        follow: None,
+    }
+}
+
+/// Follows the newest link of `kind` mailed to `to`, as `actor` (a GET, like a mail client).
+fn follow(
+    label: &'static str,
+    actor: Option<&'static str>,
+    kind: &'static str,
+    to: &'static str,
+) -> Step {
+    Step {
+        follow: Some((kind, to)),
+        ..step(label, actor, "GET", "", None)
     }
 }
 
@@ -518,12 +612,24 @@ fn scenario() -> Vec<Step> {
             "/send-verification-email",
             Some(json!({"email": "ann@compat.io"})),
         ),
+        follow("verify-email", ann, "verify-email", "ann@compat.io"),
+        Step {
+            save: vec![("reset", "location:token")],
+            ..follow("reset-link", None, "reset-password", "ann@compat.io")
+        },
         step(
-            "verify-email-bad-token",
+            "reset-password",
             None,
-            "GET",
-            "/verify-email?token=bad",
+            "POST",
+            "/reset-password",
+            Some(json!({"newPassword": "a-new-password-1", "token": "{reset}"})),
+        ),
+        step(
+            "reset-password-again",
             None,
+            "POST",
+            "/reset-password",
+            Some(json!({"newPassword": "a-new-password-2", "token": "{reset}"})),
         ),
         step(
             "change-email-same",
@@ -531,6 +637,34 @@ fn scenario() -> Vec<Step> {
             "POST",
             "/change-email",
             Some(json!({"newEmail": "ann@compat.io"})),
+        ),
+        step(
+            "change-email-verified",
+            ann,
+            "POST",
+            "/change-email",
+            Some(json!({"newEmail": "ann.new@compat.io"})),
+        ),
+        follow(
+            "confirm-email-change",
+            ann,
+            "change-email-confirmation",
+            "ann@compat.io",
+        ),
+        step("get-session-after-change", ann, "GET", "/get-session", None),
+        step(
+            "change-email-to-the-confirmed-address",
+            ann,
+            "POST",
+            "/change-email",
+            Some(json!({"newEmail": "ann.new@compat.io"})),
+        ),
+        step(
+            "verify-email-bad-token",
+            None,
+            "GET",
+            "/verify-email?token=bad",
+            None,
         ),
         step(
             "admin-list-users-not-admin",
@@ -796,6 +930,26 @@ fn scenario() -> Vec<Step> {
             "/organization/delete",
             Some(json!({"organizationId": "{org}"})),
         ),
+        step(
+            "cy-sign-up",
+            Some("cy"),
+            "POST",
+            "/sign-up/email",
+            Some(sign_up("cy@compat.io")),
+        ),
+        step(
+            "delete-user",
+            Some("cy"),
+            "POST",
+            "/delete-user",
+            Some(json!({})),
+        ),
+        follow(
+            "delete-user-link",
+            Some("cy"),
+            "delete-account",
+            "cy@compat.io",
+        ),
         step("sign-out", ann, "POST", "/sign-out", Some(json!({}))),
         step(
             "sign-out-signed-out",
@@ -846,11 +1000,13 @@ async fn answers_match_better_auth_side_by_side() {
         "gatehouse",
         server.base.clone(),
         "http://localhost:3000".into(),
+        Mail::Outbox(dir.path().join("outbox")),
     );
     let mut theirs = Side::new(
         "better-auth",
         format!("http://{ref_addr}/api/auth"),
         format!("http://localhost:{port}"),
+        Mail::Route(format!("http://{ref_addr}/__mail")),
     );
     let mut found: Vec<(String, String)> = Vec::new();
     let mut transcript = String::new();
@@ -867,6 +1023,7 @@ async fn answers_match_better_auth_side_by_side() {
     }
     let known: BTreeSet<(String, String)> = DELIBERATE
         .iter()
+        .chain(OPEN)
         .map(|(l, d, _)| ((*l).to_owned(), (*d).to_owned()))
         .collect();
     let unexpected: Vec<&(String, String)> = found.iter().filter(|f| !known.contains(*f)).collect();

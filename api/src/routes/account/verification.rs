@@ -175,16 +175,6 @@ impl VerificationApi {
             }
             (verified, false)
         };
-        // Followed in the user's own browser: its session cookie is issued again with the
-        // user as it now is (as 1.7); an automatic sign-in has just set a new one.
-        let auto = state
-            .config
-            .email_verification
-            .auto_sign_in_after_verification;
-        if let Some(mut authed) = session.filter(|a| a.user.id == user.id && !auto) {
-            authed.user = user.clone();
-            cookies.push(state.session_cookies(&authed, state.dont_remember(req)));
-        }
         if let Some(c) = cb {
             return Ok(RedirectOr::Redirect(state.absolute(&c)));
         }
