@@ -106,6 +106,7 @@ pub(crate) enum UserMsg {
     ConfirmEmailChange {
         id: String,
         new_email: String,
+        apply: bool,
         reply: Reply<User>,
     },
     RefreshSession {
@@ -239,9 +240,13 @@ impl Actor for UserActor {
             UserMsg::ConfirmEmailChange {
                 id,
                 new_email,
+                apply,
                 reply,
             } => {
-                let _ = reply.send(self.confirm_email_change(&state.id, &id, new_email).await);
+                let r = self
+                    .confirm_email_change(&state.id, &id, new_email, apply)
+                    .await;
+                let _ = reply.send(r);
             }
             UserMsg::RefreshSession {
                 token,
@@ -859,19 +864,30 @@ impl UserActor {
 
     /// Applies a confirmed change of address: the confirmation (`change-email:{id}`) is
     /// consumed, so a link works once, and only for the user it was issued to.
+    /// Consumes one step's single-use token of an email change; with `apply` (the new
+    /// address proved by its own link), switches to the new address, verified.
     async fn confirm_email_change(
         &self,
         user: &UserId,
         id: &str,
         new_email: String,
+        apply: bool,
     ) -> Result<User, ActorError> {
         self.take_token(user, &format!("{CHANGE_EMAIL_PREFIX}{id}"))
             .await?;
+        if !apply {
+            return self
+                .shared
+                .store
+                .get_user(user)
+                .await?
+                .ok_or(ActorError::NotFound);
+        }
         self.update_user(
             user,
             UserPatch {
                 email: Some(new_email),
-                email_verified: Some(false),
+                email_verified: Some(true),
                 ..UserPatch::default()
             },
         )
@@ -1174,15 +1190,19 @@ impl UserHandle {
         .await
     }
 
-    /// Applies a confirmed email change once (`id` of the stored confirmation).
+    /// One step of an email change, once (`id` of its stored token): the old address's
+    /// confirmation (`apply: false`, answers the user as is), then the new address's proof
+    /// (`apply: true`, switches to it, verified).
     pub async fn confirm_email_change(
         &self,
         id: &str,
         new_email: &str,
+        apply: bool,
     ) -> Result<User, ActorError> {
         self.call(|reply| UserMsg::ConfirmEmailChange {
             id: id.to_owned(),
             new_email: new_email.to_owned(),
+            apply,
             reply,
         })
         .await

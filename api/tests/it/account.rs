@@ -658,10 +658,21 @@ async fn change_email_unverified_and_verified_paths() {
     );
     let r = h.get(&path, Some(&cookie)).await.expect(302);
     assert_eq!(r.headers["location"], "http://localhost:3000/settings");
+    // As 1.7: confirmed by the old address, the change still waits for the new one's proof.
+    assert_eq!(h.session(&cookie).await["user"]["email"], "new@example.com");
+    let prove = link_path(
+        &h,
+        &last_mail(&h, "verify-email", "newer@example.com").unwrap(),
+    );
+    h.get(&prove, None).await.expect(302);
+    assert_eq!(h.session(&cookie).await["user"]["email"], "new@example.com");
+    h.get(&prove, Some(&cookie)).await.expect(302);
     let s = h.session(&cookie).await;
     assert_eq!(s["user"]["email"], "newer@example.com");
-    assert_eq!(s["user"]["emailVerified"], false);
-    assert!(last_mail(&h, "verify-email", "newer@example.com").is_some());
+    assert_eq!(s["user"]["emailVerified"], true);
+    // Each link works once.
+    let r = h.get(&prove, Some(&cookie)).await.expect(302);
+    assert!(r.headers["location"].to_str().unwrap().contains("error="));
     h.sign_in("newer@example.com", PW).await.expect(200);
     h.sign_in("new@example.com", PW).await.expect(401);
 
@@ -1255,6 +1266,16 @@ async fn an_email_change_confirmation_cannot_be_replayed() {
         &last_mail(&h, "change-email-confirmation", "a@example.com").unwrap(),
     );
     h.get(&a_to_b, Some(&cookie)).await.expect(302);
+    // The new address proves itself with its own link (as 1.7), then the change applies.
+    let prove = |to: &'static str| {
+        let h = &h;
+        let cookie = cookie.clone();
+        async move {
+            let link = link_path(h, &last_mail(h, "verify-email", to).unwrap());
+            h.get(&link, Some(&cookie)).await.expect(302);
+        }
+    };
+    prove("b@example.com").await;
     assert_eq!(h.session(&cookie).await["user"]["email"], "b@example.com");
     // Replaying it at once: nothing (back to the app with the error: a@ has no user now).
     let r = h.get(&a_to_b, Some(&cookie)).await.expect(302);
@@ -1264,14 +1285,14 @@ async fn an_email_change_confirmation_cannot_be_replayed() {
     );
     assert_eq!(h.session(&cookie).await["user"]["email"], "b@example.com");
 
-    // Back to a@ (verify b@ first, so the change needs a confirmation again)…
-    verify("b@example.com", cookie.clone()).await;
+    // Back to a@ (b@ is verified by its proof, so the change needs a confirmation again)…
     change("a@example.com").await;
     let b_to_a = link_path(
         &h,
         &last_mail(&h, "change-email-confirmation", "b@example.com").unwrap(),
     );
     h.get(&b_to_a, Some(&cookie)).await.expect(302);
+    prove("a@example.com").await;
     assert_eq!(h.session(&cookie).await["user"]["email"], "a@example.com");
     // …and the old a→b link is dead, though it names the current address again.
     let r = h.get(&a_to_b, Some(&cookie)).await.expect(302);

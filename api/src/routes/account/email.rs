@@ -1,13 +1,12 @@
 //! Changing the email address: at once for an unverified address, after confirmation from the
 //! current address for a verified one.
-use super::*;
 use crate::dto::{StatusResponse, Text};
 use crate::error::{ApiResult, Code};
 use crate::mail::MailKind;
 use crate::routes::{email_field, text, Tag};
 use crate::session::Principal;
 use crate::AppState;
-use actors::{UserPatch, CHANGE_EMAIL_PREFIX};
+use actors::UserPatch;
 use poem::web::Data;
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
@@ -57,26 +56,8 @@ impl EmailApi {
             if !state.mailer.enabled() {
                 return Err(Code::VerificationEmailNotEnabled.into());
             }
-            // The link works once: its confirmation is stored and consumed when applied.
-            let id = storage::random_string(32);
             state
-                .create_token(
-                    &format!("{CHANGE_EMAIL_PREFIX}{id}"),
-                    &user,
-                    state.config.email_verification.expires_in,
-                )
-                .await?;
-            state
-                .send_verification(
-                    &user,
-                    MailKind::ChangeEmailConfirmation,
-                    &user.email,
-                    Some(PendingChange {
-                        new_email: &new_email,
-                        id: &id,
-                    }),
-                    cb,
-                )
+                .mail_email_change(&user, &new_email, false, cb)
                 .await?;
             return Ok(Json(StatusResponse { status: true }));
         }

@@ -38,12 +38,18 @@ pub(super) struct EmailClaims {
     /// With `updateTo`: the id of the stored single-use confirmation (`change-email:{id}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) jti: Option<String>,
+    /// With `updateTo`: the old address confirmed already; this link, mailed to the new
+    /// address, proves it and applies the change.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) confirmed: bool,
 }
 
 /// A change of address awaiting confirmation: the new address and its confirmation's id.
 pub(crate) struct PendingChange<'a> {
     pub(super) new_email: &'a str,
     pub(super) id: &'a str,
+    /// The old address confirmed it: this link goes to the new address.
+    pub(super) confirmed: bool,
 }
 
 #[derive(ApiResponse)]
@@ -99,6 +105,7 @@ impl AppState {
                 update_to: update_to.map(str::to_owned),
                 exp: exp.timestamp(),
                 jti: change.as_ref().map(|c| c.id.to_owned()),
+                confirmed: change.as_ref().is_some_and(|c| c.confirmed),
             },
         );
         // As 1.7: without a callbackURL the link leads back to the app's root.
@@ -121,6 +128,37 @@ impl AppState {
     }
 
     /// Stores a single-use token `identifier` pointing at the user (through their actor).
+    /// Mails one step of a change of `user`'s address to `new_email`, with its single-use
+    /// token stored: the confirmation to the current address, or (`confirmed`) the proof to
+    /// the new one.
+    pub(super) async fn mail_email_change(
+        &self,
+        user: &User,
+        new_email: &str,
+        confirmed: bool,
+        callback: Option<&str>,
+    ) -> ApiResult<()> {
+        let id = storage::random_string(32);
+        self.create_token(
+            &format!("{}{id}", actors::CHANGE_EMAIL_PREFIX),
+            user,
+            self.config.email_verification.expires_in,
+        )
+        .await?;
+        let (kind, to) = if confirmed {
+            (MailKind::VerifyEmail, new_email)
+        } else {
+            (MailKind::ChangeEmailConfirmation, user.email.as_str())
+        };
+        let change = PendingChange {
+            new_email,
+            id: &id,
+            confirmed,
+        };
+        self.send_verification(user, kind, to, Some(change), callback)
+            .await
+    }
+
     async fn create_token(&self, identifier: &str, user: &User, lifetime: u64) -> ApiResult<()> {
         self.actors
             .user(user.id.clone())

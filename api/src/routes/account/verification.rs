@@ -137,23 +137,28 @@ impl VerificationApi {
             let Some(id) = claims.jti.as_deref() else {
                 return fail(Code::InvalidIdToken);
             };
-            let changed = match actor.confirm_email_change(id, &new_email).await {
+            // As 1.7, two steps: the old address confirms (this link, mailed there), then a
+            // link mailed to the new address proves it and switches (verified).
+            let apply = claims.confirmed;
+            let user = match actor.confirm_email_change(id, &new_email, apply).await {
                 Ok(u) => u,
                 Err(actors::ActorError::Refused(actors::Rule::InvalidToken)) => {
                     return fail(Code::InvalidIdToken)
                 }
                 Err(e) => return Err(e.into()),
             };
-            state
-                .send_verification(
-                    &changed,
-                    MailKind::VerifyEmail,
-                    &new_email,
-                    None,
-                    cb.as_deref(),
-                )
-                .await?;
-            (changed, true)
+            if apply {
+                // As 1.7: the session cookie is issued again, carrying the new address.
+                if let Some(mut authed) = session.clone() {
+                    authed.user = user.clone();
+                    cookies.push(state.session_cookies(&authed, state.dont_remember(req)));
+                }
+            } else {
+                state
+                    .mail_email_change(&user, &new_email, true, cb.as_deref())
+                    .await?;
+            }
+            (user, apply)
         } else if user.email_verified {
             (user, false)
         } else {
