@@ -815,7 +815,9 @@ impl Config {
         let port = url.port_or_known_default()?;
         (listen_port != 0 && local && port != listen_port).then(|| {
             format!(
-                "base_url {} points at port {port} of this machine but the server listens on                  port {listen_port}: mailed links and the trusted origin will miss it (set                  GATEHOUSE_BASE_URL, or leave it unset to derive it from listen)",
+                "base_url {} points at port {port} of this machine but the server listens on \
+                 port {listen_port}: mailed links and the trusted origin will miss it (set \
+                 GATEHOUSE_BASE_URL, or leave it unset to derive it from listen)",
                 self.base_url
             )
         })

@@ -472,15 +472,28 @@ impl ApiResponse for ApiError {
     }
 }
 
+/// The request an error answers, as far as the error body needs it.
+pub struct Asked<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    /// The body as read (`None` for a bodiless GET).
+    pub body: Option<&'a [u8]>,
+}
+
 /// Maps every error poem or poem-openapi raise before a handler runs (parse failures, unknown
 /// routes, size limits) onto the wire error, so no client input yields a non-JSON error or 500.
-pub fn from_poem_error(err: &poem::Error) -> ApiError {
+pub fn from_poem_error(err: &poem::Error, asked: &Asked<'_>) -> ApiError {
     use poem_openapi::error::{ContentTypeError, ParseParamError, ParseRequestPayloadError};
     if let Some(e) = err.downcast_ref::<ApiError>() {
         return e.clone();
     }
+    let route = asked.path.strip_prefix(crate::BASE_PATH);
     if let Some(e) = err.downcast_ref::<ParseRequestPayloadError>() {
-        return ApiError::validation(false, vec![e.reason.clone()]);
+        // A body that does not fit: which field and why, not only what was expected.
+        let fields = asked.body.zip(route).and_then(|(body, route)| {
+            crate::payload_errors::field_errors(asked.method, route, body)
+        });
+        return ApiError::validation(false, fields.unwrap_or_else(|| vec![e.reason.clone()]));
     }
     if let Some(e) = err.downcast_ref::<ParseParamError>() {
         return ApiError::validation(true, vec![format!("{}: {}", e.name, e.reason)]);
@@ -490,7 +503,12 @@ pub fn from_poem_error(err: &poem::Error) -> ApiError {
     }
     match err.status() {
         StatusCode::NOT_FOUND => ApiError::new(Code::NotFound),
-        StatusCode::METHOD_NOT_ALLOWED => ApiError::new(Code::MethodNotAllowed),
+        // A route asked with another method answers as an unknown route, as 1.7 does (its
+        // POST get-session has its own 405).
+        StatusCode::METHOD_NOT_ALLOWED if route == Some("/get-session") => {
+            ApiError::new(Code::MethodNotAllowedDeferSessionRequired)
+        }
+        StatusCode::METHOD_NOT_ALLOWED => ApiError::new(Code::NotFound),
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(Code::PayloadTooLarge),
         StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::new(Code::UnsupportedMediaType),
         s if s.is_client_error() => ApiError::validation(false, vec![err.to_string()]),

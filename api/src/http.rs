@@ -356,31 +356,17 @@ async fn handle<E: Endpoint>(next: E, mut req: Request, state: &AppState) -> Res
     }
     let cookies = PendingCookies::default();
     req.extensions_mut().insert(cookies.clone());
-    let method = req.method().clone();
-    let path = req.uri().path().to_owned();
+    // Kept for error reporting: both clones only bump reference counts.
+    let (method, uri) = (req.method().clone(), req.uri().clone());
     let mut resp = match next.call(req).await {
         Ok(r) => r.into_response(),
         Err(e) => {
-            let mut err = crate::error::from_poem_error(&e);
-            // A route asked with another method answers as an unknown route, as 1.7 does
-            // (its POST get-session has its own 405).
-            if e.status() == poem::http::StatusCode::METHOD_NOT_ALLOWED {
-                err = if path.strip_prefix(crate::BASE_PATH) == Some("/get-session") {
-                    ApiError::new(Code::MethodNotAllowedDeferSessionRequired)
-                } else {
-                    ApiError::new(Code::NotFound)
-                };
-            }
-            // A body that does not fit: say which field, not only what was expected.
-            if e.is::<poem_openapi::error::ParseRequestPayloadError>() {
-                let fields = body.as_deref().zip(path.strip_prefix(crate::BASE_PATH));
-                if let Some(d) = fields
-                    .and_then(|(b, p)| crate::payload_errors::field_errors(method.as_str(), p, b))
-                {
-                    err.details = Some(d);
-                }
-            }
-            err.into_response()
+            let asked = crate::error::Asked {
+                method: method.as_str(),
+                path: uri.path(),
+                body: body.as_deref(),
+            };
+            crate::error::from_poem_error(&e, &asked).into_response()
         }
     };
     for c in cookies.take() {
@@ -432,9 +418,8 @@ fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Reads the body up to the limit (also for chunked bodies without a length): 413 past it,
-/// 408 when it does not arrive within `timeout` (a client trickling its body).
-/// Reads the whole body (within the size and time limits) and puts it back; answers it for
-/// error reporting (`None` for a bodiless GET).
+/// 408 when it does not arrive within `timeout` (a client trickling its body). Puts it back
+/// and answers it too, for error reporting (`None` for a bodiless GET).
 async fn limit_body(
     req: &mut Request,
     max: usize,

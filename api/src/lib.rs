@@ -331,10 +331,18 @@ fn actor_config(config: &Config) -> actors::ActorConfig {
     }
 }
 
+/// What the configuration alone makes, checked before anything is created.
+pub struct Prepared {
+    actor_config: actors::ActorConfig,
+    hasher: crypto::PasswordHasher,
+    mailer: mail::Mailer,
+}
+
 /// Checks everything that can be checked from the configuration alone — roles, hashing
 /// cost, mail, social providers, JWT settings — without creating anything (no data dir, no
 /// secret, no database): `serve` runs it before it touches the disk, `gatehouse config` too.
-pub async fn preflight(config: &Config) -> Result<(), StartError> {
+/// What it made is used by the start that follows.
+pub async fn preflight(config: &Config) -> Result<Prepared, StartError> {
     let ac = actor_config(config);
     policy::AdminPolicy::new(&ac.admin)
         .await
@@ -342,8 +350,8 @@ pub async fn preflight(config: &Config) -> Result<(), StartError> {
     policy::Policy::new("config", &ac.org.global_roles, &[])
         .await
         .map_err(|e| StartError::Roles(e.to_string()))?;
-    crypto::PasswordHasher::new(&config.password)?;
-    mail::Mailer::from_config(&config.mail, &config.data_dir)?;
+    let hasher = crypto::PasswordHasher::new(&config.password)?;
+    let mailer = mail::Mailer::from_config(&config.mail, &config.data_dir)?;
     // Provider and JWT settings do not depend on the secret's value: any will do here.
     let probe = "p".repeat(32);
     social::Social::from_config(config, &probe).map_err(StartError::Social)?;
@@ -354,7 +362,11 @@ pub async fn preflight(config: &Config) -> Result<(), StartError> {
             std::io::Error::other("not a directory"),
         ));
     }
-    Ok(())
+    Ok(Prepared {
+        actor_config: ac,
+        hasher,
+        mailer,
+    })
 }
 
 /// Creates and removes a file in the data dir: a read-only one is refused at start, not
@@ -370,9 +382,9 @@ impl AppState {
     /// Checks the configuration, opens the configured store, starts the actors, and prepares
     /// everything else.
     pub async fn start(config: Config, clock: Arc<dyn Clock>) -> Result<Self, StartError> {
-        preflight(&config).await?;
+        let prepared = preflight(&config).await?;
         let store = open_store(&config).await?;
-        Self::assemble(config, clock, store).await
+        Self::assemble(config, clock, store, prepared).await
     }
 
     /// Like [`AppState::start`], on a store the caller opened.
@@ -381,24 +393,27 @@ impl AppState {
         clock: Arc<dyn Clock>,
         store: DynStore,
     ) -> Result<Self, StartError> {
-        preflight(&config).await?;
-        Self::assemble(config, clock, store).await
+        let prepared = preflight(&config).await?;
+        Self::assemble(config, clock, store, prepared).await
     }
 
     async fn assemble(
         config: Config,
         clock: Arc<dyn Clock>,
         store: DynStore,
+        prepared: Prepared,
     ) -> Result<Self, StartError> {
+        let Prepared {
+            actor_config,
+            hasher,
+            mailer,
+        } = prepared;
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| StartError::DataDir(config.data_dir.display().to_string(), e))?;
         check_data_dir_writable(&config.data_dir)?;
         store.check_health().await?;
         let secret = load_secret(&config)?;
-        let actor_config = actor_config(&config);
         let actors = actors::Actors::start(store.clone(), clock.clone(), actor_config).await?;
-        let hasher = crypto::PasswordHasher::new(&config.password)?;
-        let mailer = mail::Mailer::from_config(&config.mail, &config.data_dir)?;
         let social =
             social::Social::from_config(&config, secret.expose()).map_err(StartError::Social)?;
         let jwt = jwt::Jwt::new(&config.jwt, &config.base_url, secret.expose())?;

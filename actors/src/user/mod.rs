@@ -862,10 +862,9 @@ impl UserActor {
         Ok((u, revoke_sessions))
     }
 
-    /// Applies a confirmed change of address: the confirmation (`change-email:{id}`) is
-    /// consumed, so a link works once, and only for the user it was issued to.
-    /// Consumes one step's single-use token of an email change; with `apply` (the new
-    /// address proved by its own link), switches to the new address, verified.
+    /// Consumes one step's single-use token of an email change (`change-email:{id}`), so a
+    /// link works once and only for the user it was issued to; with `apply` (the new address
+    /// proved by its own link), switches to the new address, verified.
     async fn confirm_email_change(
         &self,
         user: &UserId,

@@ -52,15 +52,10 @@ pub async fn ready(state: poem::web::Data<&crate::AppState>) -> poem::Response {
             Ok(Err(e)) => e.to_string(),
             Err(e) => e.to_string(),
         };
-    let mail = match state.config.mail.transport {
-        crate::config::MailTransport::Outbox => "outbox",
-        crate::config::MailTransport::Smtp => "smtp",
-        crate::config::MailTransport::None => "none",
-    };
     let ready = store == "ok" && data_dir == "ok";
     let body = serde_json::json!({
         "status": if ready { "ready" } else { "unavailable" },
-        "checks": { "store": store, "dataDir": data_dir, "mail": mail },
+        "checks": { "store": store, "dataDir": data_dir, "mail": state.config.mail.transport },
     });
     poem::Response::builder()
         .status(if ready {

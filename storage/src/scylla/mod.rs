@@ -95,13 +95,15 @@ pub(crate) type V = Option<CqlValue>;
 
 #[async_trait::async_trait]
 impl crate::HealthStore for ScyllaStore {
+    /// Reachable and at this build's schema version: an older (or missing) one needs
+    /// `gatehouse migrate` first, a newer one a newer Gatehouse.
     async fn check_health(&self) -> StoreResult<()> {
         let at = schema::current(self).await?;
         match at.cmp(&SCHEMA_VERSION) {
             std::cmp::Ordering::Equal => Ok(()),
             std::cmp::Ordering::Less => Err(StoreError::Internal(format!(
                 "the keyspace {} is at schema version {at}, this Gatehouse needs \
-                 {SCHEMA_VERSION}: run `gatehouse migrate`",
+                 {SCHEMA_VERSION}: run `gatehouse migrate` first",
                 self.ks
             ))),
             std::cmp::Ordering::Greater => Err(schema::newer(&self.ks, at)),
@@ -116,16 +118,8 @@ impl ScyllaStore {
     /// starting at once can leave a cluster with disagreeing table definitions.
     pub async fn connect(opts: &ScyllaOptions) -> StoreResult<Self> {
         let store = Self::session(opts).await?;
-        let at = schema::current(&store).await?;
-        match at.cmp(&SCHEMA_VERSION) {
-            std::cmp::Ordering::Equal => Ok(store),
-            std::cmp::Ordering::Less => Err(StoreError::Internal(format!(
-                "the keyspace {} is at schema version {at}, this Gatehouse needs \
-                 {SCHEMA_VERSION}: run `gatehouse migrate` first",
-                opts.keyspace
-            ))),
-            std::cmp::Ordering::Greater => Err(schema::newer(&opts.keyspace, at)),
-        }
+        crate::HealthStore::check_health(&store).await?;
+        Ok(store)
     }
 
     /// Connects, creates the keyspace and tables when missing or applies the migrations it has

@@ -103,7 +103,8 @@ fn open(path: &Path, flags: OpenFlags) -> StoreResult<Connection> {
 }
 
 /// Takes and releases the write lock: fails on a read-only file or folder (SQLite otherwise
-/// opens such a file read-only without a word, and every later write fails).
+/// opens such a file read-only without a word, and every later write fails). Only on a file
+/// at this build's schema version (both callers checked it).
 fn probe_write(conn: &Connection) -> rusqlite::Result<()> {
     if conn.is_readonly(rusqlite::MAIN_DB)? {
         return Err(rusqlite::Error::SqliteFailure(
@@ -112,8 +113,10 @@ fn probe_write(conn: &Connection) -> rusqlite::Result<()> {
         ));
     }
     // A write that is rolled back: the header is rewritten in the journal, never applied.
-    let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    let wrote = conn.execute_batch(&format!("BEGIN IMMEDIATE; PRAGMA user_version = {v};"));
+    let wrote = conn.execute_batch(&format!(
+        "BEGIN IMMEDIATE; PRAGMA user_version = {};",
+        schema::VERSION
+    ));
     // Whatever failed, the connection leaves no transaction open.
     let ended = if conn.is_autocommit() {
         Ok(())
