@@ -323,8 +323,9 @@ pub struct OrganizationConfig {
     pub creator_role: String,
     /// Extra roles valid in every organization: `{name: {resource: [action, …]}}`.
     pub roles: std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<String>>>,
-    /// The link an invitation mail carries; `{id}` is the invitation id, `{base_url}` the
-    /// server's. Point it at the app's accept page.
+    /// The link an invitation mail carries; `{id}` is the invitation id, `{email}` the invited
+    /// address (URL-encoded: the hosted page prefills it for sign-in or sign-up), `{base_url}`
+    /// the server's. Point it at the app's accept page.
     pub invitation_link: String,
     /// Only a verified address may accept or reject an invitation. Off by default, as in
     /// better-auth: the invitation's id (only in the mail) is the proof; turn it on when
@@ -342,7 +343,7 @@ impl Default for OrganizationConfig {
         Self {
             creator_role: "owner".into(),
             roles: Default::default(),
-            invitation_link: "{base_url}/accept-invitation/{id}".into(),
+            invitation_link: "{base_url}/accept-invitation/{id}?email={email}".into(),
             require_email_verification_on_invitation: false,
             allow_removing_all_teams: false,
             default_team: true,

@@ -17,6 +17,7 @@ pub mod routes;
 pub mod server;
 pub mod session;
 pub mod social;
+pub mod ui;
 
 use config::{Config, Secret};
 use poem::{Endpoint, EndpointExt, Route};
@@ -47,6 +48,15 @@ pub struct Inner {
     pub mailer: mail::Mailer,
     pub social: social::Social,
     pub jwt: jwt::Jwt,
+    pub role_catalog: RoleCatalog,
+}
+
+/// The roles valid in every organization (built-in, then configured) with what each grants,
+/// and what only owners hold: the permission catalogue's data, fixed at start.
+#[derive(Debug, Clone, Default)]
+pub struct RoleCatalog {
+    pub roles: Vec<(String, policy::Permissions)>,
+    pub owner_only: policy::Permissions,
 }
 
 impl Deref for AppState {
@@ -144,7 +154,21 @@ pub fn openapi_json() -> String {
         return raw;
     };
     nullable_optionals(&mut doc);
+    error_code_enum(&mut doc);
     serde_json::to_string_pretty(&doc).unwrap_or(raw)
+}
+
+/// Types `Error.code` as the enum of every code the server sends ([`error::Code::ALL`]), so a
+/// client's table of messages can be checked complete by its compiler.
+fn error_code_enum(doc: &mut serde_json::Value) {
+    let codes: std::collections::BTreeSet<&str> =
+        error::Code::ALL.iter().map(|c| c.code()).collect();
+    if let Some(code) = doc
+        .pointer_mut("/components/schemas/Error/properties/code")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        code.insert("enum".into(), serde_json::json!(codes));
+    }
 }
 
 /// Marks the properties that are not `required` (`Option<T>` fields) as `nullable`; a `$ref`
@@ -336,6 +360,7 @@ pub struct Prepared {
     actor_config: actors::ActorConfig,
     hasher: crypto::PasswordHasher,
     mailer: mail::Mailer,
+    role_catalog: RoleCatalog,
 }
 
 /// Checks everything that can be checked from the configuration alone — roles, hashing
@@ -347,8 +372,24 @@ pub async fn preflight(config: &Config) -> Result<Prepared, StartError> {
     policy::AdminPolicy::new(&ac.admin)
         .await
         .map_err(|e| StartError::Roles(format!("admin roles: {e}")))?;
-    policy::Policy::new("config", &ac.org.global_roles, &[])
+    let global = policy::Policy::new("config", &ac.org.global_roles, &[])
         .await
+        .map_err(|e| StartError::Roles(e.to_string()))?;
+    let role_catalog = policy::BUILTIN_ROLES
+        .iter()
+        .map(|r| r.to_string())
+        .chain(ac.org.global_roles.iter().map(|(name, _)| name.clone()))
+        .map(|role| {
+            let perms = global.permissions_of(&role)?;
+            Ok((role, perms))
+        })
+        .collect::<Result<Vec<_>, policy::PolicyError>>()
+        .and_then(|roles| {
+            Ok(RoleCatalog {
+                roles,
+                owner_only: global.owner_only()?,
+            })
+        })
         .map_err(|e| StartError::Roles(e.to_string()))?;
     let hasher = crypto::PasswordHasher::new(&config.password)?;
     let mailer = mail::Mailer::from_config(&config.mail, &config.data_dir)?;
@@ -366,6 +407,7 @@ pub async fn preflight(config: &Config) -> Result<Prepared, StartError> {
         actor_config: ac,
         hasher,
         mailer,
+        role_catalog,
     })
 }
 
@@ -407,6 +449,7 @@ impl AppState {
             actor_config,
             hasher,
             mailer,
+            role_catalog,
         } = prepared;
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| StartError::DataDir(config.data_dir.display().to_string(), e))?;
@@ -434,6 +477,7 @@ impl AppState {
             actors,
             clock,
             config,
+            role_catalog,
         })))
     }
 
@@ -455,6 +499,8 @@ impl AppState {
             .at("/health/live", poem::get(routes::meta::live))
             .at("/health/ready", poem::get(routes::meta::ready))
             .nest(BASE_PATH, api)
+            .at("/", ui::Ui)
+            .at("/*path", ui::Ui)
             .around(http::middleware)
             .data(self.clone())
     }

@@ -689,7 +689,15 @@ async fn limits_unknown_routes_and_meta() {
         r.json(),
         json!({"code": "NOT_FOUND", "message": "Not found"})
     );
-    h.get("/elsewhere", None).await.expect(404);
+    // Other paths are the hosted app's (it shows its own "not found" page); a missing file is
+    // a 404.
+    assert!(h
+        .get("/elsewhere", None)
+        .await
+        .expect(200)
+        .text
+        .contains("id=\"root\""));
+    h.get("/elsewhere.php", None).await.expect(404);
     assert_eq!(
         h.get("/api/auth/ok", None).await.expect(200).json(),
         json!({"ok": true})

@@ -15,3 +15,4 @@ mod processes;
 mod smtp;
 mod social;
 mod startup;
+mod ui;

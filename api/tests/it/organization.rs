@@ -823,6 +823,9 @@ fn invitation_id(h: &H, to: &str) -> String {
         .rsplit('/')
         .next()
         .unwrap()
+        .split('?')
+        .next()
+        .unwrap()
         .to_owned()
 }
 
@@ -855,7 +858,7 @@ async fn invitation_lifecycle() {
     assert_eq!(
         mail["link"],
         format!(
-            "http://localhost:3000/accept-invitation/{}",
+            "http://localhost:3000/accept-invitation/{}?email=bob%40example.com",
             inv["id"].as_str().unwrap()
         )
     );

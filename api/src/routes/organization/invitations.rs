@@ -116,7 +116,12 @@ impl InvitationApi {
             .organization
             .invitation_link
             .replace("{base_url}", state.config.base_url.trim_end_matches('/'))
-            .replace("{id}", &inv.id.0);
+            .replace("{id}", &inv.id.0)
+            .replace(
+                "{email}",
+                &percent_encoding::utf8_percent_encode(&email, crate::http::URI_COMPONENT)
+                    .to_string(),
+            );
         let name = match state.reader.get_user_by_email(&email).await? {
             Some(u) => u.name,
             None => email.clone(),

@@ -99,8 +99,80 @@ impl AppState {
     }
 }
 
+/// One resource and the actions a role may be granted on it.
+#[derive(Debug, Object)]
+struct CatalogResource {
+    resource: String,
+    actions: Vec<String>,
+}
+
+/// A role valid in every organization (built-in or configured).
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct CatalogRole {
+    role: String,
+    /// `owner`, `admin` or `member`; otherwise a role from the server's configuration.
+    built_in: bool,
+    /// `{resource: [action, …]}` the role grants.
+    permission: BTreeMap<String, Vec<String>>,
+}
+
+#[derive(Debug, Object)]
+struct PermissionCatalog {
+    /// Every resource and action of the permission model, in a stable order.
+    resources: Vec<CatalogResource>,
+    /// The roles every organization has (its custom roles come from `list-roles`).
+    roles: Vec<CatalogRole>,
+    /// What only owners hold and only owners may grant.
+    #[oai(rename = "ownerOnly")]
+    owner_only: BTreeMap<String, Vec<String>>,
+}
+
+fn wire(p: &policy::Permissions) -> BTreeMap<String, Vec<String>> {
+    p.iter()
+        .map(|(r, a)| (r.clone(), a.iter().cloned().collect()))
+        .collect()
+}
+
 #[OpenApi(prefix_path = "/organization", tag = "Tag::Organization")]
 impl RoleApi {
+    /// The permission catalogue
+    ///
+    /// Every resource × action a role can grant, the roles valid in every organization with
+    /// what each grants, and what only owners may grant: what a roles editor needs. Not part
+    /// of better-auth; needs a session.
+    #[oai(
+        path = "/permission-catalog",
+        method = "get",
+        operation_id = "getPermissionCatalog"
+    )]
+    async fn permission_catalog(
+        &self,
+        state: Data<&AppState>,
+        _auth: Principal,
+    ) -> Json<PermissionCatalog> {
+        Json(PermissionCatalog {
+            resources: policy::RESOURCES
+                .iter()
+                .map(|(res, acts)| CatalogResource {
+                    resource: res.to_string(),
+                    actions: acts.iter().map(|a| a.to_string()).collect(),
+                })
+                .collect(),
+            roles: state
+                .role_catalog
+                .roles
+                .iter()
+                .map(|(role, perms)| CatalogRole {
+                    built_in: policy::BUILTIN_ROLES.contains(&role.as_str()),
+                    role: role.clone(),
+                    permission: wire(perms),
+                })
+                .collect(),
+            owner_only: wire(&state.role_catalog.owner_only),
+        })
+    }
+
     /// Create a custom role
     ///
     /// Needs `ac:create`. Valid in this organization only; names of built-in and configured

@@ -1,0 +1,325 @@
+// End to end in a real browser: Debian's Chromium driven by playwright-core against the real
+// gatehouse binary (GATEHOUSE_BIN, default ../target/debug/gatehouse) on a free port with a
+// fresh data dir; mail is read from that dir's outbox. Each page is saved as a screenshot
+// under e2e/screenshots/ (GATEHOUSE_SCREENSHOTS to change it).
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const BIN = resolve(process.env.GATEHOUSE_BIN ?? join(here, "../../target/debug/gatehouse"));
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const SHOTS = resolve(process.env.GATEHOUSE_SCREENSHOTS ?? join(here, "screenshots"));
+const TIMEOUT = 15_000;
+
+let server;
+let base;
+let dataDir;
+let browser;
+const seen = new Set();
+
+function serverEnv() {
+  return {
+    ...process.env,
+    GATEHOUSE_LISTEN: "127.0.0.1:0",
+    GATEHOUSE_DATA_DIR: dataDir,
+    GATEHOUSE_EMAIL_VERIFICATION__SEND_ON_SIGN_UP: "true",
+    GATEHOUSE_LOG__LEVEL: "warn",
+  };
+}
+
+function startServer() {
+  dataDir = mkdtempSync(join(tmpdir(), "gatehouse-e2e-"));
+  const child = spawn(BIN, [], { env: serverEnv(), stdio: ["ignore", "pipe", "inherit"] });
+  return new Promise((ok, fail) => {
+    let out = "";
+    const timer = setTimeout(() => fail(new Error(`gatehouse did not start: ${out}`)), 30_000);
+    child.on("exit", (code) => fail(new Error(`gatehouse exited with ${code}: ${out}`)));
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        server = child;
+        ok(`http://localhost:${m[1]}`);
+      }
+    });
+  });
+}
+
+/** The link of the newest unread mail of `kind` to `to`, waiting for it. */
+async function mailLink(kind, to) {
+  const outbox = join(dataDir, "outbox");
+  for (let i = 0; i < 100; i++) {
+    const files = existsSync(outbox) ? readdirSync(outbox).filter((f) => f.includes(`-${kind}-`) && !seen.has(f)).sort() : [];
+    for (const f of files.reverse()) {
+      const m = JSON.parse(readFileSync(join(outbox, f), "utf8"));
+      if (m.to === to) {
+        seen.add(f);
+        return m.link;
+      }
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`no ${kind} mail to ${to}`);
+}
+
+async function shot(page, name) {
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  console.log(`screenshot: ${join(SHOTS, `${name}.png`)}`);
+}
+
+async function newPage(options = {}) {
+  const context = await browser.newContext({ viewport: { width: 1100, height: 800 }, ...options });
+  const page = await context.newPage();
+  page.setDefaultTimeout(TIMEOUT);
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e));
+  page.on("console", (m) => m.type() === "error" && !/status of 4\d\d/.test(m.text()) && errors.push(m.text()));
+  return { context, page, errors };
+}
+
+async function signUp(page, name, email, password) {
+  await page.goto(`${base}/sign-up`);
+  await page.getByLabel("Name").fill(name);
+  await page.getByLabel("Email").fill(email);
+  await page.getByLabel("Password", { exact: true }).fill(password);
+  await page.getByRole("button", { name: "Create account" }).click();
+  await page.getByRole("heading", { name: "Your account" }).waitFor();
+}
+
+async function signIn(page, email, password) {
+  await page.goto(`${base}/sign-in`);
+  await page.getByLabel("Email").fill(email);
+  await page.getByLabel("Password", { exact: true }).fill(password);
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await page.getByRole("heading", { name: "Your account" }).waitFor();
+}
+
+before(async () => {
+  assert.ok(existsSync(BIN), `no gatehouse binary at ${BIN} (cargo build first)`);
+  rmSync(SHOTS, { recursive: true, force: true });
+  base = await startServer();
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.removeAllListeners("exit");
+  server?.kill("SIGTERM");
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+test("account: sign up, verify, sign out and in, change password, another browser signed out, reset, delete", async () => {
+  const a = await newPage();
+  const { page } = a;
+  await page.goto(`${base}/`);
+  await page.getByRole("heading", { name: "Sign in" }).waitFor();
+  await page.goto(`${base}/sign-up`);
+  await page.getByRole("button", { name: "Create account" }).click();
+  await page.getByText("Enter your name.").waitFor();
+  await shot(page, "sign-up-validation");
+  await signUp(page, "Ann", "ann@example.com", "first-password-1");
+  await page.getByText("not verified").waitFor();
+  await shot(page, "account");
+
+  await page.goto(await mailLink("verify-email", "ann@example.com"));
+  await page.getByText("Your email address is verified.").waitFor();
+  assert.match(page.url(), /\/verify-email$/);
+  await shot(page, "verify-email");
+
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByRole("heading", { name: "Sign in" }).waitFor();
+  await page.getByLabel("Email").fill("ann@example.com");
+  await page.getByLabel("Password", { exact: true }).fill("wrong-password");
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await page.getByText("The email or the password is wrong.").waitFor();
+  await shot(page, "sign-in-refused");
+  await signIn(page, "ann@example.com", "first-password-1");
+  await page.getByText("verified", { exact: true }).waitFor();
+
+  const b = await newPage({ userAgent: "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 Version/17.0 Mobile/15E148 Safari/604.1", viewport: { width: 390, height: 844 } });
+  await signIn(b.page, "ann@example.com", "first-password-1");
+  await shot(b.page, "account-phone");
+  await page.reload();
+  const sessions = page.getByRole("list", { name: "Your sessions" }).getByRole("listitem");
+  await assert.doesNotReject(sessions.nth(1).waitFor());
+  assert.match(await sessions.first().textContent(), /this session/);
+  assert.match(await sessions.nth(1).textContent(), /Safari on iOS/);
+
+  await page.getByLabel("Current password", { exact: true }).fill("first-password-1");
+  await page.getByLabel("New password", { exact: true }).fill("second-password-2");
+  await page.getByRole("button", { name: "Change password" }).click();
+  await page.getByText(/Your password was changed and your other sessions were signed out/).waitFor();
+  await shot(page, "account-password-changed");
+  await b.page.goto(`${base}/account`);
+  await b.page.getByRole("heading", { name: "Sign in" }).waitFor();
+  assert.match(b.page.url(), /\/sign-in\?redirectTo=(%2F|\/)account$/);
+
+  await b.page.getByRole("link", { name: "Forgot your password?" }).click();
+  await b.page.getByLabel("Email").fill("ann@example.com");
+  await b.page.getByRole("button", { name: "Send the link" }).click();
+  await b.page.getByText(/we sent it a link/).waitFor();
+  await shot(b.page, "forgot-password");
+  await b.page.goto(await mailLink("reset-password", "ann@example.com"));
+  await b.page.getByRole("heading", { name: "Choose a new password" }).waitFor();
+  assert.match(b.page.url(), /\/reset-password\?token=/);
+  await b.page.getByLabel("New password", { exact: true }).fill("third-password-3");
+  await b.page.getByLabel("Repeat the new password", { exact: true }).fill("third-password-3");
+  await shot(b.page, "reset-password");
+  await b.page.getByRole("button", { name: "Set the new password" }).click();
+  await b.page.getByText("Your password was changed.", { exact: false }).waitFor();
+  await signIn(b.page, "ann@example.com", "third-password-3");
+
+  // Deleting asks for the password, mails a link, and the link (in this browser) deletes.
+  await b.page.getByRole("button", { name: "Delete my account…" }).click();
+  const dialog = b.page.getByRole("dialog", { name: "Delete your account?" });
+  await dialog.getByLabel("Password", { exact: true }).fill("third-password-3");
+  await shot(b.page, "delete-account-dialog");
+  await dialog.getByRole("button", { name: "Delete account" }).click();
+  await b.page.getByText(/We sent a confirmation link/).waitFor();
+  await b.page.goto(await mailLink("delete-account", "ann@example.com"));
+  await b.page.getByRole("heading", { name: "Sign in" }).waitFor();
+  await b.page.getByLabel("Email").fill("ann@example.com");
+  await b.page.getByLabel("Password", { exact: true }).fill("third-password-3");
+  await b.page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await b.page.getByText("The email or the password is wrong.").waitFor();
+
+  await page.goto(`${base}/error?error=please_restart_the_process`);
+  await page.getByText(/Please start again/).waitFor();
+  await shot(page, "error-page");
+  assert.deepEqual([...a.errors, ...b.errors], []);
+  await a.context.close();
+  await b.context.close();
+});
+
+test("organizations: create, invite, accept from the mail as a new user, change role, custom role", async () => {
+  const owner = await newPage();
+  const o = owner.page;
+  await signUp(o, "Olga", "olga@example.com", "olga-password-1");
+  await o.getByRole("link", { name: "Organizations" }).click();
+  await o.getByLabel("Name").fill("Acme Labs");
+  await o.getByText("✓ acme-labs is available").waitFor();
+  await shot(o, "organizations");
+  await o.getByRole("button", { name: "Create organization" }).click();
+  await o.getByRole("heading", { name: "Acme Labs" }).waitFor();
+  await shot(o, "organization-members");
+
+  await o.getByRole("link", { name: "Invitations" }).click();
+  await o.getByLabel("Email to invite").fill("bob@example.com");
+  await o.getByRole("button", { name: "Send invitation" }).click();
+  await o.getByText("Invitation sent.").waitFor();
+  await o.getByText(/bob@example\.com · member · pending/).waitFor();
+  await shot(o, "organization-invitations");
+
+  const member = await newPage({ colorScheme: "dark" });
+  const m = member.page;
+  const link = await mailLink("invitation", "bob@example.com");
+  assert.match(link, /\/accept-invitation\/[^/?]+\?email=bob%40example\.com$/);
+  await m.goto(link);
+  await m.getByRole("heading", { name: "You are invited" }).waitFor();
+  await shot(m, "accept-invitation-signed-out");
+  await m.getByRole("link", { name: "Create an account" }).click();
+  assert.equal(await m.getByLabel("Email").inputValue(), "bob@example.com");
+  await m.getByLabel("Name").fill("Bob");
+  await m.getByLabel("Password", { exact: true }).fill("bob-password-1");
+  await m.getByRole("button", { name: "Create account" }).click();
+  await m.getByRole("heading", { name: "Invitation" }).waitFor();
+  await m.getByText(/invites you to join Acme Labs as member/).waitFor();
+  await shot(m, "accept-invitation");
+  await m.getByRole("button", { name: "Accept" }).click();
+  await m.getByRole("heading", { name: "Acme Labs" }).waitFor();
+  await m.getByRole("row", { name: /Olga/ }).waitFor();
+  assert.equal(await m.getByRole("combobox", { name: "Role of Olga" }).count(), 0);
+  await m.getByRole("link", { name: "Invitations" }).click();
+  await m.getByRole("heading", { name: "Invitations" }).waitFor();
+  assert.equal(await m.getByRole("button", { name: "Send invitation" }).count(), 0);
+  await shot(m, "organization-as-member-dark");
+
+  await o.getByRole("link", { name: "Members" }).click();
+  await o.reload();
+  await o.getByRole("combobox", { name: "Role of Bob" }).selectOption("admin");
+  await o.getByRole("row", { name: /Bob/ }).getByRole("combobox").waitFor();
+  await m.reload();
+  await m.getByRole("button", { name: "Send invitation" }).waitFor();
+
+  await o.getByRole("link", { name: "Roles" }).click();
+  await o.getByRole("button", { name: "New role" }).click();
+  await o.getByLabel("Role name").fill("recruiter");
+  await o.locator('input[name="invitation:create"]').check();
+  await o.locator('input[name="member:create"]').check();
+  await shot(o, "organization-roles-editor");
+  await o.getByRole("button", { name: "Create role" }).click();
+  await o.getByText("invitation: create · member: create").waitFor();
+  await o.getByRole("link", { name: "Members" }).click();
+  await o.getByRole("combobox", { name: "Role of Bob" }).selectOption("recruiter");
+  await m.reload();
+  await m.getByRole("link", { name: "Members" }).click();
+  await m.getByRole("row", { name: /Bob.*recruiter/ }).waitFor();
+  await m.getByRole("link", { name: "Invitations" }).click();
+  await m.getByRole("button", { name: "Send invitation" }).waitFor();
+
+  await o.getByRole("link", { name: "Teams" }).click();
+  await o.getByLabel("New team").fill("Core");
+  await o.getByRole("button", { name: "Create team" }).click();
+  await o.getByText("Core", { exact: true }).waitFor();
+  await shot(o, "organization-teams");
+  await o.getByRole("link", { name: "Settings" }).click();
+  await o.getByRole("button", { name: "Delete organization…" }).waitFor();
+  await shot(o, "organization-settings");
+  assert.deepEqual([...owner.errors, ...member.errors], []);
+  await owner.context.close();
+  await member.context.close();
+});
+
+test("admin: an administrator made with the CLI finds a user, impersonates, stops, bans", async () => {
+  const made = spawnSync(BIN, ["user", "create", "--email", "root@example.com", "--name", "Root", "--role", "admin", "--verified", "--password-stdin"], {
+    env: serverEnv(),
+    input: "root-password-1\n",
+    encoding: "utf8",
+  });
+  assert.equal(made.status, 0, made.stderr);
+  const cara = await newPage();
+  await signUp(cara.page, "Cara", "cara@example.com", "cara-password-1");
+
+  const admin = await newPage();
+  const a = admin.page;
+  await signIn(a, "root@example.com", "root-password-1");
+  await a.getByRole("link", { name: "Admin" }).click();
+  await a.getByRole("heading", { name: "Administration" }).waitFor();
+  await a.getByLabel("Search by email").fill("cara");
+  const row = a.getByRole("row", { name: /Cara/ });
+  await row.waitFor();
+  assert.equal(await a.getByRole("row").count(), 2); // the header and Cara
+  await shot(a, "admin");
+
+  await row.getByRole("button", { name: "Impersonate" }).click();
+  await a.getByText("Acting as").waitFor();
+  await a.getByRole("heading", { name: "Your account" }).waitFor();
+  assert.equal(await a.getByLabel("Name").inputValue(), "Cara");
+  await shot(a, "admin-impersonating");
+  await a.getByRole("button", { name: "Stop impersonating" }).click();
+  await a.getByRole("heading", { name: "Administration" }).waitFor();
+  assert.equal(await a.getByText("Acting as").count(), 0);
+
+  await a.getByLabel("Search by email").fill("cara");
+  await a.getByRole("row", { name: /Cara/ }).getByRole("button", { name: "Ban" }).click();
+  const dialog = a.getByRole("dialog", { name: "Ban Cara?" });
+  await dialog.getByLabel("Reason").fill("spam");
+  await dialog.getByRole("button", { name: "Ban" }).click();
+  await a.getByRole("row", { name: /Cara.*banned/ }).waitFor();
+  await cara.page.goto(`${base}/account`);
+  await cara.page.getByRole("heading", { name: "Sign in" }).waitFor();
+  assert.deepEqual([...cara.errors, ...admin.errors], []);
+  await cara.context.close();
+  await admin.context.close();
+});

@@ -1,0 +1,190 @@
+// Small building blocks every form uses: labelled fields, the password toggle, the submit
+// button with its pending state, error and notice boxes, and an accessible dialog.
+import { useEffect, useId, useRef, useState, type ReactNode } from "react";
+import { describe } from "../errors";
+
+export function Field(props: {
+  label: string;
+  name: string;
+  type?: string;
+  value: string;
+  onChange: (v: string) => void;
+  autoComplete?: string;
+  required?: boolean;
+  error?: string | null;
+  placeholder?: string;
+  hint?: ReactNode;
+  disabled?: boolean;
+}) {
+  const id = useId();
+  return (
+    <div className="field">
+      <label htmlFor={id}>{props.label}</label>
+      <input
+        id={id}
+        name={props.name}
+        type={props.type ?? "text"}
+        value={props.value}
+        onChange={(e) => props.onChange(e.target.value)}
+        autoComplete={props.autoComplete}
+        required={props.required}
+        placeholder={props.placeholder}
+        disabled={props.disabled}
+        aria-invalid={props.error ? true : undefined}
+        aria-describedby={props.error ? `${id}-error` : undefined}
+      />
+      {props.hint}
+      {props.error && (
+        <span id={`${id}-error`} className="field-error">
+          {props.error}
+        </span>
+      )}
+    </div>
+  );
+}
+
+/** A password input with a show/hide toggle. */
+export function PasswordField(props: {
+  label: string;
+  name: string;
+  value: string;
+  onChange: (v: string) => void;
+  autoComplete: "current-password" | "new-password";
+  error?: string | null;
+}) {
+  const id = useId();
+  const [shown, setShown] = useState(false);
+  return (
+    <div className="field">
+      <label htmlFor={id}>{props.label}</label>
+      <span className="password">
+        <input
+          id={id}
+          name={props.name}
+          type={shown ? "text" : "password"}
+          value={props.value}
+          onChange={(e) => props.onChange(e.target.value)}
+          autoComplete={props.autoComplete}
+          required
+          aria-invalid={props.error ? true : undefined}
+          aria-describedby={props.error ? `${id}-error` : undefined}
+        />
+        <button
+          type="button"
+          className="secondary"
+          aria-pressed={shown}
+          aria-label={shown ? `Hide ${props.label.toLowerCase()}` : `Show ${props.label.toLowerCase()}`}
+          onClick={() => setShown((s) => !s)}
+        >
+          {shown ? "Hide" : "Show"}
+        </button>
+      </span>
+      {props.error && (
+        <span id={`${id}-error`} className="field-error">
+          {props.error}
+        </span>
+      )}
+    </div>
+  );
+}
+
+export function Submit(props: { pending: boolean; children: ReactNode; disabled?: boolean; className?: string }) {
+  return (
+    <button type="submit" disabled={props.pending || props.disabled} aria-busy={props.pending} className={props.className}>
+      {props.pending ? "Please wait…" : props.children}
+    </button>
+  );
+}
+
+/** The error of a failed request, as a sentence. */
+export function ErrorBox({ error }: { error: unknown }) {
+  if (!error) return null;
+  return (
+    <div role="alert" className="alert">
+      {describe(error)}
+    </div>
+  );
+}
+
+export function Notice({ children }: { children: ReactNode }) {
+  return (
+    <div role="status" className="notice">
+      {children}
+    </div>
+  );
+}
+
+const FOCUSABLE = 'button, [href], input, select, textarea, [tabindex]:not([tabindex="-1"])';
+
+/** A modal dialog: focus moves in, Tab stays inside, Escape closes, focus returns after. */
+export function Dialog(props: { title: string; onClose: () => void; children: ReactNode }) {
+  const ref = useRef<HTMLDivElement>(null);
+  const titleId = useId();
+  const { onClose } = props;
+  useEffect(() => {
+    const before = document.activeElement as HTMLElement | null;
+    const first = ref.current?.querySelector<HTMLElement>(FOCUSABLE);
+    first?.focus();
+    return () => before?.focus();
+  }, []);
+  const onKeyDown = (e: React.KeyboardEvent) => {
+    if (e.key === "Escape") {
+      e.stopPropagation();
+      onClose();
+      return;
+    }
+    if (e.key !== "Tab" || !ref.current) return;
+    const items = Array.from(ref.current.querySelectorAll<HTMLElement>(FOCUSABLE)).filter((el) => !el.hasAttribute("disabled"));
+    if (items.length === 0) return;
+    const first = items[0]!;
+    const last = items[items.length - 1]!;
+    if (e.shiftKey && document.activeElement === first) {
+      e.preventDefault();
+      last.focus();
+    } else if (!e.shiftKey && document.activeElement === last) {
+      e.preventDefault();
+      first.focus();
+    }
+  };
+  return (
+    <div className="overlay" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
+      <div ref={ref} className="dialog" role="dialog" aria-modal="true" aria-labelledby={titleId} onKeyDown={onKeyDown}>
+        <h2 id={titleId}>{props.title}</h2>
+        {props.children}
+      </div>
+    </div>
+  );
+}
+
+/** What a confirmation runs: a mutation (TanStack Query's shape) called without arguments. */
+export interface Action {
+  isPending: boolean;
+  error: unknown;
+  mutate: () => void;
+  reset: () => void;
+}
+
+/** "Are you sure?" before something that cannot be undone; closing forgets the action's error. */
+export function Confirm(props: { title: string; body: ReactNode; confirm: string; action: Action; onClose: () => void }) {
+  const { action } = props;
+  const close = () => {
+    action.reset();
+    props.onClose();
+  };
+  return (
+    <Dialog title={props.title} onClose={close}>
+      <div className="stack">
+        <div>{props.body}</div>
+        <ErrorBox error={action.error} />
+        <div className="row">
+          <button type="button" className="secondary" onClick={close}>
+            Cancel
+          </button>
+          <button type="button" className="danger" disabled={action.isPending} aria-busy={action.isPending} onClick={() => action.mutate()}>
+            {action.isPending ? "Please wait…" : props.confirm}
+          </button>
+        </div>
+      </div>
+    </Dialog>
+  );
+}

@@ -1,0 +1,305 @@
+// The admin area (admin plugin routes): users with search and paging, roles, bans,
+// impersonation, sessions, creating and removing users. The server decides who may do what;
+// a refusal shows as its sentence.
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { Navigate, useNavigate } from "react-router";
+import { api, unwrap, type User } from "../api";
+import { Confirm, Dialog, ErrorBox, Field, Notice, PasswordField, Submit } from "../components/ui";
+import { useSession, useSessionChanged } from "../session";
+import { ago, describeDevice } from "../ua";
+import { emailProblem, newPasswordProblem } from "./auth";
+
+const PAGE = 20;
+
+function UserSessions({ user, onClose }: { user: User; onClose: () => void }) {
+  const qc = useQueryClient();
+  const sessions = useQuery({
+    queryKey: ["admin-sessions", user.id],
+    queryFn: () => unwrap(api.POST("/admin/list-user-sessions", { body: { userId: user.id } })),
+  });
+  const revoke = useMutation({
+    mutationFn: (sessionToken: string) => unwrap(api.POST("/admin/revoke-user-session", { body: { sessionToken } })),
+    onSuccess: () => qc.invalidateQueries({ queryKey: ["admin-sessions", user.id] }),
+  });
+  const revokeAll = useMutation({
+    mutationFn: () => unwrap(api.POST("/admin/revoke-user-sessions", { body: { userId: user.id } })),
+    onSuccess: () => qc.invalidateQueries({ queryKey: ["admin-sessions", user.id] }),
+  });
+  return (
+    <Dialog title={`Sessions of ${user.name}`} onClose={onClose}>
+      <div className="stack">
+        <ErrorBox error={sessions.error ?? revoke.error ?? revokeAll.error} />
+        {sessions.data?.sessions.length === 0 && <p className="muted">No session.</p>}
+        <ul className="list">
+          {(sessions.data?.sessions ?? []).map((s) => (
+            <li key={s.id}>
+              <span>
+                {describeDevice(s.userAgent)} <span className="muted">{ago(s.createdAt)}</span>
+              </span>
+              <button type="button" className="secondary" onClick={() => revoke.mutate(s.token)}>
+                Revoke
+              </button>
+            </li>
+          ))}
+        </ul>
+        <div className="row">
+          <button type="button" className="secondary" onClick={onClose}>
+            Close
+          </button>
+          <button type="button" className="danger" disabled={revokeAll.isPending} onClick={() => revokeAll.mutate()}>
+            Revoke all
+          </button>
+        </div>
+      </div>
+    </Dialog>
+  );
+}
+
+function BanDialog({ user, onClose }: { user: User; onClose: () => void }) {
+  const qc = useQueryClient();
+  const [reason, setReason] = useState("");
+  const [days, setDays] = useState("");
+  const ban = useMutation({
+    mutationFn: () =>
+      unwrap(
+        api.POST("/admin/ban-user", {
+          body: { userId: user.id, banReason: reason.trim() || null, banExpiresIn: days ? Math.round(Number(days) * 86400) : null },
+        }),
+      ),
+    onSuccess: () => {
+      qc.invalidateQueries({ queryKey: ["admin-users"] });
+      onClose();
+    },
+  });
+  const daysError = days && !(Number(days) > 0) ? "A positive number of days, or empty for ever." : null;
+  return (
+    <Dialog title={`Ban ${user.name}?`} onClose={onClose}>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (!daysError) ban.mutate();
+        }}
+      >
+        <p className="muted">Every session of this user is revoked, and signing in is refused.</p>
+        <Field label="Reason" name="ban-reason" autoComplete="off" value={reason} onChange={setReason} />
+        <Field label="For how many days (empty: for ever)" name="ban-days" type="number" autoComplete="off" value={days} onChange={setDays} error={daysError} />
+        <ErrorBox error={ban.error} />
+        <div className="row">
+          <button type="button" className="secondary" onClick={onClose}>
+            Cancel
+          </button>
+          <Submit pending={ban.isPending} className="danger">
+            Ban
+          </Submit>
+        </div>
+      </form>
+    </Dialog>
+  );
+}
+
+function CreateUser() {
+  const qc = useQueryClient();
+  const [name, setName] = useState("");
+  const [email, setEmail] = useState("");
+  const [password, setPassword] = useState("");
+  const [role, setRole] = useState("user");
+  const [touched, setTouched] = useState(false);
+  const create = useMutation({
+    mutationFn: () => unwrap(api.POST("/admin/create-user", { body: { name: name.trim(), email: email.trim(), password, role } })),
+    onSuccess: () => {
+      setName("");
+      setEmail("");
+      setPassword("");
+      setTouched(false);
+      qc.invalidateQueries({ queryKey: ["admin-users"] });
+    },
+  });
+  return (
+    <section className="card" aria-labelledby="create-user-h">
+      <h2 id="create-user-h">Create a user</h2>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          setTouched(true);
+          if (!name.trim() || emailProblem(email) || newPasswordProblem(password)) return;
+          create.mutate();
+        }}
+        noValidate
+      >
+        <Field label="Name" name="new-user-name" autoComplete="off" value={name} onChange={setName} error={touched && !name.trim() ? "Enter a name." : null} />
+        <Field label="Email" name="new-user-email" type="email" autoComplete="off" value={email} onChange={setEmail} error={touched ? emailProblem(email) : null} />
+        <PasswordField label="Password" name="new-user-password" autoComplete="new-password" value={password} onChange={setPassword} error={touched ? newPasswordProblem(password) : null} />
+        <label>
+          Role
+          <select value={role} onChange={(e) => setRole(e.target.value)}>
+            <option value="user">user</option>
+            <option value="admin">admin</option>
+          </select>
+        </label>
+        <ErrorBox error={create.error} />
+        {create.isSuccess && <Notice>User created.</Notice>}
+        <div>
+          <Submit pending={create.isPending}>Create user</Submit>
+        </div>
+      </form>
+    </section>
+  );
+}
+
+export function Admin() {
+  const session = useSession();
+  const qc = useQueryClient();
+  const navigate = useNavigate();
+  const changed = useSessionChanged();
+  const [search, setSearch] = useState("");
+  const [offset, setOffset] = useState(0);
+  const [sessionsOf, setSessionsOf] = useState<User | null>(null);
+  const [banning, setBanning] = useState<User | null>(null);
+  const [removing, setRemoving] = useState<User | null>(null);
+  const users = useQuery({
+    queryKey: ["admin-users", search, offset],
+    queryFn: () =>
+      unwrap(
+        api.GET("/admin/list-users", {
+          params: {
+            query: {
+              limit: PAGE,
+              offset,
+              sortBy: "createdAt",
+              sortDirection: "desc",
+              ...(search.trim() ? { searchValue: search.trim(), searchField: "email", searchOperator: "contains" } : {}),
+            },
+          },
+        }),
+      ),
+    enabled: !!session.data,
+    retry: false,
+  });
+  const refresh = () => qc.invalidateQueries({ queryKey: ["admin-users"] });
+  const setRole = useMutation({
+    mutationFn: (v: { userId: string; role: string }) => unwrap(api.POST("/admin/set-role", { body: v })),
+    onSuccess: refresh,
+  });
+  const unban = useMutation({
+    mutationFn: (userId: string) => unwrap(api.POST("/admin/unban-user", { body: { userId } })),
+    onSuccess: refresh,
+  });
+  const impersonate = useMutation({
+    mutationFn: (userId: string) => unwrap(api.POST("/admin/impersonate-user", { body: { userId } })),
+    onSuccess: async () => {
+      await changed();
+      navigate("/account");
+    },
+  });
+  const remove = useMutation({
+    mutationFn: () => unwrap(api.POST("/admin/remove-user", { body: { userId: removing?.id ?? "" } })),
+    onSuccess: () => {
+      setRemoving(null);
+      refresh();
+    },
+  });
+  if (session.isPending) return <main>Loading…</main>;
+  if (!session.data) return <Navigate to="/sign-in?redirectTo=/admin" replace />;
+  const total = users.data?.total ?? 0;
+  return (
+    <main>
+      <h1>Administration</h1>
+      <section className="card" aria-labelledby="users-h">
+        <h2 id="users-h">Users</h2>
+        <Field
+          label="Search by email"
+          name="search"
+          type="search"
+          autoComplete="off"
+          value={search}
+          onChange={(v) => {
+            setSearch(v);
+            setOffset(0);
+          }}
+        />
+        <ErrorBox error={users.error ?? setRole.error ?? unban.error ?? impersonate.error} />
+        <table>
+          <thead>
+            <tr>
+              <th>Name</th>
+              <th className="hide-sm">Email</th>
+              <th>Role</th>
+              <th className="hide-sm">Created</th>
+              <th>
+                <span className="muted">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {(users.data?.users ?? []).map((u) => (
+              <tr key={u.id} data-email={u.email}>
+                <td>
+                  {u.name} {u.banned && <span className="badge">banned</span>}
+                </td>
+                <td className="hide-sm">{u.email}</td>
+                <td>
+                  <select aria-label={`Role of ${u.name}`} value={u.role} disabled={u.id === session.data!.user.id} onChange={(e) => setRole.mutate({ userId: u.id, role: e.target.value })}>
+                    {[...new Set([u.role, "user", "admin"])].map((r) => (
+                      <option key={r} value={r}>
+                        {r}
+                      </option>
+                    ))}
+                  </select>
+                </td>
+                <td className="hide-sm">{ago(u.createdAt)}</td>
+                <td>
+                  {u.id !== session.data!.user.id && (
+                    <div className="row">
+                      {u.banned ? (
+                        <button type="button" className="secondary" onClick={() => unban.mutate(u.id)}>
+                          Unban
+                        </button>
+                      ) : (
+                        <button type="button" className="secondary" onClick={() => setBanning(u)}>
+                          Ban
+                        </button>
+                      )}
+                      <button type="button" className="secondary" onClick={() => impersonate.mutate(u.id)}>
+                        Impersonate
+                      </button>
+                      <button type="button" className="secondary" onClick={() => setSessionsOf(u)}>
+                        Sessions
+                      </button>
+                      <button type="button" className="secondary" onClick={() => setRemoving(u)}>
+                        Remove
+                      </button>
+                    </div>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        <div className="row">
+          <button type="button" className="secondary" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE))}>
+            Previous
+          </button>
+          <span className="muted">
+            {total === 0 ? "No user" : `${offset + 1}–${Math.min(offset + PAGE, total)} of ${total}`}
+          </span>
+          <button type="button" className="secondary" disabled={offset + PAGE >= total} onClick={() => setOffset(offset + PAGE)}>
+            Next
+          </button>
+        </div>
+      </section>
+      <CreateUser />
+      {sessionsOf && <UserSessions user={sessionsOf} onClose={() => setSessionsOf(null)} />}
+      {banning && <BanDialog user={banning} onClose={() => setBanning(null)} />}
+      {removing && (
+        <Confirm
+          title={`Remove ${removing.name}?`}
+          body="The user, their sessions, sign-in methods and memberships are deleted."
+          confirm="Remove user"
+          action={remove}
+          onClose={() => setRemoving(null)}
+        />
+      )}
+    </main>
+  );
+}

@@ -1,0 +1,342 @@
+// Signed-out pages: sign-in, sign-up, forgot and reset password, the email-verification
+// result, and the error page of `?error=` redirects.
+import { useMutation, useQuery } from "@tanstack/react-query";
+import { useState, type FormEvent } from "react";
+import { Link, Navigate, useNavigate, useSearchParams } from "react-router";
+import { api, ApiError, unwrap } from "../api";
+import { ErrorBox, Field, Notice, PasswordField, Submit } from "../components/ui";
+import { describeRedirectError } from "../errors";
+import { safeRedirect, withRedirect } from "../redirect";
+import { useSession, useSessionChanged } from "../session";
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+export const MIN_PASSWORD = 8;
+
+export function emailProblem(email: string): string | null {
+  if (!email.trim()) return "Enter your email address.";
+  return EMAIL.test(email.trim()) ? null : "That email address does not look right.";
+}
+
+export function newPasswordProblem(password: string): string | null {
+  if (password.length < MIN_PASSWORD) return `Use at least ${MIN_PASSWORD} characters.`;
+  if (password.length > 128) return "Use at most 128 characters.";
+  return null;
+}
+
+function SocialButtons({ redirectTo }: { redirectTo: string }) {
+  const providers = useQuery({
+    queryKey: ["social-providers"],
+    queryFn: () => unwrap(api.GET("/social-providers")),
+    staleTime: Infinity,
+  });
+  const go = useMutation({
+    mutationFn: (provider: string) =>
+      unwrap(
+        api.POST("/sign-in/social", {
+          body: { provider, callbackURL: redirectTo, errorCallbackURL: "/error", disableRedirect: true },
+        }),
+      ),
+    onSuccess: (data) => {
+      if (data.url) window.location.assign(data.url);
+    },
+  });
+  if (!providers.data?.length) return null;
+  return (
+    <div className="stack">
+      <div className="divider">or</div>
+      {providers.data.map((p) => (
+        <button key={p.id} type="button" className="secondary" disabled={go.isPending} onClick={() => go.mutate(p.id)}>
+          Continue with {p.name}
+        </button>
+      ))}
+      <ErrorBox error={go.error} />
+    </div>
+  );
+}
+
+/** Sends the verification mail again (for a refused sign-in or a failed link). */
+export function ResendVerification({ email: initial }: { email: string }) {
+  const [email, setEmail] = useState(initial);
+  const resend = useMutation({
+    mutationFn: () => unwrap(api.POST("/send-verification-email", { body: { email, callbackURL: "/verify-email" } })),
+  });
+  return (
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        resend.mutate();
+      }}
+    >
+      {!initial && <Field label="Email" name="email" type="email" autoComplete="email" value={email} onChange={setEmail} required />}
+      {resend.isSuccess ? (
+        <Notice>We sent a new verification link to {email}.</Notice>
+      ) : (
+        <Submit pending={resend.isPending} className="secondary">
+          Send the verification link again
+        </Submit>
+      )}
+      <ErrorBox error={resend.error} />
+    </form>
+  );
+}
+
+export function SignIn() {
+  const [params] = useSearchParams();
+  const redirectTo = safeRedirect(params.get("redirectTo"));
+  const [email, setEmail] = useState(params.get("email") ?? "");
+  const [password, setPassword] = useState("");
+  const [rememberMe, setRememberMe] = useState(true);
+  const [touched, setTouched] = useState(false);
+  const navigate = useNavigate();
+  const changed = useSessionChanged();
+  const signIn = useMutation({
+    mutationFn: () => unwrap(api.POST("/sign-in/email", { body: { email: email.trim(), password, rememberMe } })),
+    onSuccess: async () => {
+      await changed();
+      navigate(redirectTo, { replace: true });
+    },
+  });
+  const emailError = touched ? emailProblem(email) : null;
+  const passwordError = touched && !password ? "Enter your password." : null;
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    setTouched(true);
+    if (emailProblem(email) || !password) return;
+    signIn.mutate();
+  };
+  const unverified = signIn.error instanceof ApiError && signIn.error.code === "EMAIL_NOT_VERIFIED";
+  return (
+    <main className="narrow">
+      <div className="card">
+        <h1>Sign in</h1>
+        <form onSubmit={submit} noValidate>
+          <Field label="Email" name="email" type="email" autoComplete="username" value={email} onChange={setEmail} error={emailError} />
+          <PasswordField label="Password" name="password" autoComplete="current-password" value={password} onChange={setPassword} error={passwordError} />
+          <label className="check">
+            <input type="checkbox" checked={rememberMe} onChange={(e) => setRememberMe(e.target.checked)} /> Remember me
+          </label>
+          <ErrorBox error={signIn.error} />
+          <Submit pending={signIn.isPending}>Sign in</Submit>
+        </form>
+        {unverified && <ResendVerification email={email.trim()} />}
+        <SocialButtons redirectTo={redirectTo} />
+        <p className="muted">
+          <Link to={withRedirect("/forgot-password", null, email ? { email } : {})}>Forgot your password?</Link>
+          {" · "}
+          <Link to={withRedirect("/sign-up", params.get("redirectTo"), email ? { email } : {})}>Create an account</Link>
+        </p>
+      </div>
+    </main>
+  );
+}
+
+export function SignUp() {
+  const [params] = useSearchParams();
+  const redirectTo = safeRedirect(params.get("redirectTo"));
+  const [name, setName] = useState("");
+  const [email, setEmail] = useState(params.get("email") ?? "");
+  const [password, setPassword] = useState("");
+  const [touched, setTouched] = useState(false);
+  const navigate = useNavigate();
+  const changed = useSessionChanged();
+  const signUp = useMutation({
+    mutationFn: () =>
+      unwrap(
+        api.POST("/sign-up/email", {
+          body: { name: name.trim(), email: email.trim(), password, callbackURL: "/verify-email" },
+        }),
+      ),
+    onSuccess: async (data) => {
+      if (!data.token) return; // verification required first: the page says so
+      await changed();
+      navigate(redirectTo, { replace: true });
+    },
+  });
+  const errors = {
+    name: touched && !name.trim() ? "Enter your name." : null,
+    email: touched ? emailProblem(email) : null,
+    password: touched ? newPasswordProblem(password) : null,
+  };
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    setTouched(true);
+    if (!name.trim() || emailProblem(email) || newPasswordProblem(password)) return;
+    signUp.mutate();
+  };
+  return (
+    <main className="narrow">
+      <div className="card">
+        <h1>Create an account</h1>
+        {signUp.isSuccess && !signUp.data.token ? (
+          <Notice>Check your inbox: we sent a link to {email} to verify your address before you sign in.</Notice>
+        ) : (
+          <form onSubmit={submit} noValidate>
+            <Field label="Name" name="name" autoComplete="name" value={name} onChange={setName} error={errors.name} />
+            <Field label="Email" name="email" type="email" autoComplete="email" value={email} onChange={setEmail} error={errors.email} />
+            <PasswordField label="Password" name="password" autoComplete="new-password" value={password} onChange={setPassword} error={errors.password} />
+            <ErrorBox error={signUp.error} />
+            <Submit pending={signUp.isPending}>Create account</Submit>
+          </form>
+        )}
+        <SocialButtons redirectTo={redirectTo} />
+        <p className="muted">
+          Already have an account? <Link to={withRedirect("/sign-in", params.get("redirectTo"), email ? { email } : {})}>Sign in</Link>
+        </p>
+      </div>
+    </main>
+  );
+}
+
+export function ForgotPassword() {
+  const [params] = useSearchParams();
+  const [email, setEmail] = useState(params.get("email") ?? "");
+  const [touched, setTouched] = useState(false);
+  const request = useMutation({
+    mutationFn: () => unwrap(api.POST("/request-password-reset", { body: { email: email.trim(), redirectTo: "/reset-password" } })),
+  });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    setTouched(true);
+    if (emailProblem(email)) return;
+    request.mutate();
+  };
+  return (
+    <main className="narrow">
+      <div className="card">
+        <h1>Forgot your password?</h1>
+        {request.isSuccess ? (
+          <Notice>If an account uses {email.trim()}, we sent it a link to choose a new password. It works for one hour.</Notice>
+        ) : (
+          <form onSubmit={submit} noValidate>
+            <p className="muted">Enter your email address and we will send you a link to choose a new password.</p>
+            <Field label="Email" name="email" type="email" autoComplete="email" value={email} onChange={setEmail} error={touched ? emailProblem(email) : null} />
+            <ErrorBox error={request.error} />
+            <Submit pending={request.isPending}>Send the link</Submit>
+          </form>
+        )}
+        <p className="muted">
+          <Link to="/sign-in">Back to sign-in</Link>
+        </p>
+      </div>
+    </main>
+  );
+}
+
+export function ResetPassword() {
+  const [params] = useSearchParams();
+  const token = params.get("token");
+  const linkError = params.get("error");
+  const [password, setPassword] = useState("");
+  const [confirm, setConfirm] = useState("");
+  const [touched, setTouched] = useState(false);
+  const reset = useMutation({
+    mutationFn: () => unwrap(api.POST("/reset-password", { body: { newPassword: password, token: token ?? "" } })),
+  });
+  const errors = {
+    password: touched ? newPasswordProblem(password) : null,
+    confirm: touched && confirm !== password ? "The two passwords differ." : null,
+  };
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    setTouched(true);
+    if (newPasswordProblem(password) || confirm !== password) return;
+    reset.mutate();
+  };
+  let body;
+  if (linkError || !token) {
+    body = (
+      <>
+        <div role="alert" className="alert">
+          {linkError ? describeRedirectError(linkError) : "This page needs the link from the email."}
+        </div>
+        <p>
+          <Link to="/forgot-password">Ask for a new link</Link>
+        </p>
+      </>
+    );
+  } else if (reset.isSuccess) {
+    body = (
+      <>
+        <Notice>Your password was changed. Every other session was signed out.</Notice>
+        <p>
+          <Link to="/sign-in">Sign in with your new password</Link>
+        </p>
+      </>
+    );
+  } else {
+    body = (
+      <form onSubmit={submit} noValidate>
+        <PasswordField label="New password" name="new-password" autoComplete="new-password" value={password} onChange={setPassword} error={errors.password} />
+        <PasswordField label="Repeat the new password" name="confirm-password" autoComplete="new-password" value={confirm} onChange={setConfirm} error={errors.confirm} />
+        <ErrorBox error={reset.error} />
+        <Submit pending={reset.isPending}>Set the new password</Submit>
+      </form>
+    );
+  }
+  return (
+    <main className="narrow">
+      <div className="card">
+        <h1>Choose a new password</h1>
+        {body}
+      </div>
+    </main>
+  );
+}
+
+export function VerifyEmail() {
+  const [params] = useSearchParams();
+  const error = params.get("error");
+  const session = useSession();
+  const user = session.data?.user;
+  return (
+    <main className="narrow">
+      <div className="card">
+        <h1>Email verification</h1>
+        {error ? (
+          <div className="stack">
+            <div role="alert" className="alert">
+              {describeRedirectError(error)}
+            </div>
+            <ResendVerification email={user?.email ?? ""} />
+          </div>
+        ) : user && !user.emailVerified ? (
+          <div className="stack">
+            <p>Your address {user.email} is not verified yet: follow the link we emailed you.</p>
+            <ResendVerification email={user.email} />
+          </div>
+        ) : (
+          <div className="stack">
+            <Notice>Your email address is verified.</Notice>
+            <p>{user ? <Link to="/account">Go to your account</Link> : <Link to="/sign-in">Sign in</Link>}</p>
+          </div>
+        )}
+      </div>
+    </main>
+  );
+}
+
+export function ErrorPage() {
+  const [params] = useSearchParams();
+  const code = params.get("error") ?? "unknown";
+  return (
+    <main className="narrow">
+      <div className="card">
+        <h1>Something went wrong</h1>
+        <div role="alert" className="alert">
+          {describeRedirectError(code)}
+        </div>
+        <p className="muted">Code: {code}</p>
+        <p>
+          <Link to="/">Back to the start</Link>
+        </p>
+      </div>
+    </main>
+  );
+}
+
+/** `/`: the account when signed in, else sign-in. */
+export function Home() {
+  const session = useSession();
+  if (session.isPending) return <main className="narrow">Loading…</main>;
+  return session.data ? <Navigate to="/account" replace /> : <SignIn />;
+}

@@ -1,0 +1,173 @@
+import { screen, waitFor } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { beforeEach, expect, it, vi } from "vitest";
+import { ForgotPassword, ResetPassword, SignIn, SignUp, VerifyEmail } from "../pages/auth";
+import { deferred, mockServer, renderAt, session, user } from "./helpers";
+
+beforeEach(() => {
+  vi.unstubAllGlobals();
+});
+
+const signInRoutes = [
+  { path: "/sign-in", element: <SignIn /> },
+  { path: "/account", element: <p>account page</p> },
+  { path: "/organizations/:id", element: <p>org page</p> },
+];
+
+it("sign-in: checks the fields before sending anything", async () => {
+  const { sent } = mockServer({ "GET /social-providers": () => ({ body: [] }) });
+  renderAt("/sign-in", signInRoutes);
+  await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
+  expect(screen.getByText("Enter your email address.")).toBeInTheDocument();
+  expect(screen.getByText("Enter your password.")).toBeInTheDocument();
+  await userEvent.type(screen.getByLabelText("Email"), "not-an-email");
+  expect(screen.getByText("That email address does not look right.")).toBeInTheDocument();
+  expect(sent.filter((s) => s.method === "POST")).toEqual([]);
+});
+
+it("sign-in: pending, then the server's refusal as a sentence", async () => {
+  const gate = deferred();
+  mockServer({
+    "GET /social-providers": () => ({ body: [] }),
+    "POST /sign-in/email": () => gate.reply,
+  });
+  renderAt("/sign-in", signInRoutes);
+  await userEvent.type(screen.getByLabelText("Email"), "ann@example.com");
+  await userEvent.type(screen.getByLabelText("Password"), "wrong-password");
+  await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
+  const pending = await screen.findByRole("button", { name: "Please wait…" });
+  expect(pending).toBeDisabled();
+  gate.release({ status: 401, body: { code: "INVALID_EMAIL_OR_PASSWORD", message: "Invalid email or password" } });
+  expect(await screen.findByRole("alert")).toHaveTextContent("The email or the password is wrong.");
+  expect(screen.getByRole("button", { name: "Sign in" })).toBeEnabled();
+});
+
+it("sign-in: sends remember-me and goes to a local redirectTo only", async () => {
+  const { sent } = mockServer({
+    "GET /social-providers": () => ({ body: [] }),
+    "POST /sign-in/email": () => ({ body: { redirect: false, token: "t", url: null, user } }),
+    "GET /get-session": () => ({ body: session }),
+  });
+  renderAt("/sign-in?redirectTo=%2Forganizations%2Fo1&email=ann%40example.com", signInRoutes);
+  expect(screen.getByLabelText("Email")).toHaveValue("ann@example.com");
+  await userEvent.type(screen.getByLabelText("Password"), "correct-horse");
+  await userEvent.click(screen.getByLabelText("Remember me"));
+  await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
+  expect(await screen.findByText("org page")).toBeInTheDocument();
+  expect(sent.find((s) => s.path === "/sign-in/email")?.body).toEqual({ email: "ann@example.com", password: "correct-horse", rememberMe: false });
+});
+
+it("sign-in: an unverified address offers to resend the link", async () => {
+  const { sent } = mockServer({
+    "GET /social-providers": () => ({ body: [] }),
+    "POST /sign-in/email": () => ({ status: 403, body: { code: "EMAIL_NOT_VERIFIED", message: "Email not verified" } }),
+    "POST /send-verification-email": () => ({ body: { status: true } }),
+  });
+  renderAt("/sign-in", signInRoutes);
+  await userEvent.type(screen.getByLabelText("Email"), "ann@example.com");
+  await userEvent.type(screen.getByLabelText("Password"), "whatever-1");
+  await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
+  await userEvent.click(await screen.findByRole("button", { name: "Send the verification link again" }));
+  expect(await screen.findByText(/We sent a new verification link/)).toBeInTheDocument();
+  expect(sent.find((s) => s.path === "/send-verification-email")?.body).toEqual({ email: "ann@example.com", callbackURL: "/verify-email" });
+});
+
+it("sign-in: shows the configured providers and starts their flow", async () => {
+  const assign = vi.fn();
+  vi.stubGlobal("location", { ...window.location, assign, origin: window.location.origin });
+  const { sent } = mockServer({
+    "GET /social-providers": () => ({ body: [{ id: "github", name: "GitHub" }] }),
+    "POST /sign-in/social": () => ({ body: { redirect: true, url: "https://github.example/authorize?x=1" } }),
+  });
+  renderAt("/sign-in", signInRoutes);
+  await userEvent.click(await screen.findByRole("button", { name: "Continue with GitHub" }));
+  await waitFor(() => expect(assign).toHaveBeenCalledWith("https://github.example/authorize?x=1"));
+  expect(sent.find((s) => s.path === "/sign-in/social")?.body).toMatchObject({ provider: "github", errorCallbackURL: "/error", disableRedirect: true });
+});
+
+it("password fields toggle between hidden and shown", async () => {
+  mockServer({ "GET /social-providers": () => ({ body: [] }) });
+  renderAt("/sign-in", signInRoutes);
+  const input = screen.getByLabelText("Password");
+  expect(input).toHaveAttribute("type", "password");
+  expect(input).toHaveAttribute("autocomplete", "current-password");
+  await userEvent.click(screen.getByRole("button", { name: "Show password" }));
+  expect(input).toHaveAttribute("type", "text");
+  await userEvent.click(screen.getByRole("button", { name: "Hide password" }));
+  expect(input).toHaveAttribute("type", "password");
+});
+
+it("sign-up: validates, then reports a taken address", async () => {
+  const { sent } = mockServer({
+    "GET /social-providers": () => ({ body: [] }),
+    "POST /sign-up/email": () => ({ status: 422, body: { code: "USER_ALREADY_EXISTS", message: "User already exists" } }),
+  });
+  renderAt("/sign-up", [{ path: "/sign-up", element: <SignUp /> }]);
+  await userEvent.click(screen.getByRole("button", { name: "Create account" }));
+  expect(screen.getByText("Enter your name.")).toBeInTheDocument();
+  expect(screen.getByText("Use at least 8 characters.")).toBeInTheDocument();
+  expect(sent.some((s) => s.method === "POST")).toBe(false);
+  expect(screen.getByLabelText("Password")).toHaveAttribute("autocomplete", "new-password");
+  await userEvent.type(screen.getByLabelText("Name"), "Ann");
+  await userEvent.type(screen.getByLabelText("Email"), "ann@example.com");
+  await userEvent.type(screen.getByLabelText("Password"), "long-enough-1");
+  await userEvent.click(screen.getByRole("button", { name: "Create account" }));
+  expect(await screen.findByRole("alert")).toHaveTextContent("An account with this email already exists. Sign in instead.");
+});
+
+it("sign-up: without a session (verification first) says to check the inbox", async () => {
+  mockServer({
+    "GET /social-providers": () => ({ body: [] }),
+    "POST /sign-up/email": () => ({ body: { token: null, user: { ...user, emailVerified: false } } }),
+  });
+  renderAt("/sign-up", [{ path: "/sign-up", element: <SignUp /> }]);
+  await userEvent.type(screen.getByLabelText("Name"), "Ann");
+  await userEvent.type(screen.getByLabelText("Email"), "ann@example.com");
+  await userEvent.type(screen.getByLabelText("Password"), "long-enough-1");
+  await userEvent.click(screen.getByRole("button", { name: "Create account" }));
+  expect(await screen.findByText(/Check your inbox/)).toBeInTheDocument();
+});
+
+it("forgot password: asks for a link back to the reset page", async () => {
+  const { sent } = mockServer({
+    "POST /request-password-reset": () => ({ body: { status: true, message: "If this email exists in our system, check your email for the reset link" } }),
+  });
+  renderAt("/forgot-password", [{ path: "/forgot-password", element: <ForgotPassword /> }]);
+  await userEvent.click(screen.getByRole("button", { name: "Send the link" }));
+  expect(screen.getByText("Enter your email address.")).toBeInTheDocument();
+  await userEvent.type(screen.getByLabelText("Email"), "ann@example.com");
+  await userEvent.click(screen.getByRole("button", { name: "Send the link" }));
+  expect(await screen.findByRole("status")).toHaveTextContent("we sent it a link");
+  expect(sent.at(-1)?.body).toEqual({ email: "ann@example.com", redirectTo: "/reset-password" });
+});
+
+it("reset password: needs the link's token, matching passwords, and reports a dead link", async () => {
+  const { sent } = mockServer({
+    "POST /reset-password": () => ({ status: 400, body: { code: "INVALID_TOKEN", message: "Invalid token" } }),
+  });
+  const routes = [{ path: "/reset-password", element: <ResetPassword /> }];
+  const first = renderAt("/reset-password", routes);
+  expect(screen.getByRole("alert")).toHaveTextContent("This page needs the link from the email.");
+  first.unmount();
+  const second = renderAt("/reset-password?error=INVALID_TOKEN", routes);
+  expect(screen.getByRole("alert")).toHaveTextContent("This link is invalid or was already used.");
+  second.unmount();
+  renderAt("/reset-password?token=abc", routes);
+  await userEvent.type(screen.getByLabelText("New password"), "new-password-1");
+  await userEvent.type(screen.getByLabelText("Repeat the new password"), "new-password-2");
+  await userEvent.click(screen.getByRole("button", { name: "Set the new password" }));
+  expect(screen.getByText("The two passwords differ.")).toBeInTheDocument();
+  expect(sent).toEqual([]);
+  await userEvent.clear(screen.getByLabelText("Repeat the new password"));
+  await userEvent.type(screen.getByLabelText("Repeat the new password"), "new-password-1");
+  await userEvent.click(screen.getByRole("button", { name: "Set the new password" }));
+  expect(await screen.findByRole("alert")).toHaveTextContent("This link is invalid or was already used.");
+  expect(sent[0]?.body).toEqual({ newPassword: "new-password-1", token: "abc" });
+});
+
+it("verify-email: a failed link says why and offers a new one", async () => {
+  mockServer({ "GET /get-session": () => ({ body: null }) });
+  renderAt("/verify-email?error=TOKEN_EXPIRED", [{ path: "/verify-email", element: <VerifyEmail /> }]);
+  expect(screen.getByRole("alert")).toHaveTextContent("This link has expired. Ask for a new one.");
+  expect(await screen.findByRole("button", { name: "Send the verification link again" })).toBeInTheDocument();
+});

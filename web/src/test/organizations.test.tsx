@@ -1,0 +1,137 @@
+import { screen, waitFor, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { beforeEach, expect, it, vi } from "vitest";
+import { AcceptInvitation, OrganizationPage, Organizations } from "../pages/organizations";
+import { mockServer, renderAt, session } from "./helpers";
+
+beforeEach(() => vi.unstubAllGlobals());
+
+const catalog = {
+  resources: [
+    { resource: "member", actions: ["create", "update", "delete"] },
+    { resource: "invitation", actions: ["create", "cancel"] },
+  ],
+  roles: [
+    { role: "owner", builtIn: true, permission: { member: ["create", "update", "delete"] } },
+    { role: "admin", builtIn: true, permission: { member: ["create", "update", "delete"] } },
+    { role: "member", builtIn: true, permission: {} },
+  ],
+  ownerOnly: { organization: ["delete"] },
+};
+
+const org = {
+  id: "o1",
+  name: "Acme",
+  slug: "acme",
+  logo: null,
+  metadata: null,
+  createdAt: "2026-11-01T10:00:00.000Z",
+  members: [
+    { id: "m1", organizationId: "o1", userId: "u1", role: "owner", teamId: null, createdAt: "2026-11-01T10:00:00.000Z", user: { id: "u1", name: "Ann", email: "ann@example.com", image: null } },
+    { id: "m2", organizationId: "o1", userId: "u2", role: "member", teamId: null, createdAt: "2026-11-01T10:00:00.000Z", user: { id: "u2", name: "Bob", email: "bob@example.com", image: null } },
+  ],
+  invitations: [],
+  teams: [],
+};
+
+it("create: the slug follows the name and is checked as you type", async () => {
+  const { sent } = mockServer({
+    "GET /get-session": () => ({ body: session }),
+    "GET /organization/list": () => ({ body: [] }),
+    "GET /organization/list-user-invitations": () => ({ body: [] }),
+    "POST /organization/check-slug": (body) =>
+      (body as { slug: string }).slug === "acme" ? { status: 400, body: { code: "SLUG_IS_TAKEN", message: "slug is taken" } } : { body: { status: true } },
+    "POST /organization/create": () => ({ body: { ...org, id: "o2" } }),
+  });
+  renderAt("/organizations", [
+    { path: "/organizations", element: <Organizations /> },
+    { path: "/organizations/:id", element: <p>org page</p> },
+  ]);
+  const name = await screen.findByLabelText("Name");
+  await userEvent.type(name, "Acme");
+  expect(screen.getByLabelText("Slug")).toHaveValue("acme");
+  expect(await screen.findByText("That slug is taken.")).toBeInTheDocument();
+  expect(screen.getByRole("button", { name: "Create organization" })).toBeDisabled();
+  await userEvent.type(name, " Labs");
+  expect(await screen.findByText("✓ acme-labs is available")).toBeInTheDocument();
+  await userEvent.clear(screen.getByLabelText("Slug"));
+  await userEvent.type(screen.getByLabelText("Slug"), "Bad Slug");
+  expect(screen.getByText("Use 1–64 lowercase letters, digits, - or _.")).toBeInTheDocument();
+  await userEvent.clear(screen.getByLabelText("Slug"));
+  await userEvent.type(screen.getByLabelText("Slug"), "acme-labs");
+  await waitFor(() => expect(screen.getByRole("button", { name: "Create organization" })).toBeEnabled());
+  await userEvent.click(screen.getByRole("button", { name: "Create organization" }));
+  expect(await screen.findByText("org page")).toBeInTheDocument();
+  expect(sent.find((s) => s.path === "/organization/create")?.body).toEqual({ name: "Acme Labs", slug: "acme-labs" });
+});
+
+function orgServer(granted: (perms: Record<string, string[]>) => boolean, extra: Parameters<typeof mockServer>[0] = {}) {
+  return mockServer({
+    "GET /get-session": () => ({ body: session }),
+    "GET /organization/get-full-organization": () => ({ body: org }),
+    "GET /organization/permission-catalog": () => ({ body: catalog }),
+    "GET /organization/list-roles": () => ({ body: [] }),
+    "GET /organization/list-invitations": () => ({ body: [] }),
+    "POST /organization/has-permission": (body) => ({ body: { success: granted((body as { permissions: Record<string, string[]> }).permissions), error: null } }),
+    ...extra,
+  });
+}
+
+const orgRoutes = [
+  { path: "/organizations/:id", element: <OrganizationPage /> },
+  { path: "/organizations/:id/:tab", element: <OrganizationPage /> },
+];
+
+it("members: buttons follow has-permission", async () => {
+  orgServer(() => false);
+  const view = renderAt("/organizations/o1", orgRoutes);
+  const bob = await screen.findByRole("row", { name: /Bob/ });
+  expect(within(bob).queryByRole("combobox")).toBeNull();
+  expect(within(bob).queryByRole("button", { name: "Remove" })).toBeNull();
+  view.unmount();
+  const { sent } = orgServer(() => true, { "POST /organization/update-member-role": () => ({ body: org.members[1] }) });
+  renderAt("/organizations/o1", orgRoutes);
+  const select = await screen.findByRole("combobox", { name: "Role of Bob" });
+  expect(within(screen.getByRole("row", { name: /Bob/ })).getByRole("button", { name: "Remove" })).toBeInTheDocument();
+  await userEvent.selectOptions(select, "admin");
+  await waitFor(() => expect(sent.find((s) => s.path === "/organization/update-member-role")?.body).toEqual({ organizationId: "o1", memberId: "m2", role: "admin" }));
+});
+
+it("invitations: validates the address and shows the server's refusal", async () => {
+  const { sent } = orgServer(() => true, {
+    "POST /organization/invite-member": () => ({ status: 400, body: { code: "USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION", message: "User is already a member of this organization" } }),
+  });
+  renderAt("/organizations/o1/invitations", orgRoutes);
+  await userEvent.click(await screen.findByRole("button", { name: "Send invitation" }));
+  expect(screen.getByText("Enter your email address.")).toBeInTheDocument();
+  expect(sent.some((s) => s.path === "/organization/invite-member")).toBe(false);
+  await userEvent.type(screen.getByLabelText("Email to invite"), "bob@example.com");
+  await userEvent.selectOptions(screen.getByLabelText("Role"), "admin");
+  await userEvent.click(screen.getByRole("button", { name: "Send invitation" }));
+  expect(await screen.findByRole("alert")).toHaveTextContent("User is already a member of this organization.");
+  expect(sent.find((s) => s.path === "/organization/invite-member")?.body).toEqual({ organizationId: "o1", email: "bob@example.com", role: "admin" });
+});
+
+it("roles: the editor offers the catalogue's resource × action checkboxes", async () => {
+  const { sent } = orgServer(() => true, {
+    "POST /organization/create-role": () => ({ body: { id: "r1", organizationId: "o1", role: "recruiter", permission: { invitation: ["create"] }, createdAt: "2026-11-01T10:00:00.000Z", updatedAt: null } }),
+  });
+  renderAt("/organizations/o1/roles", orgRoutes);
+  await userEvent.click(await screen.findByRole("button", { name: "New role" }));
+  expect(screen.getAllByRole("checkbox")).toHaveLength(5);
+  await userEvent.type(screen.getByLabelText("Role name"), "recruiter");
+  const creates = screen.getAllByRole("checkbox", { name: "create" });
+  await userEvent.click(creates[1]!);
+  await userEvent.click(screen.getByRole("button", { name: "Create role" }));
+  await waitFor(() =>
+    expect(sent.find((s) => s.path === "/organization/create-role")?.body).toEqual({ organizationId: "o1", role: "recruiter", permission: { invitation: ["create"] } }),
+  );
+});
+
+it("accept-invitation: signed out, offers sign-in and sign-up that come back", async () => {
+  mockServer({ "GET /get-session": () => ({ body: null }) });
+  renderAt("/accept-invitation/inv1", [{ path: "/accept-invitation/:id", element: <AcceptInvitation /> }]);
+  const signIn = await screen.findByRole("link", { name: "Sign in" });
+  expect(signIn.getAttribute("href")).toBe("/sign-in?redirectTo=%2Faccept-invitation%2Finv1");
+  expect(screen.getByRole("link", { name: "Create an account" }).getAttribute("href")).toBe("/sign-up?redirectTo=%2Faccept-invitation%2Finv1");
+});
