@@ -238,6 +238,14 @@ test("organizations: create, invite, accept from the mail as a new user, change 
   await shot(m, "accept-invitation");
   await m.getByRole("button", { name: "Accept" }).click();
   await m.getByRole("heading", { name: "Acme Labs" }).waitFor();
+  const orgPage = m.url();
+  // The verification mailed at that sign-up comes back to where Bob was going.
+  const invitationPath = new URL(link).pathname;
+  await m.goto(await mailLink("verify-email", "bob@example.com"));
+  await m.getByText("Your email address is verified.").waitFor();
+  assert.equal(await m.getByRole("link", { name: "Continue" }).getAttribute("href"), invitationPath);
+  await m.goto(orgPage);
+  await m.getByRole("heading", { name: "Acme Labs" }).waitFor();
   await m.getByRole("row", { name: /Olga/ }).waitFor();
   assert.equal(await m.getByRole("combobox", { name: "Role of Olga" }).count(), 0);
   await m.getByRole("link", { name: "Invitations" }).click();

@@ -143,7 +143,7 @@ export function SignUp() {
     mutationFn: () =>
       unwrap(
         api.POST("/sign-up/email", {
-          body: { name: name.trim(), email: email.trim(), password, callbackURL: "/verify-email" },
+          body: { name: name.trim(), email: email.trim(), password, callbackURL: withRedirect("/verify-email", params.get("redirectTo")) },
         }),
       ),
     onSuccess: async (data) => {
@@ -286,6 +286,7 @@ export function ResetPassword() {
 export function VerifyEmail() {
   const [params] = useSearchParams();
   const error = params.get("error");
+  const next = params.get("redirectTo");
   const session = useSession();
   const user = session.data?.user;
   return (
@@ -307,7 +308,13 @@ export function VerifyEmail() {
         ) : (
           <div className="stack">
             <Notice>Your email address is verified.</Notice>
-            <p>{user ? <Link to="/account">Go to your account</Link> : <Link to="/sign-in">Sign in</Link>}</p>
+            <p>
+              {user ? (
+                <Link to={safeRedirect(next)}>Continue</Link>
+              ) : (
+                <Link to={withRedirect("/sign-in", next)}>Sign in to continue</Link>
+              )}
+            </p>
           </div>
         )}
       </div>
@@ -334,9 +341,16 @@ export function ErrorPage() {
   );
 }
 
-/** `/`: the account when signed in, else sign-in. */
+/** `/`: the account when signed in, else sign-in. Links mailed without a page of their own
+ * land here too: a reset link's `?token=` goes on to the reset page, a failed link's `?error=`
+ * to the error page. */
 export function Home() {
   const session = useSession();
+  const [params] = useSearchParams();
+  const token = params.get("token");
+  const error = params.get("error");
+  if (token) return <Navigate to={`/reset-password?${new URLSearchParams({ token })}`} replace />;
+  if (error) return <Navigate to={`/error?${new URLSearchParams({ error })}`} replace />;
   if (session.isPending) return <main className="narrow">Loading…</main>;
   return session.data ? <Navigate to="/account" replace /> : <SignIn />;
 }

@@ -171,3 +171,34 @@ it("verify-email: a failed link says why and offers a new one", async () => {
   expect(screen.getByRole("alert")).toHaveTextContent("This link has expired. Ask for a new one.");
   expect(await screen.findByRole("button", { name: "Send the verification link again" })).toBeInTheDocument();
 });
+
+it("links mailed to / go on: a reset token to the reset page, an error to the error page", async () => {
+  const { Home, ErrorPage: Err } = await import("../pages/auth");
+  mockServer({ "GET /get-session": () => ({ body: null }) });
+  const routes = [
+    { path: "/", element: <Home /> },
+    { path: "/reset-password", element: <ResetPassword /> },
+    { path: "/error", element: <Err /> },
+  ];
+  const a = renderAt("/?token=abc123", routes);
+  expect(await screen.findByLabelText("New password")).toBeInTheDocument();
+  a.unmount();
+  renderAt("/?error=INVALID_TOKEN", routes);
+  expect(await screen.findByRole("alert")).toHaveTextContent("This link is invalid or was already used.");
+});
+
+it("sign-up keeps redirectTo through the verification link", async () => {
+  const { sent } = mockServer({
+    "GET /social-providers": () => ({ body: [] }),
+    "POST /sign-up/email": () => ({ body: { token: null, user } }),
+  });
+  renderAt("/sign-up?redirectTo=%2Faccept-invitation%2Fi1", [{ path: "/sign-up", element: <SignUp /> }]);
+  await userEvent.type(screen.getByLabelText("Name"), "Ann");
+  await userEvent.type(screen.getByLabelText("Email"), "ann@example.com");
+  await userEvent.type(screen.getByLabelText("Password"), "long-enough-1");
+  await userEvent.click(screen.getByRole("button", { name: "Create account" }));
+  await screen.findByText(/Check your inbox/);
+  expect((sent.find((s) => s.path === "/sign-up/email")?.body as { callbackURL: string }).callbackURL).toBe(
+    "/verify-email?redirectTo=%2Faccept-invitation%2Fi1",
+  );
+});
