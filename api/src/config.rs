@@ -84,8 +84,12 @@ pub struct Config {
     pub server_key: Option<Secret>,
     /// Largest accepted request body, in bytes.
     pub max_body_bytes: usize,
-    /// Behind a reverse proxy: take the client address from `X-Forwarded-For` / `X-Real-IP`.
+    /// Behind a reverse proxy: take the client address from `X-Forwarded-For` / `X-Real-IP`,
+    /// when the connection comes from one of `trusted_proxies`.
     pub trust_proxy: bool,
+    /// The proxies (CIDR blocks or addresses) whose `X-Forwarded-For` is believed with
+    /// `trust_proxy`: the client is the right-most address in it that is not one of them.
+    pub trusted_proxies: Vec<String>,
     pub session: SessionConfig,
     pub password: PasswordConfig,
     pub limits: LimitsConfig,
@@ -98,6 +102,7 @@ pub struct Config {
     pub admin: AdminConfig,
     pub jwt: JwtConfig,
     pub server: ServerConfig,
+    pub rate_limit: RateLimitConfig,
     /// Where the data lives: `sqlite` (a file in `data_dir`; one machine) or `scylla` (a
     /// ScyllaDB or Cassandra cluster shared by any number of Gatehouse processes).
     pub store: StoreKind,
@@ -282,6 +287,62 @@ impl ScyllaConfig {
         opts.request_timeout = std::time::Duration::from_millis(self.request_timeout_ms);
         opts.connect_timeout = std::time::Duration::from_millis(self.connect_timeout_ms);
         Ok(opts)
+    }
+}
+
+/// Request limits (see README, "Rate limits"): per client address and path, per account for
+/// failed sign-ins, per recipient for mail.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateLimitConfig {
+    pub enabled: bool,
+    /// The window of the general rule (every route under `/api/auth` no other rule names),
+    /// seconds.
+    pub window: u64,
+    /// Requests per client address in that window.
+    pub max: u32,
+    /// Rules by path under `/api/auth` (`/sign-in/*` ends with a wildcard); the most
+    /// specific match wins. Replaces the built-in rules of the same path.
+    pub rules: BTreeMap<String, RateRule>,
+    /// IPv6 clients are counted by this prefix of their address (one host has a /64).
+    pub ipv6_prefix: u8,
+    /// Failed sign-ins one account may take from one client address per window before that
+    /// address is refused for it.
+    pub sign_in_failures_per_client: u32,
+    /// Failed sign-ins one account may take from all addresses together per window before
+    /// every sign-in to it is refused until the window ends.
+    pub sign_in_failures_per_account: u32,
+    /// The window of both sign-in failure counts, seconds.
+    pub sign_in_failure_window: u64,
+    /// Mails one address may be sent per window (verification, reset, email change,
+    /// deletion, invitations), whoever asks.
+    pub mail_per_recipient: u32,
+    /// That window, seconds.
+    pub mail_window: u64,
+}
+
+/// One rate-limit rule: at most `max` requests per client address per `window` seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateRule {
+    pub window: u64,
+    pub max: u32,
+}
+
+impl Default for RateLimitConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            window: 10,
+            max: 100,
+            rules: BTreeMap::new(),
+            ipv6_prefix: 64,
+            sign_in_failures_per_client: 10,
+            sign_in_failures_per_account: 50,
+            sign_in_failure_window: 900,
+            mail_per_recipient: 5,
+            mail_window: 3600,
+        }
     }
 }
 
@@ -638,6 +699,7 @@ impl Default for Config {
             server_key: None,
             max_body_bytes: 1024 * 1024,
             trust_proxy: false,
+            trusted_proxies: vec!["127.0.0.1/32".into(), "::1/128".into()],
             session: SessionConfig::default(),
             password: PasswordConfig::default(),
             limits: LimitsConfig::default(),
@@ -650,6 +712,7 @@ impl Default for Config {
             admin: AdminConfig::default(),
             jwt: JwtConfig::default(),
             server: ServerConfig::default(),
+            rate_limit: RateLimitConfig::default(),
             store: StoreKind::Sqlite,
             scylla: ScyllaConfig::default(),
             social: BTreeMap::new(),

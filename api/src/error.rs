@@ -170,6 +170,7 @@ codes! {
         "POST method requires deferSessionRefresh to be enabled in session config"
     ),
     PayloadTooLarge => ("PAYLOAD_TOO_LARGE", PAYLOAD_TOO_LARGE, "Request body is too large"),
+    TooManyRequests => ("TOO_MANY_REQUESTS", TOO_MANY_REQUESTS, "Too many requests. Please try again later."),
     RequestTimeout => ("REQUEST_TIMEOUT", REQUEST_TIMEOUT, "The request body did not arrive in time"),
     UnsupportedMediaType => ("UNSUPPORTED_MEDIA_TYPE", UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json"),
     UserAlreadyExists => ("USER_ALREADY_EXISTS", UNPROCESSABLE_ENTITY, "User already exists"),
@@ -199,6 +200,8 @@ pub struct ApiError {
     pub details: Option<Vec<String>>,
     /// `Set-Cookie` values to send with the error (e.g. clearing a dead session's cookies).
     pub cookies: Vec<String>,
+    /// Seconds until a refused request may be tried again (`X-Retry-After`, as better-auth).
+    pub retry_after: Option<u64>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -210,6 +213,15 @@ impl ApiError {
             message: Cow::Borrowed(code.message()),
             details: None,
             cookies: Vec::new(),
+            retry_after: None,
+        }
+    }
+
+    /// 429: too many requests; may be tried again after `seconds`.
+    pub fn too_many(seconds: u64) -> Self {
+        Self {
+            retry_after: Some(seconds.max(1)),
+            ..Self::new(Code::TooManyRequests)
         }
     }
 
@@ -418,6 +430,12 @@ impl poem::error::ResponseError for ApiError {
             if let Ok(v) = poem::http::HeaderValue::from_str(c) {
                 resp.headers_mut().append(poem::http::header::SET_COOKIE, v);
             }
+        }
+        if let Some(secs) = self.retry_after {
+            resp.headers_mut().insert(
+                poem::http::HeaderName::from_static("x-retry-after"),
+                poem::http::HeaderValue::from(secs),
+            );
         }
         resp
     }

@@ -303,13 +303,15 @@ fn glob(pattern: &[u8], text: &[u8]) -> bool {
 
 /// The outer middleware of every route: body limit, origin check, pending cookies, and the
 /// mapping of any error to the wire format.
-pub async fn middleware<E: Endpoint>(next: E, req: Request) -> poem::Result<Response> {
+pub async fn middleware<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Response> {
     let Some(state) = req.data::<AppState>().cloned() else {
         return Ok(ApiError::internal("app state missing").into_response());
     };
+    let request_id = RequestId::of(&req);
+    req.extensions_mut().insert(request_id.clone());
     // Only the path is recorded (queries may carry tokens, headers carry cookies), with the
-    // token segment of a reset link masked.
-    let span = tracing::info_span!("request", method = %req.method(), path = %loggable_path(req.uri().path()));
+    // token segment of a reset link masked; every line of the request carries its id.
+    let span = tracing::info_span!("request", id = %request_id.0, method = %req.method(), path = %loggable_path(req.uri().path()));
     let started = std::time::Instant::now();
     let cors_origin = req
         .headers()
@@ -319,6 +321,9 @@ pub async fn middleware<E: Endpoint>(next: E, req: Request) -> poem::Result<Resp
         .map(str::to_owned);
     let cacheable = is_document(req.uri().path());
     let mut resp = tracing::Instrument::instrument(handle(next, req, &state), span.clone()).await;
+    if let Ok(v) = header::HeaderValue::from_str(&request_id.0) {
+        resp.headers_mut().insert(REQUEST_ID, v);
+    }
     if let Some(origin) = cors_origin {
         add_cors(&mut resp, &origin);
     }
@@ -345,6 +350,15 @@ async fn handle<E: Endpoint>(next: E, mut req: Request, state: &AppState) -> Res
         return Response::builder()
             .status(poem::http::StatusCode::NO_CONTENT)
             .finish();
+    }
+    if let (Some(path), Some(ip)) = (
+        req.uri().path().strip_prefix(crate::BASE_PATH),
+        client_addr(&req).filter(|_| state.limiter.enabled()),
+    ) {
+        if let Err(e) = state.limiter.request(path, ip, state.clock.now()).await {
+            tracing::info!(path, "rate limited");
+            return e.into_response();
+        }
     }
     let body_timeout = std::time::Duration::from_millis(state.config.server.body_read_timeout_ms);
     let body = match limit_body(&mut req, state.config.max_body_bytes, body_timeout).await {
@@ -377,6 +391,29 @@ async fn handle<E: Endpoint>(next: E, mut req: Request, state: &AppState) -> Res
     resp
 }
 
+const REQUEST_ID: header::HeaderName = header::HeaderName::from_static("x-request-id");
+
+/// The id of a request: the caller's `X-Request-Id` when it is a sane one (1–128 characters
+/// of letters, digits and `-_.:`, as proxies and tracing systems make them), else a new one.
+/// Answered in `X-Request-Id` and written on every log line of the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestId(pub String);
+
+impl RequestId {
+    fn of(req: &Request) -> Self {
+        let given = req
+            .headers()
+            .get(REQUEST_ID)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| {
+                (1..=128).contains(&v.len())
+                    && v.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+            });
+        Self(given.map_or_else(|| storage::random_string(24), str::to_owned))
+    }
+}
+
 /// Lets a browser app on a trusted origin call the API with its cookies.
 fn add_cors(resp: &mut Response, origin: &str) {
     let h = resp.headers_mut();
@@ -393,7 +430,7 @@ fn add_cors(resp: &mut Response, origin: &str) {
     );
     h.insert(
         header::ACCESS_CONTROL_ALLOW_HEADERS,
-        header::HeaderValue::from_static("content-type, authorization"),
+        header::HeaderValue::from_static("content-type, authorization, x-request-id"),
     );
     h.insert(
         header::ACCESS_CONTROL_MAX_AGE,
@@ -523,25 +560,26 @@ fn check_origin(req: &Request, state: &AppState) -> Result<(), ApiError> {
     }
 }
 
-/// The client's address: the socket peer, or — only when `trust_proxy` is configured, i.e. a
-/// reverse proxy sets these headers — the first `X-Forwarded-For` entry or `X-Real-IP`.
+/// The client's address: the socket peer, or — with `trust_proxy`, when the peer is one of
+/// `trusted_proxies` — the address its proxies forwarded (see [`crate::rate_limit`]).
+pub fn client_addr(req: &Request) -> Option<std::net::IpAddr> {
+    let peer = req.remote_addr().as_socket_addr().map(|a| a.ip());
+    let Some(state) = req.data::<AppState>() else {
+        return peer;
+    };
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    crate::rate_limit::client_address(
+        peer,
+        header("x-forwarded-for"),
+        header("x-real-ip"),
+        state.config.trust_proxy,
+        &state.proxies,
+    )
+}
+
+/// [`client_addr`] as text, as sessions store it.
 pub fn client_ip(req: &Request) -> Option<String> {
-    let trust_proxy = req.data::<AppState>().is_some_and(|s| s.config.trust_proxy);
-    if trust_proxy {
-        let forwarded = req
-            .headers()
-            .get("x-forwarded-for")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(',').next())
-            .or_else(|| req.headers().get("x-real-ip").and_then(|v| v.to_str().ok()))
-            .and_then(|v| v.trim().parse::<std::net::IpAddr>().ok());
-        if let Some(ip) = forwarded {
-            return Some(ip.to_string());
-        }
-    }
-    req.remote_addr()
-        .as_socket_addr()
-        .map(|a| a.ip().to_string())
+    client_addr(req).map(|ip| ip.to_string())
 }
 
 pub fn user_agent(req: &Request) -> Option<String> {

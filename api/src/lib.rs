@@ -13,6 +13,7 @@ pub mod http;
 pub mod jwt;
 pub mod mail;
 pub mod payload_errors;
+pub mod rate_limit;
 pub mod routes;
 pub mod server;
 pub mod session;
@@ -49,6 +50,9 @@ pub struct Inner {
     pub social: social::Social,
     pub jwt: jwt::Jwt,
     pub role_catalog: RoleCatalog,
+    pub limiter: rate_limit::Limiter,
+    /// `trusted_proxies`, parsed.
+    pub proxies: Vec<rate_limit::Cidr>,
 }
 
 /// The roles valid in every organization (built-in, then configured) with what each grants,
@@ -156,6 +160,18 @@ pub fn openapi_json() -> String {
     nullable_optionals(&mut doc);
     error_code_enum(&mut doc);
     serde_json::to_string_pretty(&doc).unwrap_or(raw)
+}
+
+/// The API's route templates under [`BASE_PATH`], from the OpenAPI document.
+fn api_paths() -> Vec<String> {
+    serde_json::from_str::<serde_json::Value>(&openapi_service().spec())
+        .ok()
+        .and_then(|doc| {
+            doc.get("paths")
+                .and_then(serde_json::Value::as_object)
+                .map(|paths| paths.keys().cloned().collect())
+        })
+        .unwrap_or_default()
 }
 
 /// Types `Error.code` as the enum of every code the server sends ([`error::Code::ALL`]), so a
@@ -361,6 +377,8 @@ pub struct Prepared {
     hasher: crypto::PasswordHasher,
     mailer: mail::Mailer,
     role_catalog: RoleCatalog,
+    limiter: rate_limit::Limiter,
+    proxies: Vec<rate_limit::Cidr>,
 }
 
 /// Checks everything that can be checked from the configuration alone — roles, hashing
@@ -393,6 +411,18 @@ pub async fn preflight(config: &Config) -> Result<Prepared, StartError> {
         .map_err(|e| StartError::Roles(e.to_string()))?;
     let hasher = crypto::PasswordHasher::new(&config.password)?;
     let mailer = mail::Mailer::from_config(&config.mail, &config.data_dir)?;
+    let proxies = config
+        .trusted_proxies
+        .iter()
+        .map(|p| rate_limit::Cidr::parse(p))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| StartError::Config(format!("trusted_proxies: {e}")))?;
+    let limiter = rate_limit::Limiter::new(
+        &config.rate_limit,
+        Arc::new(storage::MemoryRateLimits::default()),
+        &api_paths(),
+    )
+    .map_err(StartError::Config)?;
     // Provider and JWT settings do not depend on the secret's value: any will do here.
     let probe = "p".repeat(32);
     social::Social::from_config(config, &probe).map_err(StartError::Social)?;
@@ -408,6 +438,8 @@ pub async fn preflight(config: &Config) -> Result<Prepared, StartError> {
         hasher,
         mailer,
         role_catalog,
+        limiter,
+        proxies,
     })
 }
 
@@ -450,6 +482,8 @@ impl AppState {
             hasher,
             mailer,
             role_catalog,
+            limiter,
+            proxies,
         } = prepared;
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| StartError::DataDir(config.data_dir.display().to_string(), e))?;
@@ -478,6 +512,8 @@ impl AppState {
             clock,
             config,
             role_catalog,
+            limiter,
+            proxies,
         })))
     }
 

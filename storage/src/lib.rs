@@ -14,6 +14,7 @@ mod clock;
 mod entities;
 mod ids;
 mod query;
+pub mod rate_limit;
 pub mod scylla;
 pub mod sqlite;
 pub mod transfer;
@@ -26,6 +27,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use entities::*;
 pub use ids::*;
 pub use query::{FieldValue, FilterOp, SearchOp, UserField, UserList, UserQuery};
+pub use rate_limit::{MemoryRateLimits, RateLimitStore, WindowCount};
 
 /// The one error type of every storage trait.
 #[derive(Debug, thiserror::Error)]

@@ -85,6 +85,7 @@ export const messages: Record<ErrorCode | ClientErrorCode, string> = {
   TEAM_NOT_FOUND: "Team not found.",
   TOKEN_EXPIRED: "This link has expired. Ask for a new one.",
   TOKEN_REFRESH_NOT_SUPPORTED: "Provider does not support token refreshing.",
+  TOO_MANY_REQUESTS: "Too many attempts. Wait a moment, then try again.",
   UNABLE_TO_REMOVE_LAST_TEAM: "Unable to remove last team.",
   UNAUTHORIZED: "You need to sign in first.",
   UNSUPPORTED_MEDIA_TYPE: "The request could not be read. Reload the page and try again.",

@@ -224,6 +224,13 @@ impl AuthApi {
             body.callback_url.as_ref().map(|t| t.0.as_str()),
             Code::InvalidCallbackurl,
         )?;
+        // Too many wrong passwords for this account (from this client, or from everywhere):
+        // refused before any hashing, for known and unknown addresses alike.
+        let client = crate::http::client_addr(req);
+        state
+            .limiter
+            .sign_in_allowed(&email, client, state.clock.now())
+            .await?;
         let user = state.reader.get_user_by_email(&email).await?;
         // The same reads and the same hashing whether or not the address has an account, so
         // neither the answer nor its timing tells them apart: an unknown address looks up the
@@ -245,10 +252,20 @@ impl AuthApi {
         .map_err(ApiError::internal)?;
         let (true, Some(user)) = (ok, user) else {
             tracing::info!("sign-in refused: invalid email or password");
+            state
+                .limiter
+                .sign_in_failed(&email, client, state.clock.now())
+                .await;
             return Err(Code::InvalidEmailOrPassword.into());
         };
         if state.config.email_verification.require_email_verification && !user.email_verified {
-            if state.mailer.enabled() {
+            // Each refused sign-in mails the link again, within the recipient's mail limit.
+            let may_mail = state
+                .limiter
+                .mail(&user.email, state.clock.now())
+                .await
+                .is_ok();
+            if state.mailer.enabled() && may_mail {
                 state
                     .send_verification(
                         &user,

@@ -74,6 +74,8 @@ pub fn test_config(dir: &std::path::Path, tweak: impl FnOnce(&mut Config)) -> Co
     c.password.argon2_memory_kib = 1024;
     c.password.argon2_iterations = 1;
     c.actors.idle_timeout_ms = 5_000;
+    // Tests sign in and mail far more often than the limiter allows; its own tests turn it on.
+    c.rate_limit.enabled = false;
     tweak(&mut c);
     c
 }
@@ -287,7 +289,9 @@ impl Server {
             .env("GATEHOUSE_DATA_DIR", data_dir)
             .env("GATEHOUSE_PASSWORD__ARGON2_MEMORY_KIB", "1024")
             .env("GATEHOUSE_PASSWORD__ARGON2_ITERATIONS", "1")
-            .env("RUST_LOG", "warn");
+            .env("RUST_LOG", "warn")
+            // Off unless a test turns it on (`env` comes after and wins).
+            .env("GATEHOUSE_RATE_LIMIT__ENABLED", "false");
         for (k, v) in env {
             cmd.env(k, v);
         }

@@ -12,6 +12,7 @@ mod migration;
 mod oidc;
 mod organization;
 mod processes;
+mod rate_limit;
 mod smtp;
 mod social;
 mod startup;

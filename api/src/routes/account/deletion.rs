@@ -80,6 +80,7 @@ impl DeletionApi {
             return deleted(&state, cookies, &user);
         }
         if state.mailer.enabled() {
+            state.limiter.mail(&user.email, state.clock.now()).await?;
             let token = storage::random_lower_alnum(32);
             state
                 .create_token(

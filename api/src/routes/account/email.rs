@@ -52,6 +52,8 @@ impl EmailApi {
         if state.reader.get_user_by_email(&new_email).await?.is_some() {
             return Err(Code::CouldntUpdateYourEmail.into());
         }
+        // The new address is mailed (now, or after the confirmation): within its limit.
+        state.limiter.mail(&new_email, state.clock.now()).await?;
         if user.email_verified {
             if !state.mailer.enabled() {
                 return Err(Code::VerificationEmailNotEnabled.into());

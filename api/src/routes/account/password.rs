@@ -370,6 +370,8 @@ async fn request_reset(
         .origins
         .redirect_target(text(&body.redirect_to), Code::InvalidRedirecturl)?;
     let redirect = redirect.as_deref();
+    // Counted for every address asked about, known or not: the limit tells nothing.
+    state.limiter.mail(&email, state.clock.now()).await?;
     let user = state.reader.get_user_by_email(&email).await?;
     match user {
         Some(user) => {

@@ -69,6 +69,8 @@ impl VerificationApi {
                 return Err(Code::EmailAlreadyVerified.into());
             }
         }
+        // Counted for every address asked about, known or not: the limit tells nothing.
+        state.limiter.mail(&email, state.clock.now()).await?;
         if let Some(user) = state.reader.get_user_by_email(&email).await? {
             if !user.email_verified {
                 state

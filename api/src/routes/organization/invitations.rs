@@ -98,6 +98,8 @@ impl InvitationApi {
         let body = body.0;
         let org_id = auth.org_id(text(&body.organization_id))?;
         let email = crate::routes::normalize_email(&body.email.0).ok_or(Code::InvalidEmail)?;
+        // Refused before the invitation exists: the invitee's mailbox has a limit too.
+        state.limiter.mail(&email, state.clock.now()).await?;
         let inv = state
             .actors
             .org(org_id.clone())

@@ -1,0 +1,468 @@
+//! Rate limiting: per client address and path (better-auth's rules and answer: 429
+//! `TOO_MANY_REQUESTS` with `X-Retry-After`), per account for failed sign-ins, and per
+//! recipient for mail. Counters live behind [`storage::RateLimitStore`].
+//!
+//! The client address is the socket peer, or with `trust_proxy` the right-most
+//! `X-Forwarded-For` entry that is not a trusted proxy — never a header a client sets by
+//! itself. IPv6 clients count by their `/64` (configurable): one host holds a whole /64.
+use crate::config::{RateLimitConfig, RateRule};
+use crate::error::{ApiError, ApiResult};
+use chrono::{DateTime, Duration, Utc};
+use std::net::IpAddr;
+use std::sync::Arc;
+use storage::RateLimitStore;
+
+/// better-auth 1.7's stricter rules, by path under `/api/auth` (the general rule covers the
+/// rest). Configured rules of the same path replace them.
+pub const BUILTIN_RULES: &[(&str, RateRule)] = &[
+    ("/sign-in/*", RateRule { window: 10, max: 3 }),
+    ("/sign-up/*", RateRule { window: 10, max: 3 }),
+    ("/change-password", RateRule { window: 10, max: 3 }),
+    ("/change-email", RateRule { window: 10, max: 3 }),
+    ("/request-password-reset", RateRule { window: 60, max: 3 }),
+    ("/forget-password", RateRule { window: 60, max: 3 }),
+    ("/send-verification-email", RateRule { window: 60, max: 3 }),
+];
+
+/// An address block: an address and how many leading bits of it count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cidr {
+    addr: IpAddr,
+    bits: u8,
+}
+
+impl Cidr {
+    /// `10.0.0.0/8`, `2001:db8::/32`, or a bare address (all its bits).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let (addr, bits) = match s.trim().split_once('/') {
+            Some((a, b)) => (a, Some(b)),
+            None => (s.trim(), None),
+        };
+        let addr: IpAddr = addr
+            .parse()
+            .map_err(|_| format!("{s:?} is not an address or CIDR block"))?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let bits = match bits {
+            Some(b) => b
+                .parse::<u8>()
+                .ok()
+                .filter(|b| *b <= max)
+                .ok_or_else(|| format!("{s:?}: the prefix length must be 0–{max}"))?,
+            None => max,
+        };
+        Ok(Self { addr, bits })
+    }
+
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.addr, canonical(ip)) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => prefix_eq(&net.octets(), &ip.octets(), self.bits),
+            (IpAddr::V6(net), IpAddr::V6(ip)) => prefix_eq(&net.octets(), &ip.octets(), self.bits),
+            _ => false,
+        }
+    }
+}
+
+fn prefix_eq(a: &[u8], b: &[u8], bits: u8) -> bool {
+    let full = usize::from(bits / 8);
+    let rest = bits % 8;
+    if a[..full] != b[..full] {
+        return false;
+    }
+    if rest == 0 {
+        return true;
+    }
+    let mask = 0xffu8 << (8 - rest);
+    (a[full] & mask) == (b[full] & mask)
+}
+
+/// An IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) as the IPv4 address it is.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// What a client is counted as: its IPv4 address, or its IPv6 address cut to `v6_prefix` bits.
+pub fn client_key(ip: IpAddr, v6_prefix: u8) -> String {
+    match canonical(ip) {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => {
+            let bits = u32::from(v6_prefix.min(128));
+            let mask = if bits == 0 {
+                0
+            } else {
+                u128::MAX << (128 - bits)
+            };
+            let net = std::net::Ipv6Addr::from(u128::from(v6) & mask);
+            format!("{net}/{bits}")
+        }
+    }
+}
+
+/// The client's address: the socket peer, or — with `trust_proxy`, when the peer is one of
+/// `proxies` — the right-most `X-Forwarded-For` entry that is not a trusted proxy (entries to
+/// its left are whatever the client wrote). `X-Real-IP` is read only without
+/// `X-Forwarded-For`.
+pub fn client_address(
+    peer: Option<IpAddr>,
+    forwarded_for: Option<&str>,
+    real_ip: Option<&str>,
+    trust_proxy: bool,
+    proxies: &[Cidr],
+) -> Option<IpAddr> {
+    let trusted = |ip: IpAddr| proxies.iter().any(|p| p.contains(ip));
+    let peer_ip = peer?;
+    if !trust_proxy || !trusted(peer_ip) {
+        return Some(canonical(peer_ip));
+    }
+    if let Some(list) = forwarded_for {
+        let mut last_trusted = peer_ip;
+        for entry in list.rsplit(',') {
+            match entry.trim().parse::<IpAddr>() {
+                Ok(ip) if trusted(ip) => last_trusted = ip,
+                Ok(ip) => return Some(canonical(ip)),
+                // A garbled entry: nothing to its left can be believed.
+                Err(_) => return Some(canonical(last_trusted)),
+            }
+        }
+        return Some(canonical(last_trusted));
+    }
+    real_ip
+        .and_then(|v| v.trim().parse::<IpAddr>().ok())
+        .map(canonical)
+        .or(Some(canonical(peer_ip)))
+}
+
+/// The limiter of one server process.
+pub struct Limiter {
+    enabled: bool,
+    /// The API's paths (under `/api/auth`), templated ones as prefixes: requests count per
+    /// path, as better-auth counts them, and every unknown path shares one counter (a flood
+    /// of made-up paths makes no new counters).
+    paths: std::collections::HashSet<String>,
+    templated: Vec<String>,
+    general: RateRule,
+    /// `(pattern, prefix?, rule)`, most specific first.
+    rules: Vec<(String, bool, RateRule)>,
+    config: RateLimitConfig,
+    store: Arc<dyn RateLimitStore>,
+}
+
+impl Limiter {
+    /// `paths`: the API's route templates under `/api/auth` (`/callback/{id}`).
+    pub fn new(
+        config: &RateLimitConfig,
+        store: Arc<dyn RateLimitStore>,
+        paths: &[String],
+    ) -> Result<Self, String> {
+        let mut rules: std::collections::BTreeMap<String, RateRule> = BUILTIN_RULES
+            .iter()
+            .map(|(p, r)| (p.to_string(), *r))
+            .collect();
+        for (path, rule) in &config.rules {
+            if !path.starts_with('/') || path[..path.len() - 1].contains('*') {
+                return Err(format!(
+                    "rate_limit.rules: {path:?} must start with / and may end with * only"
+                ));
+            }
+            if rule.window == 0 {
+                return Err(format!(
+                    "rate_limit.rules.{path:?}: window must be at least 1"
+                ));
+            }
+            rules.insert(path.clone(), *rule);
+        }
+        if config.window == 0 || config.sign_in_failure_window == 0 || config.mail_window == 0 {
+            return Err("rate_limit: windows must be at least 1 second".into());
+        }
+        if config.ipv6_prefix > 128 {
+            return Err("rate_limit.ipv6_prefix must be 0–128".into());
+        }
+        let mut rules: Vec<(String, bool, RateRule)> = rules
+            .into_iter()
+            .map(|(p, r)| match p.strip_suffix('*') {
+                Some(prefix) => (prefix.to_owned(), true, r),
+                None => (p, false, r),
+            })
+            .collect();
+        // Exact paths before prefixes; longer prefixes before shorter ones.
+        rules.sort_by(|a, b| a.1.cmp(&b.1).then(b.0.len().cmp(&a.0.len())));
+        let (templated, exact): (Vec<&String>, Vec<&String>) =
+            paths.iter().partition(|p| p.contains('{'));
+        Ok(Self {
+            enabled: config.enabled,
+            paths: exact.into_iter().cloned().collect(),
+            templated: templated
+                .into_iter()
+                .filter_map(|p| p.split_once('{').map(|(prefix, _)| prefix.to_owned()))
+                .collect(),
+            general: RateRule {
+                window: config.window,
+                max: config.max,
+            },
+            rules,
+            config: config.clone(),
+            store,
+        })
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// The rule for `path` (under `/api/auth`) and the name its counter goes by.
+    fn rule(&self, path: &str) -> (&str, RateRule) {
+        for (pattern, prefix, rule) in &self.rules {
+            let hit = if *prefix {
+                path.starts_with(pattern.as_str())
+            } else {
+                path == pattern || path.strip_prefix(pattern.as_str()) == Some("/")
+            };
+            if hit {
+                return (pattern, *rule);
+            }
+        }
+        ("*", self.general)
+    }
+
+    async fn count(&self, key: &str, window: u64, max: u32, now: DateTime<Utc>) -> ApiResult<()> {
+        let w = self
+            .store
+            .hit(key, Duration::seconds(window as i64), now)
+            .await?;
+        if w.count > max {
+            let wait = (w.resets_at - now).num_seconds().max(1) as u64;
+            return Err(ApiError::too_many(wait));
+        }
+        Ok(())
+    }
+
+    /// What requests to `path` count as: the path itself, its template's prefix, or `?`.
+    fn counted_path<'a>(&'a self, path: &'a str) -> &'a str {
+        if self.paths.contains(path) {
+            return path;
+        }
+        self.templated
+            .iter()
+            .find(|t| path.starts_with(t.as_str()))
+            .map_or("?", String::as_str)
+    }
+
+    /// Counts a request to `path` (under `/api/auth`) from `client`, per path as better-auth
+    /// counts; refuses it past its rule.
+    pub async fn request(&self, path: &str, client: IpAddr, now: DateTime<Utc>) -> ApiResult<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        let (_, rule) = self.rule(path);
+        let key = format!(
+            "ip:{}:{}",
+            self.counted_path(path),
+            client_key(client, self.config.ipv6_prefix)
+        );
+        self.count(&key, rule.window, rule.max, now).await
+    }
+
+    fn failure_keys(&self, email: &str, client: Option<IpAddr>) -> (String, Option<String>) {
+        (
+            format!("signin-fail:{email}"),
+            client.map(|ip| {
+                format!(
+                    "signin-fail:{email}:{}",
+                    client_key(ip, self.config.ipv6_prefix)
+                )
+            }),
+        )
+    }
+
+    /// Refuses a sign-in to `email` that follows too many failed ones: from this client, or
+    /// from everywhere (then every client waits for the window to end: an attacker holds an
+    /// account for at most one window per `sign_in_failures_per_account` wrong passwords).
+    pub async fn sign_in_allowed(
+        &self,
+        email: &str,
+        client: Option<IpAddr>,
+        now: DateTime<Utc>,
+    ) -> ApiResult<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        let (account, pair) = self.failure_keys(email, client);
+        let checks = [
+            (Some(account), self.config.sign_in_failures_per_account),
+            (pair, self.config.sign_in_failures_per_client),
+        ];
+        for (key, max) in checks {
+            let Some(key) = key else { continue };
+            let w = self.store.count(&key, now).await?;
+            if w.count >= max {
+                let wait = (w.resets_at - now).num_seconds().max(1) as u64;
+                return Err(ApiError::too_many(wait));
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts a failed sign-in to `email` from `client`.
+    pub async fn sign_in_failed(&self, email: &str, client: Option<IpAddr>, now: DateTime<Utc>) {
+        if !self.enabled {
+            return;
+        }
+        let window = Duration::seconds(self.config.sign_in_failure_window as i64);
+        let (account, pair) = self.failure_keys(email, client);
+        for key in std::iter::once(account).chain(pair) {
+            if let Err(e) = self.store.hit(&key, window, now).await {
+                tracing::warn!(error = %e, "counting a failed sign-in");
+            }
+        }
+    }
+
+    /// Counts a mail to `to` (the normalized address, whether or not an account has it);
+    /// refuses past `mail_per_recipient` in the window.
+    pub async fn mail(&self, to: &str, now: DateTime<Utc>) -> ApiResult<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        self.count(
+            &format!("mail:{}", to.to_ascii_lowercase()),
+            self.config.mail_window,
+            self.config.mail_per_recipient,
+            now,
+        )
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn cidr_blocks() {
+        let net = Cidr::parse("10.1.0.0/16").unwrap();
+        assert!(net.contains(ip("10.1.200.3")));
+        assert!(!net.contains(ip("10.2.0.1")));
+        assert!(Cidr::parse("::1").unwrap().contains(ip("::1")));
+        assert!(Cidr::parse("2001:db8::/33")
+            .unwrap()
+            .contains(ip("2001:db8:7fff::1")));
+        assert!(!Cidr::parse("2001:db8::/33")
+            .unwrap()
+            .contains(ip("2001:db8:8000::1")));
+        assert!(Cidr::parse("127.0.0.1/32")
+            .unwrap()
+            .contains(ip("::ffff:127.0.0.1")));
+        for bad in ["10.0.0.0/33", "nope", "::/129", "1.2.3.4/x"] {
+            assert!(Cidr::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ipv6_clients_count_by_their_prefix() {
+        assert_eq!(
+            client_key(ip("2001:db8:1:2:aaaa::1"), 64),
+            client_key(ip("2001:db8:1:2:ffff:1:2:3"), 64)
+        );
+        assert_ne!(
+            client_key(ip("2001:db8:1:2::1"), 64),
+            client_key(ip("2001:db8:1:3::1"), 64)
+        );
+        assert_eq!(client_key(ip("2001:db8:1:2::1"), 64), "2001:db8:1:2::/64");
+        assert_eq!(client_key(ip("::ffff:192.0.2.7"), 64), "192.0.2.7");
+        assert_eq!(client_key(ip("192.0.2.7"), 64), "192.0.2.7");
+    }
+
+    #[test]
+    fn forwarded_addresses_are_believed_only_from_trusted_proxies() {
+        let proxies = [Cidr::parse("10.0.0.0/8").unwrap()];
+        let peer = Some(ip("10.0.0.2"));
+        // Not behind a proxy: the peer, whatever the headers say.
+        assert_eq!(
+            client_address(peer, Some("1.2.3.4"), None, false, &proxies),
+            peer
+        );
+        // From an untrusted peer: the peer.
+        assert_eq!(
+            client_address(
+                Some(ip("203.0.113.9")),
+                Some("1.2.3.4"),
+                None,
+                true,
+                &proxies
+            ),
+            Some(ip("203.0.113.9"))
+        );
+        // The proxy appended the client; what the client wrote to its left does not count.
+        assert_eq!(
+            client_address(peer, Some("6.6.6.6, 198.51.100.4"), None, true, &proxies),
+            Some(ip("198.51.100.4"))
+        );
+        // Through two trusted proxies.
+        assert_eq!(
+            client_address(peer, Some("198.51.100.4, 10.0.0.9"), None, true, &proxies),
+            Some(ip("198.51.100.4"))
+        );
+        // Garbage stops the walk at the last trusted hop.
+        assert_eq!(
+            client_address(
+                peer,
+                Some("1.1.1.1, garbage, 10.0.0.9"),
+                None,
+                true,
+                &proxies
+            ),
+            Some(ip("10.0.0.9"))
+        );
+        assert_eq!(
+            client_address(peer, None, Some("198.51.100.5"), true, &proxies),
+            Some(ip("198.51.100.5"))
+        );
+    }
+
+    #[test]
+    fn the_most_specific_rule_wins() {
+        let mut config = RateLimitConfig::default();
+        config
+            .rules
+            .insert("/sign-in/email".into(), RateRule { window: 5, max: 7 });
+        config
+            .rules
+            .insert("/organization/*".into(), RateRule { window: 1, max: 9 });
+        let paths = ["/sign-in/email".to_string(), "/callback/{id}".to_string()];
+        let l = Limiter::new(
+            &config,
+            Arc::new(storage::MemoryRateLimits::default()),
+            &paths,
+        )
+        .unwrap();
+        assert_eq!(l.counted_path("/sign-in/email"), "/sign-in/email");
+        assert_eq!(l.counted_path("/callback/github"), "/callback/");
+        assert_eq!(l.counted_path("/made-up-1"), "?");
+        assert_eq!(
+            l.rule("/sign-in/email"),
+            ("/sign-in/email", RateRule { window: 5, max: 7 })
+        );
+        assert_eq!(l.rule("/sign-in/social").0, "/sign-in/");
+        assert_eq!(l.rule("/organization/create").1.max, 9);
+        assert_eq!(
+            l.rule("/get-session"),
+            (
+                "*",
+                RateRule {
+                    window: 10,
+                    max: 100
+                }
+            )
+        );
+        assert_eq!(l.rule("/change-password").1.max, 3);
+        let mut bad = RateLimitConfig::default();
+        bad.rules
+            .insert("/a*b".into(), RateRule { window: 1, max: 1 });
+        assert!(Limiter::new(&bad, Arc::new(storage::MemoryRateLimits::default()), &[]).is_err());
+    }
+}
