@@ -395,6 +395,21 @@ impl Actors {
         self.supervisor.get_children().len()
     }
 
+    /// How many user and organization actors are alive right now: `(users, organizations)`.
+    pub fn live_actors_by_kind(&self) -> (usize, usize) {
+        let user = format!("{}/user:", self.prefix);
+        let org = format!("{}/org:", self.prefix);
+        let mut counts = (0, 0);
+        for child in self.supervisor.get_children() {
+            match child.get_name() {
+                Some(n) if n.starts_with(&user) => counts.0 += 1,
+                Some(n) if n.starts_with(&org) => counts.1 += 1,
+                _ => {}
+            }
+        }
+        counts
+    }
+
     /// Stops every actor (after the messages they are processing).
     pub async fn shutdown(&self) {
         for child in self.supervisor.get_children() {

@@ -65,6 +65,9 @@ impl Serialize for Secret {
 pub struct Config {
     /// Address the server listens on.
     pub listen: String,
+    /// Where `GET /metrics` (Prometheus) is served: an address apart from `listen`, for the
+    /// monitoring network only; empty (the default) serves no metrics.
+    pub metrics_listen: String,
     /// Public URL of the server (scheme, host, port); `https` turns on `Secure` cookies.
     /// Unset: derived from `listen` (`http://localhost:<port>` for a loopback or wildcard
     /// address).
@@ -690,6 +693,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             listen: "127.0.0.1:3000".into(),
+            metrics_listen: String::new(),
             base_url: "http://localhost:3000".into(),
             base_url_derived: false,
             data_dir: PathBuf::from("./data"),

@@ -111,6 +111,20 @@ pub struct PasswordHasher {
     /// A hash of a random password, verified against when a user does not exist, so an
     /// unknown email costs the same time as a wrong password.
     dummy: Arc<str>,
+    /// Hashes waiting or running, and the time of each (see [`PasswordHasher::with_metrics`]).
+    queue: Option<prometheus::IntGauge>,
+    seconds: Option<prometheus::Histogram>,
+}
+
+/// Takes one hash off the queue gauge when dropped (also when the caller gave up waiting).
+struct Queued(Option<prometheus::IntGauge>);
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        if let Some(q) = &self.0 {
+            q.dec();
+        }
+    }
 }
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
@@ -169,7 +183,20 @@ impl PasswordHasher {
             params,
             jobs: tx,
             dummy: dummy.into(),
+            queue: None,
+            seconds: None,
         })
+    }
+
+    /// Reports the queue depth and each hash's time to these metrics.
+    pub fn with_metrics(
+        mut self,
+        queue: prometheus::IntGauge,
+        seconds: prometheus::Histogram,
+    ) -> Self {
+        self.queue = Some(queue);
+        self.seconds = Some(seconds);
+        self
     }
 
     /// The PHC string of an argon2id hash of `password`.
@@ -195,9 +222,19 @@ impl PasswordHasher {
         f: impl FnOnce() -> Result<T, HashError> + Send + 'static,
     ) -> Result<T, HashError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
+        if let Some(q) = &self.queue {
+            q.inc();
+        }
+        let _queued = Queued(self.queue.clone());
+        let seconds = self.seconds.clone();
         self.jobs
             .send(Box::new(move || {
-                let _ = tx.send(f());
+                let started = std::time::Instant::now();
+                let out = f();
+                if let Some(h) = &seconds {
+                    h.observe(started.elapsed().as_secs_f64());
+                }
+                let _ = tx.send(out);
             }))
             .map_err(|e| HashError::Hash(e.to_string()))?;
         rx.await.map_err(|e| HashError::Hash(e.to_string()))?

@@ -386,6 +386,7 @@ impl From<actors::ActorError> for ApiError {
                 }
             }
             actors::ActorError::Unavailable(m) => {
+                crate::metrics::count_store_error("unavailable");
                 tracing::warn!(cause = %m, "dependency unavailable");
                 Self::new(Code::ServiceUnavailable)
             }
@@ -403,6 +404,11 @@ impl From<actors::ActorError> for ApiError {
 
 impl From<storage::StoreError> for ApiError {
     fn from(e: storage::StoreError) -> Self {
+        match &e {
+            storage::StoreError::Unavailable(_) => crate::metrics::count_store_error("unavailable"),
+            storage::StoreError::Internal(_) => crate::metrics::count_store_error("internal"),
+            _ => {}
+        }
         actors::ActorError::from(e).into()
     }
 }

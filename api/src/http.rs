@@ -320,7 +320,26 @@ pub async fn middleware<E: Endpoint>(next: E, mut req: Request) -> poem::Result<
         .filter(|o| state.origins.is_trusted_url(o))
         .map(str::to_owned);
     let cacheable = is_document(req.uri().path());
+    let route = route_label(&state, req.uri().path());
+    let method = match *req.method() {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    };
     let mut resp = tracing::Instrument::instrument(handle(next, req, &state), span.clone()).await;
+    let status = resp.status();
+    state
+        .metrics
+        .requests
+        .with_label_values(&[route, method, status.as_str()])
+        .inc();
+    state
+        .metrics
+        .latency
+        .with_label_values(&[route])
+        .observe(started.elapsed().as_secs_f64());
     if let Ok(v) = header::HeaderValue::from_str(&request_id.0) {
         resp.headers_mut().insert(REQUEST_ID, v);
     }
@@ -356,7 +375,7 @@ async fn handle<E: Endpoint>(next: E, mut req: Request, state: &AppState) -> Res
         client_addr(&req).filter(|_| state.limiter.enabled()),
     ) {
         if let Err(e) = state.limiter.request(path, ip, state.clock.now()).await {
-            tracing::info!(path, "rate limited");
+            tracing::info!("rate limited");
             return e.into_response();
         }
     }
@@ -411,6 +430,17 @@ impl RequestId {
                         .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
             });
         Self(given.map_or_else(|| storage::random_string(24), str::to_owned))
+    }
+}
+
+/// What a request is labelled as in metrics: its API route's template (`/callback/:id`),
+/// `other` for anything else under the API, the health route, or `ui` for the hosted pages.
+fn route_label<'a>(state: &'a AppState, path: &str) -> &'a str {
+    match path.strip_prefix(crate::BASE_PATH) {
+        Some(p) => state.limiter.routes().template(p).unwrap_or("other"),
+        None if path == "/health/live" => "/health/live",
+        None if path == "/health/ready" => "/health/ready",
+        None => "ui",
     }
 }
 

@@ -12,6 +12,7 @@ pub mod error;
 pub mod http;
 pub mod jwt;
 pub mod mail;
+pub mod metrics;
 pub mod payload_errors;
 pub mod rate_limit;
 pub mod routes;
@@ -53,6 +54,7 @@ pub struct Inner {
     pub limiter: rate_limit::Limiter,
     /// `trusted_proxies`, parsed.
     pub proxies: Vec<rate_limit::Cidr>,
+    pub metrics: metrics::Metrics,
 }
 
 /// The roles valid in every organization (built-in, then configured) with what each grants,
@@ -379,6 +381,7 @@ pub struct Prepared {
     role_catalog: RoleCatalog,
     limiter: rate_limit::Limiter,
     proxies: Vec<rate_limit::Cidr>,
+    metrics: metrics::Metrics,
 }
 
 /// Checks everything that can be checked from the configuration alone — roles, hashing
@@ -409,8 +412,11 @@ pub async fn preflight(config: &Config) -> Result<Prepared, StartError> {
             })
         })
         .map_err(|e| StartError::Roles(e.to_string()))?;
-    let hasher = crypto::PasswordHasher::new(&config.password)?;
-    let mailer = mail::Mailer::from_config(&config.mail, &config.data_dir)?;
+    let metrics = metrics::Metrics::new().map_err(|e| StartError::Config(e.to_string()))?;
+    let hasher = crypto::PasswordHasher::new(&config.password)?
+        .with_metrics(metrics.hash_queue.clone(), metrics.hash_seconds.clone());
+    let mailer = mail::Mailer::from_config(&config.mail, &config.data_dir)?
+        .with_metrics(metrics.mails.clone());
     let proxies = config
         .trusted_proxies
         .iter()
@@ -422,7 +428,8 @@ pub async fn preflight(config: &Config) -> Result<Prepared, StartError> {
         Arc::new(storage::MemoryRateLimits::default()),
         &api_paths(),
     )
-    .map_err(StartError::Config)?;
+    .map_err(StartError::Config)?
+    .with_metrics(metrics.rate_limited.clone());
     // Provider and JWT settings do not depend on the secret's value: any will do here.
     let probe = "p".repeat(32);
     social::Social::from_config(config, &probe).map_err(StartError::Social)?;
@@ -440,6 +447,7 @@ pub async fn preflight(config: &Config) -> Result<Prepared, StartError> {
         role_catalog,
         limiter,
         proxies,
+        metrics,
     })
 }
 
@@ -484,6 +492,7 @@ impl AppState {
             role_catalog,
             limiter,
             proxies,
+            metrics,
         } = prepared;
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| StartError::DataDir(config.data_dir.display().to_string(), e))?;
@@ -514,6 +523,7 @@ impl AppState {
             role_catalog,
             limiter,
             proxies,
+            metrics,
         })))
     }
 
@@ -539,6 +549,24 @@ impl AppState {
             .at("/*path", ui::Ui)
             .around(http::middleware)
             .data(self.clone())
+    }
+
+    /// `GET /metrics` in Prometheus' text format, for the separate `metrics_listen` address
+    /// (never the public one).
+    pub fn metrics_endpoint(&self) -> impl Endpoint + 'static {
+        let state = self.clone();
+        Route::new().at(
+            "/metrics",
+            poem::get(poem::endpoint::make_sync(move |_| {
+                let (users, orgs) = state.actors.live_actors_by_kind();
+                let live = &state.metrics.actors;
+                live.with_label_values(&["user"]).set(users as i64);
+                live.with_label_values(&["organization"]).set(orgs as i64);
+                poem::Response::builder()
+                    .content_type("text/plain; version=0.0.4; charset=utf-8")
+                    .body(state.metrics.render())
+            })),
+        )
     }
 
     /// Deletes expired sessions and verification values now and then (housekeeping only:

@@ -141,9 +141,17 @@ pub struct Mailer {
     app_name: String,
     timeout: Duration,
     retries: u32,
+    /// Mails by kind and outcome (see [`Mailer::with_metrics`]).
+    outcomes: Option<prometheus::IntCounterVec>,
 }
 
 impl Mailer {
+    /// Counts each mail by kind and outcome (`written`, `sent`, `failed`) in `outcomes`.
+    pub fn with_metrics(mut self, outcomes: prometheus::IntCounterVec) -> Self {
+        self.outcomes = Some(outcomes);
+        self
+    }
+
     pub fn from_config(cfg: &MailConfig, data_dir: &Path) -> Result<Self, MailError> {
         let from: Mailbox = cfg
             .from
@@ -189,6 +197,7 @@ impl Mailer {
             app_name: cfg.app_name.clone(),
             timeout,
             retries: cfg.smtp.retries,
+            outcomes: None,
         })
     }
 
@@ -207,15 +216,21 @@ impl Mailer {
         vars: &[(&str, &str)],
     ) -> Result<(), MailError> {
         let mail = self.render(kind, to, link, vars)?;
+        let count = count_into(self.outcomes.clone(), kind);
         match &self.transport {
             Transport::Disabled => Ok(()),
-            Transport::Outbox(dir) => write_outbox(dir, &mail).await,
+            Transport::Outbox(dir) => {
+                let written = write_outbox(dir, &mail).await;
+                count(if written.is_ok() { "written" } else { "failed" });
+                written
+            }
             Transport::Smtp(smtp) => {
                 let message = build_message(&self.from, &mail)?;
                 let smtp = smtp.clone();
                 let (timeout, retries) = (self.timeout, self.retries);
                 tokio::spawn(async move {
-                    deliver(smtp, message, mail.kind, timeout, retries).await;
+                    let sent = deliver(smtp, message, mail.kind, timeout, retries).await;
+                    count(if sent { "sent" } else { "failed" });
                 });
                 Ok(())
             }
@@ -340,14 +355,24 @@ fn build_message(from: &Mailbox, mail: &Mail) -> Result<lettre::Message, MailErr
         .map_err(|e| MailError::Build(e.to_string()))
 }
 
-/// Sends with a time limit per attempt; transient failures are retried with backoff.
+/// Counts one outcome of a mail of `kind` (when metrics are on).
+fn count_into(outcomes: Option<prometheus::IntCounterVec>, kind: MailKind) -> impl Fn(&str) {
+    move |outcome| {
+        if let Some(c) = &outcomes {
+            c.with_label_values(&[kind.name(), outcome]).inc();
+        }
+    }
+}
+
+/// Sends with a time limit per attempt; transient failures are retried with backoff. Answers
+/// whether the message was accepted.
 async fn deliver(
     smtp: AsyncSmtpTransport<Tokio1Executor>,
     message: lettre::Message,
     kind: MailKind,
     timeout: Duration,
     retries: u32,
-) {
+) -> bool {
     for attempt in 0..=retries {
         if attempt > 0 {
             tokio::time::sleep(Duration::from_millis(500 << attempt.min(6))).await;
@@ -355,11 +380,11 @@ async fn deliver(
         match tokio::time::timeout(timeout, smtp.send(message.clone())).await {
             Ok(Ok(_)) => {
                 tracing::info!(kind = kind.name(), "mail sent");
-                return;
+                return true;
             }
             Ok(Err(e)) if !e.is_transient() && !e.is_timeout() => {
                 tracing::error!(kind = kind.name(), error = %e, "mail rejected; not retrying");
-                return;
+                return false;
             }
             Ok(Err(e)) => {
                 tracing::warn!(kind = kind.name(), attempt, error = %e, "mail sending failed")
@@ -368,6 +393,7 @@ async fn deliver(
         }
     }
     tracing::error!(kind = kind.name(), "mail not sent after retries");
+    false
 }
 
 /// Outbox files sort in the order they were written: the time to the nanosecond, then a

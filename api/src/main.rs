@@ -320,6 +320,14 @@ async fn serve(mut config: Config) -> Result<(), Box<dyn std::error::Error>> {
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let bound = listener.local_addr()?;
+    let metrics_listener = match config.metrics_listen.trim() {
+        "" => None,
+        addr => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("cannot listen on {addr} (metrics_listen): {e}"))?,
+        ),
+    };
     config.bound_to(bound);
     let base_url = config.base_url.clone();
     let state = AppState::start(config, Arc::new(storage::SystemClock)).await?;
@@ -328,6 +336,25 @@ async fn serve(mut config: Config) -> Result<(), Box<dyn std::error::Error>> {
     tracing::info!(listen = %local, base_url = %base_url, max_connections = limits.max_connections, "gatehouse listening");
     // One plain line on stdout that tools (and the end-to-end tests) wait for.
     println!("gatehouse listening on {local}");
+    let (metrics_stop, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+    let metrics = match metrics_listener {
+        Some(l) => {
+            let addr = l.local_addr()?;
+            tracing::info!(listen = %addr, "metrics at /metrics");
+            println!("gatehouse metrics on {addr}");
+            let ep = state.metrics_endpoint();
+            Some(tokio::spawn(server::serve(
+                l,
+                ep,
+                server::Limits::from_config(&state.config.server),
+                async move {
+                    let _ = metrics_stopped.await;
+                },
+                Duration::from_secs(1),
+            )))
+        }
+        None => None,
+    };
     server::serve(
         listener,
         state.endpoint(),
@@ -336,6 +363,10 @@ async fn serve(mut config: Config) -> Result<(), Box<dyn std::error::Error>> {
         Duration::from_secs(30),
     )
     .await?;
+    let _ = metrics_stop.send(());
+    if let Some(m) = metrics {
+        let _ = m.await;
+    }
     housekeeping.abort();
     state.actors.shutdown().await;
     tracing::info!("gatehouse stopped");

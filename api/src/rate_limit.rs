@@ -134,19 +134,56 @@ pub fn client_address(
         .or(Some(canonical(peer_ip)))
 }
 
+/// The API's route templates under `/api/auth` (from the OpenAPI document): what a request
+/// path counts as for the limiter and is labelled as in metrics.
+pub struct Routes {
+    exact: std::collections::HashSet<String>,
+    /// `(prefix before the first parameter, template)`: `("/callback/", "/callback/:id")`
+    /// (written with `:`, as braces trip some exposition parsers).
+    templated: Vec<(String, String)>,
+}
+
+impl Routes {
+    pub fn new(paths: &[String]) -> Self {
+        let (templated, exact): (Vec<&String>, Vec<&String>) =
+            paths.iter().partition(|p| p.contains('{'));
+        Self {
+            exact: exact.into_iter().cloned().collect(),
+            templated: templated
+                .into_iter()
+                .filter_map(|t| {
+                    let (prefix, _) = t.split_once('{')?;
+                    Some((prefix.to_owned(), t.replace('{', ":").replace('}', "")))
+                })
+                .collect(),
+        }
+    }
+
+    /// The template `path` (under `/api/auth`) matches, if any.
+    pub fn template(&self, path: &str) -> Option<&str> {
+        if let Some(exact) = self.exact.get(path) {
+            return Some(exact);
+        }
+        self.templated
+            .iter()
+            .find(|(prefix, _)| path.starts_with(prefix.as_str()))
+            .map(|(_, t)| t.as_str())
+    }
+}
+
 /// The limiter of one server process.
 pub struct Limiter {
     enabled: bool,
-    /// The API's paths (under `/api/auth`), templated ones as prefixes: requests count per
-    /// path, as better-auth counts them, and every unknown path shares one counter (a flood
-    /// of made-up paths makes no new counters).
-    paths: std::collections::HashSet<String>,
-    templated: Vec<String>,
+    /// Requests count per route, as better-auth counts them; every unknown path shares one
+    /// counter (a flood of made-up paths makes no new counters).
+    routes: Routes,
     general: RateRule,
     /// `(pattern, prefix?, rule)`, most specific first.
     rules: Vec<(String, bool, RateRule)>,
     config: RateLimitConfig,
     store: Arc<dyn RateLimitStore>,
+    /// Refusals by limit (`path`, `sign_in`, `mail`), see [`Limiter::with_metrics`].
+    refused: Option<prometheus::IntCounterVec>,
 }
 
 impl Limiter {
@@ -188,15 +225,9 @@ impl Limiter {
             .collect();
         // Exact paths before prefixes; longer prefixes before shorter ones.
         rules.sort_by(|a, b| a.1.cmp(&b.1).then(b.0.len().cmp(&a.0.len())));
-        let (templated, exact): (Vec<&String>, Vec<&String>) =
-            paths.iter().partition(|p| p.contains('{'));
         Ok(Self {
             enabled: config.enabled,
-            paths: exact.into_iter().cloned().collect(),
-            templated: templated
-                .into_iter()
-                .filter_map(|p| p.split_once('{').map(|(prefix, _)| prefix.to_owned()))
-                .collect(),
+            routes: Routes::new(paths),
             general: RateRule {
                 window: config.window,
                 max: config.max,
@@ -204,7 +235,21 @@ impl Limiter {
             rules,
             config: config.clone(),
             store,
+            refused: None,
         })
+    }
+
+    /// Counts each refusal by the limit that made it in `refused`.
+    pub fn with_metrics(mut self, refused: prometheus::IntCounterVec) -> Self {
+        self.refused = Some(refused);
+        self
+    }
+
+    fn refuse(&self, limit: &str, resets_at: DateTime<Utc>, now: DateTime<Utc>) -> ApiError {
+        if let Some(c) = &self.refused {
+            c.with_label_values(&[limit]).inc();
+        }
+        ApiError::too_many((resets_at - now).num_seconds().max(1) as u64)
     }
 
     pub fn enabled(&self) -> bool {
@@ -226,27 +271,32 @@ impl Limiter {
         ("*", self.general)
     }
 
-    async fn count(&self, key: &str, window: u64, max: u32, now: DateTime<Utc>) -> ApiResult<()> {
+    async fn count(
+        &self,
+        limit: &str,
+        key: &str,
+        window: u64,
+        max: u32,
+        now: DateTime<Utc>,
+    ) -> ApiResult<()> {
         let w = self
             .store
             .hit(key, Duration::seconds(window as i64), now)
             .await?;
         if w.count > max {
-            let wait = (w.resets_at - now).num_seconds().max(1) as u64;
-            return Err(ApiError::too_many(wait));
+            return Err(self.refuse(limit, w.resets_at, now));
         }
         Ok(())
     }
 
-    /// What requests to `path` count as: the path itself, its template's prefix, or `?`.
-    fn counted_path<'a>(&'a self, path: &'a str) -> &'a str {
-        if self.paths.contains(path) {
-            return path;
-        }
-        self.templated
-            .iter()
-            .find(|t| path.starts_with(t.as_str()))
-            .map_or("?", String::as_str)
+    /// The API's routes.
+    pub fn routes(&self) -> &Routes {
+        &self.routes
+    }
+
+    /// What requests to `path` count as: its route's template, or `?`.
+    fn counted_path(&self, path: &str) -> &str {
+        self.routes.template(path).unwrap_or("?")
     }
 
     /// Counts a request to `path` (under `/api/auth`) from `client`, per path as better-auth
@@ -261,7 +311,7 @@ impl Limiter {
             self.counted_path(path),
             client_key(client, self.config.ipv6_prefix)
         );
-        self.count(&key, rule.window, rule.max, now).await
+        self.count("path", &key, rule.window, rule.max, now).await
     }
 
     fn failure_keys(&self, email: &str, client: Option<IpAddr>) -> (String, Option<String>) {
@@ -297,8 +347,7 @@ impl Limiter {
             let Some(key) = key else { continue };
             let w = self.store.count(&key, now).await?;
             if w.count >= max {
-                let wait = (w.resets_at - now).num_seconds().max(1) as u64;
-                return Err(ApiError::too_many(wait));
+                return Err(self.refuse("sign_in", w.resets_at, now));
             }
         }
         Ok(())
@@ -325,6 +374,7 @@ impl Limiter {
             return Ok(());
         }
         self.count(
+            "mail",
             &format!("mail:{}", to.to_ascii_lowercase()),
             self.config.mail_window,
             self.config.mail_per_recipient,
@@ -441,7 +491,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(l.counted_path("/sign-in/email"), "/sign-in/email");
-        assert_eq!(l.counted_path("/callback/github"), "/callback/");
+        assert_eq!(l.counted_path("/callback/github"), "/callback/:id");
         assert_eq!(l.counted_path("/made-up-1"), "?");
         assert_eq!(
             l.rule("/sign-in/email"),

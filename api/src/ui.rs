@@ -71,7 +71,8 @@ impl Endpoint for Ui {
     async fn call(&self, req: Request) -> poem::Result<Response> {
         let path = req.uri().path();
         // The API's and the probes' unknown paths stay JSON 404s, never the app.
-        if path.starts_with("/api/") || path.starts_with("/health/") {
+        // `/metrics` too: metrics are served on `metrics_listen` only, never here.
+        if path.starts_with("/api/") || path.starts_with("/health/") || path == "/metrics" {
             return Err(poem::error::NotFoundError.into());
         }
         if !matches!(

@@ -227,10 +227,15 @@ impl AuthApi {
         // Too many wrong passwords for this account (from this client, or from everywhere):
         // refused before any hashing, for known and unknown addresses alike.
         let client = crate::http::client_addr(req);
-        state
+        let outcome = |o: &str| state.metrics.sign_ins.with_label_values(&[o]).inc();
+        if let Err(e) = state
             .limiter
             .sign_in_allowed(&email, client, state.clock.now())
-            .await?;
+            .await
+        {
+            outcome("limited");
+            return Err(e);
+        }
         let user = state.reader.get_user_by_email(&email).await?;
         // The same reads and the same hashing whether or not the address has an account, so
         // neither the answer nor its timing tells them apart: an unknown address looks up the
@@ -252,6 +257,7 @@ impl AuthApi {
         .map_err(ApiError::internal)?;
         let (true, Some(user)) = (ok, user) else {
             tracing::info!("sign-in refused: invalid email or password");
+            outcome("invalid");
             state
                 .limiter
                 .sign_in_failed(&email, client, state.clock.now())
@@ -276,11 +282,13 @@ impl AuthApi {
                     )
                     .await?;
             }
+            outcome("unverified");
             return Err(Code::EmailNotVerified.into());
         }
         let authed = state
             .start_session(req, cookies, user, body.remember_me.unwrap_or(true))
             .await?;
+        outcome("success");
         tracing::info!(user = %authed.user.id, "user signed in");
         Ok(SignInAnswer::Ok(
             Json(SignInResponse {

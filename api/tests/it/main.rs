@@ -8,6 +8,7 @@ mod api;
 mod common;
 mod compat;
 mod e2e;
+mod metrics;
 mod migration;
 mod oidc;
 mod organization;
