@@ -780,7 +780,8 @@ impl SocialApi {
     /// Come back from a provider by form POST (Apple)
     ///
     /// Redirects (302) to the GET callback with the same parameters, so that the browser's
-    /// `SameSite=Lax` state cookie travels with the request that finishes the flow.
+    /// `SameSite=Lax` state cookie travels with the request that finishes the flow. Parameters
+    /// in the query are merged with the form's, the query's winning (as better-auth).
     #[oai(
         path = "/callback/:id",
         method = "post",
@@ -789,6 +790,7 @@ impl SocialApi {
     async fn callback_post(
         &self,
         state: Data<&AppState>,
+        req: &Request,
         id: Path<String>,
         form: Form<CallbackParams>,
     ) -> ApiResult<Redirect> {
@@ -800,6 +802,10 @@ impl SocialApi {
             ));
         }
         let p = form.0;
+        let query: Vec<(String, String)> =
+            url::form_urlencoded::parse(req.uri().query().unwrap_or("").as_bytes())
+                .into_owned()
+                .collect();
         let mut q = url::form_urlencoded::Serializer::new(String::new());
         for (k, v) in [
             ("code", &p.code),
@@ -810,7 +816,8 @@ impl SocialApi {
             ("user", &p.user),
             ("iss", &p.iss),
         ] {
-            if let Some(v) = v {
+            let from_query = query.iter().find(|(name, _)| name == k).map(|(_, v)| v);
+            if let Some(v) = from_query.or(v.as_ref()) {
                 q.append_pair(k, v);
             }
         }

@@ -1104,3 +1104,29 @@ async fn a_banned_user_cannot_sign_in_through_a_provider() {
     let r = callback(&h, "github", &flow, "good").await;
     assert_eq!(location(&r), "/dashboard");
 }
+
+#[tokio::test]
+async fn a_posted_callback_merges_the_query_the_query_winning() {
+    let (h, _fake) = social_harness().await;
+    let posted = call_raw(
+        &h.ep,
+        poem::Request::builder()
+            .method(poem::http::Method::POST)
+            .uri_str("/api/auth/callback/apple?state=from-query&iss=https%3A%2F%2Fq.example")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("code=form-code&state=from-form"),
+    )
+    .await;
+    assert_eq!(posted.status.as_u16(), 302, "{}", posted.text);
+    let to = url::Url::parse(posted.headers.get("location").unwrap().to_str().unwrap()).unwrap();
+    assert_eq!(to.path(), "/api/auth/callback/apple");
+    let q: Vec<(String, String)> = to.query_pairs().into_owned().collect();
+    assert_eq!(
+        q,
+        [
+            ("code".to_string(), "form-code".to_string()),
+            ("state".to_string(), "from-query".to_string()),
+            ("iss".to_string(), "https://q.example".to_string()),
+        ]
+    );
+}
