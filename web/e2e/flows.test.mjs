@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { after, before, test } from "node:test";
@@ -23,9 +24,14 @@ let dataDir;
 let browser;
 const seen = new Set();
 
+/** This process's environment without its own GATEHOUSE_* settings (GATEHOUSE_BIN). */
+function baseEnv() {
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("GATEHOUSE_")));
+}
+
 function serverEnv() {
   return {
-    ...process.env,
+    ...baseEnv(),
     GATEHOUSE_LISTEN: "127.0.0.1:0",
     GATEHOUSE_DATA_DIR: dataDir,
     GATEHOUSE_EMAIL_VERIFICATION__SEND_ON_SIGN_UP: "true",
@@ -37,7 +43,15 @@ function serverEnv() {
 
 function startServer() {
   dataDir = mkdtempSync(join(tmpdir(), "gatehouse-e2e-"));
-  const child = spawn(BIN, [], { env: serverEnv(), stdio: ["ignore", "pipe", "inherit"] });
+  return startGatehouse(serverEnv()).then(([child, url]) => {
+    server = child;
+    return url;
+  });
+}
+
+/** Starts a gatehouse with `env`; answers the process and its base URL once it listens. */
+function startGatehouse(env) {
+  const child = spawn(BIN, [], { env, stdio: ["ignore", "pipe", "inherit"] });
   return new Promise((ok, fail) => {
     let out = "";
     const timer = setTimeout(() => fail(new Error(`gatehouse did not start: ${out}`)), 30_000);
@@ -47,8 +61,8 @@ function startServer() {
       const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
       if (m) {
         clearTimeout(timer);
-        server = child;
-        ok(`http://localhost:${m[1]}`);
+        child.removeAllListeners("exit");
+        ok([child, `http://localhost:${m[1]}`]);
       }
     });
   });
@@ -83,7 +97,8 @@ async function newPage(options = {}) {
   page.setDefaultTimeout(TIMEOUT);
   const errors = [];
   page.on("pageerror", (e) => errors.push(e));
-  page.on("console", (m) => m.type() === "error" && !/status of 4\d\d/.test(m.text()) && errors.push(m.text()));
+  // Console errors, with the page they came from ("404" answers are the app's expected refusals).
+  page.on("console", (m) => m.type() === "error" && !/status of 4\d\d/.test(m.text()) && errors.push(`${m.location().url} ${m.text()}`));
   return { context, page, errors };
 }
 
@@ -332,4 +347,85 @@ test("admin: an administrator made with the CLI finds a user, impersonates, stop
   assert.deepEqual([...cara.errors, ...admin.errors], []);
   await cara.context.close();
   await admin.context.close();
+});
+
+/** A free loopback port (closed again: the caller binds it next). */
+function freePort() {
+  return new Promise((ok) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => ok(port));
+    });
+  });
+}
+
+test("social: Continue with Google through a real OpenID provider, in the browser", async (t) => {
+  const peerDir = join(here, "../../api/tests/oidc-peer");
+  if (!existsSync(join(peerDir, "node_modules/oidc-provider"))) {
+    assert.ok(!process.env.REQUIRE_OIDC, "REQUIRE_OIDC is set but api/tests/oidc-peer has no node_modules");
+    t.skip("no oidc-provider (npm ci in api/tests/oidc-peer)");
+    return;
+  }
+  const port = await freePort();
+  const peer = spawn("node", ["server.mjs"], {
+    cwd: peerDir,
+    env: { ...process.env, CLIENT_ID: "gatehouse-e2e", CLIENT_SECRET: "e2e-secret-0123456789", REDIRECT_URIS: `http://localhost:${port}/api/auth/callback/google` },
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  let gatehouse;
+  const dir = mkdtempSync(join(tmpdir(), "gatehouse-e2e-social-"));
+  try {
+    const issuer = await new Promise((ok, fail) => {
+      let out = "";
+      peer.on("exit", (code) => fail(new Error(`the OpenID provider exited with ${code}`)));
+      peer.stdout.on("data", (chunk) => {
+        out += chunk;
+        const m = /OIDC_ISSUER=(\S+)/.exec(out);
+        if (m) ok(m[1]);
+      });
+    });
+    const [child, url] = await startGatehouse({
+      ...baseEnv(),
+      GATEHOUSE_LISTEN: `127.0.0.1:${port}`,
+      GATEHOUSE_DATA_DIR: dir,
+      GATEHOUSE_LOG__LEVEL: "warn",
+      GATEHOUSE_SOCIAL__GOOGLE__CLIENT_ID: "gatehouse-e2e",
+      GATEHOUSE_SOCIAL__GOOGLE__CLIENT_SECRET: "e2e-secret-0123456789",
+      GATEHOUSE_SOCIAL__GOOGLE__AUTHORIZATION_ENDPOINT: `${issuer}/auth`,
+      GATEHOUSE_SOCIAL__GOOGLE__TOKEN_ENDPOINT: `${issuer}/token`,
+      GATEHOUSE_SOCIAL__GOOGLE__ISSUER: issuer,
+      GATEHOUSE_SOCIAL__GOOGLE__JWKS_URI: `${issuer}/jwks`,
+    });
+    gatehouse = child;
+    const { context, page, errors } = await newPage();
+    await page.goto(`${url}/sign-in`);
+    await shot(page, "sign-in-with-google");
+    await page.getByRole("button", { name: "Continue with Google" }).click();
+    // The provider's own login page (oidc-provider's), then maybe its consent page.
+    await page.locator('input[name="login"]').fill("alice");
+    await page.locator('input[name="password"]').fill("any");
+    await page.locator('button[type="submit"]').click();
+    // Consent, if the provider asks, until the browser is back at Gatehouse.
+    for (let i = 0; i < 3; i++) {
+      await page.waitForURL((u) => u.origin === url || u.pathname.includes("/interaction/"));
+      if (new URL(page.url()).origin === url) break;
+      await page.locator('button[type="submit"]').click();
+    }
+    const account = page.getByRole("heading", { name: "Your account" });
+    await account.waitFor();
+    assert.equal(new URL(page.url()).origin, url);
+    assert.equal(await page.getByLabel("Name").inputValue(), "User alice");
+    await page.getByText("alice@example.com").waitFor();
+    await page.getByRole("heading", { name: "Sign-in methods" }).waitFor();
+    await page.getByText("Google", { exact: true }).waitFor();
+    await shot(page, "account-after-google");
+    // The provider's own pages may fail to load their web fonts here (no outside network).
+    assert.deepEqual(errors.filter((e) => typeof e !== "string" || e.startsWith(url)), []);
+    await context.close();
+  } finally {
+    gatehouse?.kill("SIGTERM");
+    peer.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
