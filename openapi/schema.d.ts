@@ -360,7 +360,8 @@ export interface paths {
         /**
          * Come back from a provider by form POST (Apple)
          * @description Redirects (302) to the GET callback with the same parameters, so that the browser's
-         *     `SameSite=Lax` state cookie travels with the request that finishes the flow.
+         *     `SameSite=Lax` state cookie travels with the request that finishes the flow. Parameters
+         *     in the query are merged with the form's, the query's winning (as better-auth).
          */
         post: operations["socialCallbackPost"];
         delete?: never;

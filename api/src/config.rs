@@ -320,6 +320,9 @@ pub struct RateLimitConfig {
     /// Mails one address may be sent per window (verification, reset, email change,
     /// deletion, invitations), whoever asks.
     pub mail_per_recipient: u32,
+    /// Of those, how many one client address may ask for: one client alone cannot use up an
+    /// address's whole allowance (and so keep its owner's reset mail away).
+    pub mail_per_recipient_per_client: u32,
     /// That window, seconds.
     pub mail_window: u64,
 }
@@ -343,7 +346,8 @@ impl Default for RateLimitConfig {
             sign_in_failures_per_client: 10,
             sign_in_failures_per_account: 50,
             sign_in_failure_window: 900,
-            mail_per_recipient: 5,
+            mail_per_recipient: 10,
+            mail_per_recipient_per_client: 3,
             mail_window: 3600,
         }
     }

@@ -335,13 +335,13 @@ async fn serve(mut config: Config) -> Result<(), Box<dyn std::error::Error>> {
     let housekeeping = state.spawn_housekeeping(Duration::from_secs(3600));
     tracing::info!(listen = %local, base_url = %base_url, max_connections = limits.max_connections, "gatehouse listening");
     // One plain line on stdout that tools (and the end-to-end tests) wait for.
-    println!("gatehouse listening on {local}");
+    say(&format!("gatehouse listening on {local}"));
     let (metrics_stop, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
     let metrics = match metrics_listener {
         Some(l) => {
             let addr = l.local_addr()?;
             tracing::info!(listen = %addr, "metrics at /metrics");
-            println!("gatehouse metrics on {addr}");
+            say(&format!("gatehouse metrics on {addr}"));
             let ep = state.metrics_endpoint();
             Some(tokio::spawn(server::serve(
                 l,
@@ -371,6 +371,13 @@ async fn serve(mut config: Config) -> Result<(), Box<dyn std::error::Error>> {
     state.actors.shutdown().await;
     tracing::info!("gatehouse stopped");
     Ok(())
+}
+
+/// One line on stdout for tools; a closed stdout (the reader went away) is no reason to stop.
+fn say(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
 }
 
 async fn shutdown_signal() {

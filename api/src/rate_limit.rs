@@ -367,15 +367,34 @@ impl Limiter {
         }
     }
 
-    /// Counts a mail to `to` (the normalized address, whether or not an account has it);
-    /// refuses past `mail_per_recipient` in the window.
-    pub async fn mail(&self, to: &str, now: DateTime<Utc>) -> ApiResult<()> {
+    /// Counts a mail to `to` (the normalized address, whether or not an account has it)
+    /// asked for by `client`: refused past `mail_per_recipient_per_client` for this client, and
+    /// past `mail_per_recipient` from all clients together. A client's refused requests do
+    /// not count against the address's allowance, so no single client can use it up.
+    pub async fn mail(
+        &self,
+        to: &str,
+        client: Option<IpAddr>,
+        now: DateTime<Utc>,
+    ) -> ApiResult<()> {
         if !self.enabled {
             return Ok(());
         }
+        let to = to.to_ascii_lowercase();
+        if let Some(ip) = client {
+            let pair = format!("mail:{to}:{}", client_key(ip, self.config.ipv6_prefix));
+            self.count(
+                "mail",
+                &pair,
+                self.config.mail_window,
+                self.config.mail_per_recipient_per_client,
+                now,
+            )
+            .await?;
+        }
         self.count(
             "mail",
-            &format!("mail:{}", to.to_ascii_lowercase()),
+            &format!("mail:{to}"),
             self.config.mail_window,
             self.config.mail_per_recipient,
             now,

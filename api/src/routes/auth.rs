@@ -268,7 +268,7 @@ impl AuthApi {
             // Each refused sign-in mails the link again, within the recipient's mail limit.
             let may_mail = state
                 .limiter
-                .mail(&user.email, state.clock.now())
+                .mail(&user.email, client, state.clock.now())
                 .await
                 .is_ok();
             if state.mailer.enabled() && may_mail {

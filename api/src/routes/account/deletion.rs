@@ -45,6 +45,7 @@ impl DeletionApi {
     async fn delete_user(
         &self,
         state: Data<&AppState>,
+        req: &Request,
         cookies: &PendingCookies,
         auth: Principal,
         body: Json<DeleteUserBody>,
@@ -80,7 +81,11 @@ impl DeletionApi {
             return deleted(&state, cookies, &user);
         }
         if state.mailer.enabled() {
-            state.limiter.mail(&user.email, state.clock.now()).await?;
+            let client = crate::http::client_addr(req);
+            state
+                .limiter
+                .mail(&user.email, client, state.clock.now())
+                .await?;
             let token = storage::random_lower_alnum(32);
             state
                 .create_token(

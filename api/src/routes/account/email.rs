@@ -33,6 +33,7 @@ impl EmailApi {
     async fn change_email(
         &self,
         state: Data<&AppState>,
+        req: &poem::Request,
         auth: Principal,
         body: Json<ChangeEmailBody>,
     ) -> ApiResult<Json<StatusResponse>> {
@@ -53,7 +54,11 @@ impl EmailApi {
             return Err(Code::CouldntUpdateYourEmail.into());
         }
         // The new address is mailed (now, or after the confirmation): within its limit.
-        state.limiter.mail(&new_email, state.clock.now()).await?;
+        let client = crate::http::client_addr(req);
+        state
+            .limiter
+            .mail(&new_email, client, state.clock.now())
+            .await?;
         if user.email_verified {
             if !state.mailer.enabled() {
                 return Err(Code::VerificationEmailNotEnabled.into());

@@ -103,9 +103,10 @@ impl PasswordApi {
     async fn forget_password(
         &self,
         state: Data<&AppState>,
+        req: &Request,
         body: Json<ForgetPasswordBody>,
     ) -> ApiResult<Json<ResetRequested>> {
-        request_reset(&state, body.0).await
+        request_reset(&state, req, body.0).await
     }
 
     /// Request a password reset (current clients' name)
@@ -119,9 +120,10 @@ impl PasswordApi {
     async fn request_password_reset(
         &self,
         state: Data<&AppState>,
+        req: &Request,
         body: Json<ForgetPasswordBody>,
     ) -> ApiResult<Json<ResetRequested>> {
-        request_reset(&state, body.0).await
+        request_reset(&state, req, body.0).await
     }
 
     /// Follow a password-reset link
@@ -360,6 +362,7 @@ struct ResetRequested {
 
 async fn request_reset(
     state: &AppState,
+    req: &Request,
     body: ForgetPasswordBody,
 ) -> ApiResult<Json<ResetRequested>> {
     if !state.mailer.enabled() {
@@ -371,7 +374,11 @@ async fn request_reset(
         .redirect_target(text(&body.redirect_to), Code::InvalidRedirecturl)?;
     let redirect = redirect.as_deref();
     // Counted for every address asked about, known or not: the limit tells nothing.
-    state.limiter.mail(&email, state.clock.now()).await?;
+    let client = crate::http::client_addr(req);
+    state
+        .limiter
+        .mail(&email, client, state.clock.now())
+        .await?;
     let user = state.reader.get_user_by_email(&email).await?;
     match user {
         Some(user) => {

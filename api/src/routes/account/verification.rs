@@ -70,7 +70,11 @@ impl VerificationApi {
             }
         }
         // Counted for every address asked about, known or not: the limit tells nothing.
-        state.limiter.mail(&email, state.clock.now()).await?;
+        let client = crate::http::client_addr(req);
+        state
+            .limiter
+            .mail(&email, client, state.clock.now())
+            .await?;
         if let Some(user) = state.reader.get_user_by_email(&email).await? {
             if !user.email_verified {
                 state

@@ -92,6 +92,7 @@ impl InvitationApi {
     async fn invite_member(
         &self,
         state: Data<&AppState>,
+        req: &poem::Request,
         auth: Principal,
         body: Json<InviteBody>,
     ) -> ApiResult<Json<InvitationDto>> {
@@ -99,7 +100,11 @@ impl InvitationApi {
         let org_id = auth.org_id(text(&body.organization_id))?;
         let email = crate::routes::normalize_email(&body.email.0).ok_or(Code::InvalidEmail)?;
         // Refused before the invitation exists: the invitee's mailbox has a limit too.
-        state.limiter.mail(&email, state.clock.now()).await?;
+        let client = crate::http::client_addr(req);
+        state
+            .limiter
+            .mail(&email, client, state.clock.now())
+            .await?;
         let inv = state
             .actors
             .org(org_id.clone())
