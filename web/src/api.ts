@@ -28,6 +28,8 @@ export class ApiError extends Error {
     message: string,
     readonly status: number,
     readonly details?: string[] | null,
+    /** Seconds until a refused request may be tried again (`X-Retry-After` of a 429). */
+    readonly retryAfter?: number,
   ) {
     super(message);
     this.name = "ApiError";
@@ -51,7 +53,8 @@ export async function unwrap<T>(call: Promise<Answer<T>>): Promise<T> {
   const { data, error, response } = answer;
   if (error !== undefined || !response.ok) {
     if (isErrorBody(error)) {
-      throw new ApiError(error.code, error.message, response.status, error.details);
+      const wait = Number(response.headers.get("x-retry-after"));
+      throw new ApiError(error.code, error.message, response.status, error.details, wait > 0 ? wait : undefined);
     }
     throw new ApiError("UNEXPECTED_RESPONSE", `HTTP ${response.status}`, response.status);
   }

@@ -166,6 +166,11 @@ export const redirectErrors: Record<string, string> = {
 /** A sentence for any error the app may catch. */
 export function describe(error: unknown): string {
   if (error instanceof ApiError) {
+    if (error.code === "TOO_MANY_REQUESTS" && error.retryAfter) {
+      const s = error.retryAfter;
+      const wait = s < 90 ? `${s} second${s === 1 ? "" : "s"}` : `${Math.ceil(s / 60)} minutes`;
+      return `Too many attempts. Try again in ${wait}.`;
+    }
     return messages[error.code] ?? error.message;
   }
   return messages.UNEXPECTED_RESPONSE;

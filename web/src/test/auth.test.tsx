@@ -202,3 +202,19 @@ it("sign-up keeps redirectTo through the verification link", async () => {
     "/verify-email?redirectTo=%2Faccept-invitation%2Fi1",
   );
 });
+
+it("a 429 says how long to wait", async () => {
+  mockServer({
+    "GET /social-providers": () => ({ body: [] }),
+    "POST /sign-in/email": () => ({
+      status: 429,
+      body: { code: "TOO_MANY_REQUESTS", message: "Too many requests. Please try again later." },
+      headers: { "x-retry-after": "7" },
+    }),
+  });
+  renderAt("/sign-in", [{ path: "/sign-in", element: <SignIn /> }]);
+  await userEvent.type(screen.getByLabelText("Email"), "ann@example.com");
+  await userEvent.type(screen.getByLabelText("Password"), "whatever-1");
+  await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
+  expect(await screen.findByRole("alert")).toHaveTextContent("Too many attempts. Try again in 7 seconds.");
+});

@@ -6,7 +6,9 @@ import type { ReactNode } from "react";
 import { MemoryRouter, Route, Routes } from "react-router";
 import { vi } from "vitest";
 
-export type Reply = { status?: number; body: unknown } | Promise<{ status?: number; body: unknown }>;
+export type Reply =
+  | { status?: number; body: unknown; headers?: Record<string, string> }
+  | Promise<{ status?: number; body: unknown; headers?: Record<string, string> }>;
 export type Handler = (body: unknown, url: URL) => Reply;
 
 export interface Sent {
@@ -28,7 +30,7 @@ export function mockServer(routes: Record<string, Handler>) {
     const reply = handler ? await handler(body, url) : { status: 404, body: { code: "NOT_FOUND", message: "Not found" } };
     return new Response(JSON.stringify(reply.body), {
       status: reply.status ?? 200,
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...("headers" in reply ? reply.headers : {}) },
     });
   });
   vi.stubGlobal("fetch", fetch);
