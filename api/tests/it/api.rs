@@ -1035,6 +1035,7 @@ fn every_error_code_has_its_pinned_status() {
         ("USER_IS_NOT_A_MEMBER_OF_THE_TEAM", 403),
         ("USER_IS_NOT_A_MEMBER_OF_THE_TEAM", 400),
         ("PAYLOAD_TOO_LARGE", 413),
+        ("TOO_MANY_REQUESTS", 429),
         ("REQUEST_TIMEOUT", 408),
         ("UNSUPPORTED_MEDIA_TYPE", 415),
         ("USER_ALREADY_EXISTS", 422),
@@ -1217,28 +1218,30 @@ async fn cors_for_trusted_origins_only() {
 
 #[tokio::test]
 async fn forwarded_client_address_only_when_trusted() {
+    // Through a proxy on this machine (127.0.0.1) and one at 10.0.0.1, both trusted.
     for trust in [false, true] {
-        let h = harness_with(|c| c.trust_proxy = trust).await;
-        let r = h
-            .call(
-                Method::POST,
-                "/api/auth/sign-up/email",
-                Some(json!({"name": "P", "email": "p@example.com", "password": PW})),
-                None,
-                &[
-                    ("x-forwarded-for", "203.0.113.7, 10.0.0.1"),
-                    ("user-agent", "probe/1.0"),
-                ],
-            )
-            .await
-            .expect(200);
+        let h = harness_with(|c| {
+            c.trust_proxy = trust;
+            c.trusted_proxies = vec!["127.0.0.1".into(), "10.0.0.0/8".into()];
+        })
+        .await;
+        let r = call_from(
+            &h,
+            "127.0.0.1:40000",
+            Method::POST,
+            "/api/auth/sign-up/email",
+            Some(json!({"name": "P", "email": "p@example.com", "password": PW})),
+            &[
+                ("x-forwarded-for", "203.0.113.7, 10.0.0.1"),
+                ("user-agent", "probe/1.0"),
+            ],
+        )
+        .await
+        .expect(200);
         let s = h.session(&r.cookie_header()).await;
         assert_eq!(s["session"]["userAgent"], "probe/1.0");
-        if trust {
-            assert_eq!(s["session"]["ipAddress"], "203.0.113.7");
-        } else {
-            assert_ne!(s["session"]["ipAddress"], "203.0.113.7");
-        }
+        let want = if trust { "203.0.113.7" } else { "127.0.0.1" };
+        assert_eq!(s["session"]["ipAddress"], want);
     }
 }
 

@@ -354,3 +354,37 @@ pub fn js_client_dir() -> Option<std::path::PathBuf> {
     eprintln!("skipped: no better-auth in {} (npm ci)", js.display());
     None
 }
+
+/// A request as it arrives from `peer` (the socket's address), with `headers`.
+pub async fn call_from(
+    h: &H,
+    peer: &str,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> Resp {
+    let mut b = poem::http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("origin", ORIGIN);
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    let body = match body {
+        Some(v) => {
+            b = b.header("content-type", "application/json");
+            poem::Body::from(serde_json::to_vec(&v).unwrap())
+        }
+        None => poem::Body::empty(),
+    };
+    let (parts, _) = b.body(()).unwrap().into_parts();
+    let peer: std::net::SocketAddr = peer.parse().unwrap();
+    let parts = poem::RequestParts::from((
+        parts,
+        poem::web::LocalAddr(poem::Addr::SocketAddr("127.0.0.1:3000".parse().unwrap())),
+        poem::web::RemoteAddr(poem::Addr::SocketAddr(peer)),
+        poem::http::uri::Scheme::HTTP,
+    ));
+    call_raw(&h.ep, poem::Request::from_parts(parts, body)).await
+}

@@ -5,8 +5,7 @@ use crate::common::*;
 use chrono::Duration;
 use futures::future::join_all;
 use poem::http::Method;
-use poem::{Addr, Body, Request, RequestParts};
-use serde_json::{json, Value};
+use serde_json::json;
 
 const PW: &str = "correct-horse-battery";
 
@@ -14,42 +13,8 @@ async fn limited() -> H {
     harness_with(|c| c.rate_limit.enabled = true).await
 }
 
-/// A request as it arrives from `peer` (the socket's address), with `headers`.
-async fn from(
-    h: &H,
-    peer: &str,
-    method: Method,
-    path: &str,
-    body: Option<Value>,
-    headers: &[(&str, &str)],
-) -> Resp {
-    let mut b = poem::http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("origin", ORIGIN);
-    for (k, v) in headers {
-        b = b.header(*k, *v);
-    }
-    let body = match body {
-        Some(v) => {
-            b = b.header("content-type", "application/json");
-            Body::from(serde_json::to_vec(&v).unwrap())
-        }
-        None => Body::empty(),
-    };
-    let (parts, _) = b.body(()).unwrap().into_parts();
-    let peer: std::net::SocketAddr = peer.parse().unwrap();
-    let parts = RequestParts::from((
-        parts,
-        poem::web::LocalAddr(Addr::SocketAddr("127.0.0.1:3000".parse().unwrap())),
-        poem::web::RemoteAddr(Addr::SocketAddr(peer)),
-        poem::http::uri::Scheme::HTTP,
-    ));
-    call_raw(&h.ep, Request::from_parts(parts, body)).await
-}
-
 async fn sign_in(h: &H, peer: &str, email: &str, password: &str) -> Resp {
-    from(
+    call_from(
         h,
         peer,
         Method::POST,
@@ -62,7 +27,7 @@ async fn sign_in(h: &H, peer: &str, email: &str, password: &str) -> Resp {
 
 /// `change-password` (3 per 10 s) from `peer`, forwarded for `forwarded_for`.
 async fn forwarded(h: &H, peer: &str, forwarded_for: &str) -> u16 {
-    from(
+    call_from(
         h,
         peer,
         Method::POST,
@@ -107,7 +72,7 @@ async fn past_a_rule_the_answer_is_429_with_retry_after_until_the_window_ends() 
     sign_in(&h, "198.51.100.2:5000", "ann@example.com", PW)
         .await
         .expect(200);
-    from(
+    call_from(
         &h,
         "198.51.100.1:5002",
         Method::GET,
@@ -127,15 +92,15 @@ async fn past_a_rule_the_answer_is_429_with_retry_after_until_the_window_ends() 
 async fn the_general_rule_counts_each_path() {
     let h = limited().await;
     for _ in 0..100 {
-        from(&h, "203.0.113.5:1", Method::GET, "/api/auth/ok", None, &[])
+        call_from(&h, "203.0.113.5:1", Method::GET, "/api/auth/ok", None, &[])
             .await
             .expect(200);
     }
-    let r = from(&h, "203.0.113.5:1", Method::GET, "/api/auth/ok", None, &[])
+    let r = call_from(&h, "203.0.113.5:1", Method::GET, "/api/auth/ok", None, &[])
         .await
         .expect(429);
     assert_eq!(r.code(), "TOO_MANY_REQUESTS");
-    from(
+    call_from(
         &h,
         "203.0.113.5:1",
         Method::GET,
@@ -147,7 +112,7 @@ async fn the_general_rule_counts_each_path() {
     .expect(200);
     // The hosted pages and health probes are not the API's: never limited.
     for _ in 0..150 {
-        from(&h, "203.0.113.5:1", Method::GET, "/health/live", None, &[])
+        call_from(&h, "203.0.113.5:1", Method::GET, "/health/live", None, &[])
             .await
             .expect(200);
     }
@@ -159,7 +124,7 @@ async fn a_spoofed_forwarded_for_does_not_change_the_key() {
     let h = limited().await;
     for i in 0..4 {
         let spoof = format!("10.9.9.{i}");
-        let r = from(
+        let r = call_from(
             &h,
             "198.51.100.7:1",
             Method::POST,
@@ -200,7 +165,7 @@ async fn ipv6_clients_count_by_their_64() {
     let change_email = |peer: String| {
         let h = &h;
         async move {
-            from(
+            call_from(
                 h,
                 &peer,
                 Method::POST,
@@ -292,7 +257,7 @@ async fn mail_per_recipient_holds_under_50_concurrent_requests() {
         let answers = join_all((0..50).map(|i| {
             let h = &h;
             async move {
-                from(
+                call_from(
                     h,
                     &format!("192.0.2.{i}:1"),
                     Method::POST,
@@ -327,7 +292,7 @@ async fn mail_per_recipient_holds_under_50_concurrent_requests() {
     }
     assert_eq!(mails, 10);
     // Other mail to that address waits as well.
-    let r = from(
+    let r = call_from(
         &h,
         "198.51.100.40:1",
         Method::POST,
@@ -403,7 +368,7 @@ async fn one_client_cannot_use_up_an_addresss_mail_allowance() {
     let reset = |peer: &'static str| {
         let h = &h;
         async move {
-            from(
+            call_from(
                 h,
                 peer,
                 Method::POST,
