@@ -158,6 +158,15 @@ pub struct SocialProviderConfig {
     pub disable_implicit_sign_up: bool,
     /// Link to an existing user with the same email even when the provider did not verify it.
     pub trusted: bool,
+    /// Refuse id-token sign-in and linking (`idToken` in the body) for this provider.
+    pub disable_id_token_sign_in: bool,
+    /// No session until the user's address is verified (users and accounts are still made
+    /// and linked; a verification mail goes out on sign-up), as
+    /// `email_verification.require_email_verification` for this provider only.
+    pub require_email_verification: bool,
+    /// Google: the Workspace domain (`hd`) users must belong to; `*` any Workspace domain.
+    /// Sent on the authorize URL and required in the id token.
+    pub hd: Option<String>,
 }
 
 impl Default for SocialProviderConfig {
@@ -183,6 +192,9 @@ impl Default for SocialProviderConfig {
             disable_sign_up: false,
             disable_implicit_sign_up: false,
             trusted: false,
+            disable_id_token_sign_in: false,
+            require_email_verification: false,
+            hd: None,
         }
     }
 }

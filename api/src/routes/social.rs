@@ -447,9 +447,11 @@ impl AppState {
         };
         tracing::info!(user = %signed.user.id, provider = provider_id, created = signed.created, "social sign-in");
         let ev = &self.config.email_verification;
+        let require_verified =
+            ev.require_email_verification || provider.cfg.require_email_verification;
         if signed.created
             && !signed.user.email_verified
-            && (ev.send_on_sign_up || ev.require_email_verification)
+            && (ev.send_on_sign_up || require_verified)
             && self.mailer.enabled()
             && !signed.user.email.ends_with(".placeholder.invalid")
         {
@@ -466,7 +468,7 @@ impl AppState {
                 tracing::warn!(error = ?e, "verification mail after social sign-up failed");
             }
         }
-        if ev.require_email_verification && !signed.user.email_verified {
+        if require_verified && !signed.user.email_verified {
             return self.error_redirect(&error_url, "email_not_verified", None);
         }
         if let Err(e) = self.start_session(req, cookies, signed.user, true).await {
@@ -546,7 +548,7 @@ impl AppState {
         t: &IdTokenBody,
     ) -> ApiResult<(&Provider, ProviderAccount, crate::social::profile::UserInfo)> {
         let p = self.provider(provider_id)?;
-        if !p.spec.id_token_sign_in {
+        if !p.spec.id_token_sign_in || p.cfg.disable_id_token_sign_in {
             return Err(Code::IdTokenNotSupported.into());
         }
         let claims = self
@@ -600,8 +602,9 @@ impl AppState {
                 implicit_linking: self.config.account.implicit_linking,
             })
             .await?;
-        if self.config.email_verification.require_email_verification && !signed.user.email_verified
-        {
+        let require_verified = self.config.email_verification.require_email_verification
+            || p.cfg.require_email_verification;
+        if require_verified && !signed.user.email_verified {
             return Err(Code::EmailNotVerified.into());
         }
         let authed = self.start_session(req, cookies, signed.user, true).await?;

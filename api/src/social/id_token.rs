@@ -150,6 +150,9 @@ impl Social {
                 return Err(IdTokenError::Invalid("nonce".into()));
             }
         }
+        if !p.hosted_domain_ok(&claims) {
+            return Err(IdTokenError::Invalid("hd".into()));
+        }
         Ok(claims)
     }
 }

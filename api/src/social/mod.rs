@@ -57,6 +57,20 @@ impl Provider {
         self.spec.id
     }
 
+    /// With `hd` configured (Google Workspace), whether the id token's `hd` claim is it (`*`:
+    /// any Workspace domain, i.e. present and not empty). Without it, always.
+    pub fn hosted_domain_ok(&self, claims: &Value) -> bool {
+        let Some(want) = self.cfg.hd.as_deref() else {
+            return true;
+        };
+        let got = claims.get("hd").and_then(Value::as_str).unwrap_or_default();
+        if want == "*" {
+            !got.is_empty()
+        } else {
+            got.eq_ignore_ascii_case(want)
+        }
+    }
+
     /// The user comes from the id token of the token response, so the flow binds a nonce to
     /// it (required anyway where the authorization response itself carries an id token).
     pub fn uses_nonce(&self) -> bool {
@@ -154,6 +168,12 @@ impl Social {
         let mut providers = BTreeMap::new();
         for (id, cfg) in config.social.iter().filter(|(_, c)| c.enabled) {
             let spec = catalog::find(id).ok_or_else(|| format!("no provider {id:?}"))?;
+            if cfg.hd.is_some() && spec.id != "google" {
+                return Err(format!("social.{id}.hd: only Google has hosted domains"));
+            }
+            if cfg.hd.as_deref().is_some_and(|hd| hd.trim().is_empty()) {
+                return Err(format!("social.{id}.hd: a domain, or * for any"));
+            }
             let tenant = |url: &str| match &cfg.tenant_id {
                 Some(t) => url.replace("/common/", &format!("/{t}/")),
                 None => url.to_owned(),
@@ -252,6 +272,9 @@ impl Social {
             }
             if let (true, Some(hint)) = (p.spec.login_hint, a.login_hint) {
                 q.append_pair("login_hint", hint);
+            }
+            if let Some(hd) = &p.cfg.hd {
+                q.append_pair("hd", hd);
             }
             for (k, v) in a.additional {
                 q.append_pair(k, v);
@@ -427,6 +450,11 @@ impl Social {
                     )) {
                         return Err(ProviderError::NonceMismatch);
                     }
+                }
+                if !p.hosted_domain_ok(&claims) {
+                    return Err(ProviderError::Malformed(
+                        "the id token's hd is not the configured one".into(),
+                    ));
                 }
                 let extra = if p.spec.id == "microsoft" {
                     self.microsoft_photo(p, access).await

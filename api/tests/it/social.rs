@@ -66,7 +66,7 @@ fn profile(provider: &str) -> Value {
             json!({"oid": "00000000-0000-0000-66f3-3332eca7ea81", "sub": "AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ", "tid": "9188040d-6c67-4c5b-b112-36a304b66dad", "name": "Mia Soft", "email": "mia@example.com", "email_verified": true})
         }
         "google" => {
-            json!({"iss": "https://accounts.google.com", "sub": "110169484474386276334", "email": "gina@example.com", "email_verified": true, "name": "Gina G", "picture": "https://g.example/p.jpg"})
+            json!({"iss": "https://accounts.google.com", "sub": "110169484474386276334", "email": "gina@example.com", "email_verified": true, "name": "Gina G", "picture": "https://g.example/p.jpg", "hd": "example.com"})
         }
         "spotify" => {
             json!({"id": "wizzler", "display_name": "Wiz", "email": "wiz@example.com", "images": [{"url": "https://s.example/i.jpg", "height": 300, "width": 300}]})
@@ -1129,4 +1129,78 @@ async fn a_posted_callback_merges_the_query_the_query_winning() {
             ("iss".to_string(), "https://q.example".to_string()),
         ]
     );
+}
+
+/// A harness whose `provider` has `tweak` applied to its configuration.
+async fn harness_with_provider(
+    provider: &str,
+    tweak: impl FnOnce(&mut SocialProviderConfig),
+) -> (H, Fake) {
+    let fake = fake_providers().await;
+    let base = fake.base.clone();
+    let h = harness_with(|c| {
+        configure(c, &base);
+        tweak(c.social.get_mut(provider).unwrap());
+    })
+    .await;
+    (h, fake)
+}
+
+#[tokio::test]
+async fn google_hosted_domains_are_asked_for_and_required() {
+    for (hd, signs_in) in [("example.com", true), ("*", true), ("other.example", false)] {
+        let (h, _fake) = harness_with_provider("google", |g| g.hd = Some(hd.to_owned())).await;
+        let flow = sign_in_start(&h, "google").await;
+        assert_eq!(flow.query.get("hd").map(String::as_str), Some(hd));
+        let r = callback(&h, "google", &flow, "good").await;
+        if signs_in {
+            assert_eq!(location(&r), "/welcome", "{hd}: {}", r.text);
+        } else {
+            assert_eq!(location(&r), "/oops?error=unable_to_get_user_info", "{hd}");
+            assert!(r.set_cookie("gatehouse.session_token").is_none());
+        }
+    }
+    // Only Google has hosted domains.
+    let mut c = test_config(std::path::Path::new("/tmp"), |_| {});
+    configure(&mut c, "http://127.0.0.1:1");
+    c.social.get_mut("github").unwrap().hd = Some("example.com".into());
+    let err = gatehouse_api::social::Social::from_config(&c, &"s".repeat(32)).err();
+    assert!(err.unwrap().contains("only Google"));
+}
+
+#[tokio::test]
+async fn a_provider_may_refuse_id_tokens() {
+    let (h, _fake) = harness_with_provider("google", |g| g.disable_id_token_sign_in = true).await;
+    let r = h
+        .post(
+            "/api/auth/sign-in/social",
+            json!({"provider": "google", "idToken": {"token": "any.token.here"}}),
+            None,
+        )
+        .await
+        .expect(404);
+    assert_eq!(r.code(), "ID_TOKEN_NOT_SUPPORTED");
+}
+
+#[tokio::test]
+async fn a_provider_may_require_a_verified_address_before_a_session() {
+    // Spotify never vouches for an address: its new users are made, but not signed in.
+    let (h, _fake) =
+        harness_with_provider("spotify", |s| s.require_email_verification = true).await;
+    let flow = sign_in_start(&h, "spotify").await;
+    let r = callback(&h, "spotify", &flow, "good").await;
+    assert_eq!(location(&r), "/oops?error=email_not_verified");
+    assert!(r.set_cookie("gatehouse.session_token").is_none());
+    let user = h
+        .store
+        .get_user_by_email("wiz@example.com")
+        .await
+        .unwrap()
+        .expect("the user was made");
+    assert!(!user.email_verified);
+    // A verification mail went out; other providers are not affected.
+    assert!(last_mail(&h, "verify-email", "wiz@example.com").is_some());
+    let flow = sign_in_start(&h, "google").await;
+    let r = callback(&h, "google", &flow, "good").await;
+    assert_eq!(location(&r), "/welcome");
 }
