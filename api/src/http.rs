@@ -301,8 +301,9 @@ fn glob(pattern: &[u8], text: &[u8]) -> bool {
     pattern[p..].iter().all(|&c| c == b'*')
 }
 
-/// The outer middleware of every route: body limit, origin check, pending cookies, and the
-/// mapping of any error to the wire format.
+/// The outer middleware of every route: the request id, rate limits (API routes), body limit,
+/// origin check, pending cookies, the mapping of any error to the wire format, CORS and
+/// `Cache-Control`, and the request's metrics.
 pub async fn middleware<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Response> {
     let Some(state) = req.data::<AppState>().cloned() else {
         return Ok(ApiError::internal("app state missing").into_response());

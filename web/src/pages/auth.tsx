@@ -83,6 +83,7 @@ export function ResendVerification({ email: initial }: { email: string }) {
 export function SignIn() {
   const [params] = useSearchParams();
   const redirectTo = safeRedirect(params.get("redirectTo"));
+  const session = useSession();
   const [email, setEmail] = useState(params.get("email") ?? "");
   const [password, setPassword] = useState("");
   const [rememberMe, setRememberMe] = useState(true);
@@ -105,6 +106,8 @@ export function SignIn() {
     signIn.mutate();
   };
   const unverified = signIn.error instanceof ApiError && signIn.error.code === "EMAIL_NOT_VERIFIED";
+  // Already signed in (a bookmarked or shared link): on to where the page would lead.
+  if (session.data && !signIn.isPending) return <Navigate to={redirectTo} replace />;
   return (
     <main className="narrow">
       <div className="card">

@@ -4,9 +4,9 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState, type FormEvent } from "react";
 import { Link, Navigate, NavLink, useNavigate, useParams } from "react-router";
-import { api, unwrap, type Schemas } from "../api";
+import { api, ApiError, unwrap, type Schemas } from "../api";
 import { Confirm, ErrorBox, Field, Notice, Submit } from "../components/ui";
-import { SESSION_KEY, useSession } from "../session";
+import { SESSION_KEY, useSession, useSessionChanged } from "../session";
 import { emailProblem } from "./auth";
 
 type Perms = Record<string, string[]>;
@@ -825,6 +825,13 @@ export function AcceptInvitation() {
     mutationFn: () => unwrap(api.POST("/organization/reject-invitation", { body: { invitationId: id } })),
   });
   const email = new URLSearchParams(window.location.search).get("email") ?? "";
+  const changed = useSessionChanged();
+  const signOut = useMutation({
+    mutationFn: () => unwrap(api.POST("/sign-out")),
+    onSuccess: changed,
+  });
+  const otherRecipient =
+    invitation.error instanceof ApiError && invitation.error.code === "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION";
   if (session.isPending) return <main className="narrow">Loading…</main>;
   if (!session.data) {
     const q = new URLSearchParams({ redirectTo: here, ...(email ? { email } : {}) }).toString();
@@ -871,6 +878,13 @@ export function AcceptInvitation() {
         )}
         <ErrorBox error={accept.error ?? reject.error} />
         <p className="muted">Signed in as {session.data.user.email}.</p>
+        {otherRecipient && (
+          <p>
+            <button type="button" className="secondary" disabled={signOut.isPending} onClick={() => signOut.mutate()}>
+              Sign out and use the invited account
+            </button>
+          </p>
+        )}
       </div>
     </main>
   );

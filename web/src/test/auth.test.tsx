@@ -43,10 +43,14 @@ it("sign-in: pending, then the server's refusal as a sentence", async () => {
 });
 
 it("sign-in: sends remember-me and goes to a local redirectTo only", async () => {
+  let signedIn = false;
   const { sent } = mockServer({
     "GET /social-providers": () => ({ body: [] }),
-    "POST /sign-in/email": () => ({ body: { redirect: false, token: "t", url: null, user } }),
-    "GET /get-session": () => ({ body: session }),
+    "POST /sign-in/email": () => {
+      signedIn = true;
+      return { body: { redirect: false, token: "t", url: null, user } };
+    },
+    "GET /get-session": () => ({ body: signedIn ? session : null }),
   });
   renderAt("/sign-in?redirectTo=%2Forganizations%2Fo1&email=ann%40example.com", signInRoutes);
   expect(screen.getByLabelText("Email")).toHaveValue("ann@example.com");
@@ -217,4 +221,10 @@ it("a 429 says how long to wait", async () => {
   await userEvent.type(screen.getByLabelText("Password"), "whatever-1");
   await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
   expect(await screen.findByRole("alert")).toHaveTextContent("Too many attempts. Try again in 7 seconds.");
+});
+
+it("sign-in while signed in goes on to redirectTo", async () => {
+  mockServer({ "GET /get-session": () => ({ body: session }), "GET /social-providers": () => ({ body: [] }) });
+  renderAt("/sign-in?redirectTo=%2Forganizations%2Fo1", signInRoutes);
+  expect(await screen.findByText("org page")).toBeInTheDocument();
 });

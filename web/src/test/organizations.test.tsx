@@ -135,3 +135,23 @@ it("accept-invitation: signed out, offers sign-in and sign-up that come back", a
   expect(signIn.getAttribute("href")).toBe("/sign-in?redirectTo=%2Faccept-invitation%2Finv1");
   expect(screen.getByRole("link", { name: "Create an account" }).getAttribute("href")).toBe("/sign-up?redirectTo=%2Faccept-invitation%2Finv1");
 });
+
+it("accept-invitation: signed in as someone else, offers to sign out", async () => {
+  let signedIn = true;
+  const { sent } = mockServer({
+    "GET /get-session": () => ({ body: signedIn ? session : null }),
+    "GET /organization/get-invitation": () => ({
+      status: 403,
+      body: { code: "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION", message: "You are not the recipient of the invitation" },
+    }),
+    "POST /sign-out": () => {
+      signedIn = false;
+      return { body: { success: true } };
+    },
+  });
+  renderAt("/accept-invitation/inv1", [{ path: "/accept-invitation/:id", element: <AcceptInvitation /> }]);
+  expect(await screen.findByRole("alert")).toHaveTextContent("You are not the recipient of the invitation.");
+  await userEvent.click(screen.getByRole("button", { name: "Sign out and use the invited account" }));
+  expect(await screen.findByRole("heading", { name: "You are invited" })).toBeInTheDocument();
+  expect(sent.some((s) => s.path === "/sign-out")).toBe(true);
+});
