@@ -58,7 +58,15 @@ pub struct Jwt {
     audience: String,
     cipher: XChaCha20Poly1305,
     keys: RwLock<Option<Keys>>,
+    /// Tokens signed lately, by what they say (the key and every user field in the claims):
+    /// a token is handed out again while at least half its lifetime is left, so get-session
+    /// does not sign a fresh one on every call. A change of the user or of the key makes
+    /// another entry; nothing outlives its token's `exp`.
+    recent: RwLock<std::collections::HashMap<u64, (String, i64)>>,
 }
+
+/// Signed tokens kept at most; past that, the expired ones go, or else all.
+const RECENT_TOKENS: usize = 50_000;
 
 fn alg_of(name: &str) -> Result<Algorithm, JwtError> {
     match name {
@@ -128,6 +136,7 @@ impl Jwt {
             audience: cfg.audience.clone().unwrap_or(base),
             cipher: XChaCha20Poly1305::new(&key_of_secret(secret).into()),
             keys: RwLock::new(None),
+            recent: RwLock::new(std::collections::HashMap::new()),
         })
     }
 
@@ -280,6 +289,54 @@ impl Jwt {
         if let Ok(mut k) = self.keys.write() {
             *k = None;
         }
+    }
+
+    /// A token for `user`: one signed lately for the same user fields and key while at least
+    /// half its lifetime is left, else a fresh one ([`Jwt::sign`]).
+    pub fn sign_reusing(&self, user: &User, now: DateTime<Utc>) -> Result<String, JwtError> {
+        let kid = self
+            .keys
+            .read()
+            .ok()
+            .and_then(|k| {
+                k.as_ref()
+                    .and_then(|k| k.list.last())
+                    .map(|c| c.kid.clone())
+            })
+            .unwrap_or_default();
+        let key = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (&kid, &user.id.0, &user.email, &user.name, &user.image).hash(&mut h);
+            (user.email_verified, &user.role, user.banned).hash(&mut h);
+            (
+                user.created_at.timestamp_millis(),
+                user.updated_at.timestamp_millis(),
+            )
+                .hash(&mut h);
+            h.finish()
+        };
+        let half_life = (self.cfg.expiration / 2) as i64;
+        if let Ok(recent) = self.recent.read() {
+            if let Some((token, exp)) = recent.get(&key) {
+                if exp - now.timestamp() >= half_life {
+                    return Ok(token.clone());
+                }
+            }
+        }
+        let token = self.sign(user, now)?;
+        if let Ok(mut recent) = self.recent.write() {
+            if recent.len() >= RECENT_TOKENS {
+                let t = now.timestamp();
+                recent.retain(|_, (_, exp)| *exp - t >= half_life);
+                if recent.len() >= RECENT_TOKENS {
+                    recent.clear();
+                }
+            }
+            let exp = now.timestamp() + self.cfg.expiration as i64;
+            recent.insert(key, (token.clone(), exp));
+        }
+        Ok(token)
     }
 
     /// A token for `user`, signed with the newest key (keys loaded by [`Jwt::ensure_keys`]).

@@ -39,7 +39,7 @@ impl AppState {
             .ensure_keys(&self.actors, &self.reader, now)
             .await
             .map_err(ApiError::internal)?;
-        self.jwt.sign(user, now).map_err(ApiError::internal)
+        self.jwt.sign_reusing(user, now).map_err(ApiError::internal)
     }
 }
 

@@ -1522,3 +1522,50 @@ async fn keys_under_another_secret_are_replaced_not_fatal() {
     assert!(s.headers().contains_key("set-auth-jwt"));
     second.stop();
 }
+
+async fn session_jwt(h: &H, cookie: &str) -> String {
+    h.get("/api/auth/get-session", Some(cookie))
+        .await
+        .expect(200)
+        .headers
+        .get("set-auth-jwt")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// get-session's `set-auth-jwt` is signed again only when it must be: the same token while at
+/// least half its lifetime is left and the user is unchanged; a new one after a change of the
+/// user, and once half its life has passed.
+#[tokio::test]
+async fn get_session_reuses_a_fresh_enough_jwt() {
+    let h = harness_with(admin_config).await;
+    let (cookie, _) = user_with_role(&h, "reuse@j.io", None).await;
+    let first = session_jwt(&h, &cookie).await;
+    h.clock.advance(chrono::Duration::seconds(60));
+    assert_eq!(
+        session_jwt(&h, &cookie).await,
+        first,
+        "reused within its half-life"
+    );
+    // The user changes: the claims change, so does the token.
+    h.post(
+        "/api/auth/update-user",
+        json!({"name": "Renamed"}),
+        Some(&cookie),
+    )
+    .await
+    .expect(200);
+    let renamed = session_jwt(&h, &cookie).await;
+    assert_ne!(renamed, first);
+    let jwks = h.get("/api/auth/jwks", None).await.expect(200).json();
+    let claims = verify(&jwks, &renamed, &h.state.config.base_url).unwrap();
+    assert_eq!(claims["name"], "Renamed");
+    // Past half its lifetime (900 s): a fresh one.
+    h.clock.advance(chrono::Duration::seconds(451));
+    let later = session_jwt(&h, &cookie).await;
+    assert_ne!(later, renamed);
+    let claims = verify(&jwks, &later, &h.state.config.base_url).unwrap();
+    assert_eq!(claims["iat"].as_i64().unwrap(), h.clock.now().timestamp());
+}
