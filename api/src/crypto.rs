@@ -16,22 +16,23 @@ type HmacSha256 = Hmac<Sha256>;
 /// Signs cookie values with the server secret.
 #[derive(Clone)]
 pub struct Signer {
-    key: Arc<[u8]>,
+    /// HMAC keyed once (its inner and outer pads hashed): each use clones this state instead
+    /// of keying again.
+    keyed: HmacSha256,
 }
 
 impl Signer {
     pub fn new(secret: &str) -> Self {
-        Self {
-            key: secret.as_bytes().into(),
-        }
+        // HMAC takes keys of any length; this cannot fail.
+        let keyed = match HmacSha256::new_from_slice(secret.as_bytes()) {
+            Ok(m) => m,
+            Err(_) => unreachable_hmac(),
+        };
+        Self { keyed }
     }
 
     fn mac(&self) -> HmacSha256 {
-        // HMAC takes keys of any length; this cannot fail.
-        match HmacSha256::new_from_slice(&self.key) {
-            Ok(m) => m,
-            Err(_) => unreachable_hmac(),
-        }
+        self.keyed.clone()
     }
 
     /// base64 (standard, padded) HMAC-SHA256 of `value`: 44 characters.
