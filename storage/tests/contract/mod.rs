@@ -487,7 +487,11 @@ pub async fn organizations_and_members(s: S) {
             .await,
         Err(StoreError::Conflict(_))
     ));
-    let bm = member(&o, &bob, "member");
+    // Joined after the owner (in the same millisecond, the random ids would decide the order).
+    let bm = Member {
+        created_at: om.created_at + Duration::milliseconds(1),
+        ..member(&o, &bob, "member")
+    };
     let add = |m: &Member| vec![OrgChange::AddMember(m.clone())];
     change(&s, &o.id, |n| n.member_count += 1, add(&bm))
         .await
