@@ -310,6 +310,9 @@ pub async fn middleware<E: Endpoint>(next: E, mut req: Request) -> poem::Result<
     };
     let request_id = RequestId::of(&req);
     req.extensions_mut().insert(request_id.clone());
+    // Worked out once here, read by the limiter, sign-in, mail limits and new sessions.
+    let client = ClientAddr(forwarded_client(&req, &state));
+    req.extensions_mut().insert(client);
     // Only the path is recorded (queries may carry tokens, headers carry cookies), with the
     // token segment of a reset link masked; every line of the request carries its id.
     let span = tracing::info_span!("request", id = %request_id.0, method = %req.method(), path = %loggable_path(req.uri().path()));
@@ -321,7 +324,13 @@ pub async fn middleware<E: Endpoint>(next: E, mut req: Request) -> poem::Result<
         .filter(|o| state.origins.is_trusted_url(o))
         .map(str::to_owned);
     let cacheable = is_document(req.uri().path());
-    let route = route_label(&state, req.uri().path());
+    // The API route's template, looked up once for the limiter's key and the metrics' label.
+    let template = req
+        .uri()
+        .path()
+        .strip_prefix(crate::BASE_PATH)
+        .and_then(|p| state.limiter.routes().template(p));
+    let route = route_label(req.uri().path(), template);
     let method = match *req.method() {
         Method::GET => "GET",
         Method::POST => "POST",
@@ -329,7 +338,8 @@ pub async fn middleware<E: Endpoint>(next: E, mut req: Request) -> poem::Result<
         Method::OPTIONS => "OPTIONS",
         _ => "other",
     };
-    let mut resp = tracing::Instrument::instrument(handle(next, req, &state), span.clone()).await;
+    let mut resp =
+        tracing::Instrument::instrument(handle(next, req, &state, template), span.clone()).await;
     let status = resp.status();
     state
         .metrics
@@ -364,7 +374,12 @@ pub async fn middleware<E: Endpoint>(next: E, mut req: Request) -> poem::Result<
     Ok(resp)
 }
 
-async fn handle<E: Endpoint>(next: E, mut req: Request, state: &AppState) -> Response {
+async fn handle<E: Endpoint>(
+    next: E,
+    mut req: Request,
+    state: &AppState,
+    template: Option<&str>,
+) -> Response {
     if req.method() == Method::OPTIONS {
         // CORS preflight: headers are added by the caller for trusted origins only.
         return Response::builder()
@@ -375,7 +390,11 @@ async fn handle<E: Endpoint>(next: E, mut req: Request, state: &AppState) -> Res
         req.uri().path().strip_prefix(crate::BASE_PATH),
         client_addr(&req).filter(|_| state.limiter.enabled()),
     ) {
-        if let Err(e) = state.limiter.request(path, ip, state.clock.now()).await {
+        if let Err(e) = state
+            .limiter
+            .request(path, template, ip, state.clock.now())
+            .await
+        {
             tracing::info!("rate limited");
             return e.into_response();
         }
@@ -434,11 +453,12 @@ impl RequestId {
     }
 }
 
-/// What a request is labelled as in metrics: its API route's template (`/callback/:id`),
+/// What a request is labelled as in metrics: its API route's `template` (`/callback/:id`),
 /// `other` for anything else under the API, the health route, or `ui` for the hosted pages.
-fn route_label<'a>(state: &'a AppState, path: &str) -> &'a str {
-    match path.strip_prefix(crate::BASE_PATH) {
-        Some(p) => state.limiter.routes().template(p).unwrap_or("other"),
+fn route_label<'a>(path: &str, template: Option<&'a str>) -> &'a str {
+    match template {
+        Some(t) => t,
+        None if path.starts_with(crate::BASE_PATH) => "other",
         None if path == "/health/live" => "/health/live",
         None if path == "/health/ready" => "/health/ready",
         None => "ui",
@@ -591,13 +611,24 @@ fn check_origin(req: &Request, state: &AppState) -> Result<(), ApiError> {
     }
 }
 
+/// A request's client address, as [`middleware`] worked it out.
+#[derive(Debug, Clone, Copy)]
+struct ClientAddr(Option<std::net::IpAddr>);
+
 /// The client's address: the socket peer, or — with `trust_proxy`, when the peer is one of
 /// `trusted_proxies` — the address its proxies forwarded (see [`crate::rate_limit`]).
 pub fn client_addr(req: &Request) -> Option<std::net::IpAddr> {
+    if let Some(ClientAddr(ip)) = req.extensions().get::<ClientAddr>() {
+        return *ip;
+    }
+    match req.data::<AppState>() {
+        Some(state) => forwarded_client(req, state),
+        None => req.remote_addr().as_socket_addr().map(|a| a.ip()),
+    }
+}
+
+fn forwarded_client(req: &Request, state: &AppState) -> Option<std::net::IpAddr> {
     let peer = req.remote_addr().as_socket_addr().map(|a| a.ip());
-    let Some(state) = req.data::<AppState>() else {
-        return peer;
-    };
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
     crate::rate_limit::client_address(
         peer,

@@ -291,23 +291,28 @@ impl Jwt {
         }
     }
 
-    /// A token for `user`: one signed lately for the same user fields and key while at least
-    /// half its lifetime is left, else a fresh one ([`Jwt::sign`]).
+    /// A token for `user`: one signed lately with the newest key (keys loaded by
+    /// [`Jwt::ensure_keys`]) for the same user fields while at least half its lifetime is
+    /// left, else a freshly signed one.
     pub fn sign_reusing(&self, user: &User, now: DateTime<Utc>) -> Result<String, JwtError> {
-        let kid = self
+        let keys = self
             .keys
             .read()
-            .ok()
-            .and_then(|k| {
-                k.as_ref()
-                    .and_then(|k| k.list.last())
-                    .map(|c| c.kid.clone())
-            })
-            .unwrap_or_default();
+            .map_err(|_| JwtError::Sign("key cache poisoned".into()))?;
+        let Some(current) = keys.as_ref().and_then(|k| k.list.last()) else {
+            return Err(JwtError::Sign("no key loaded".into()));
+        };
         let key = {
             use std::hash::{Hash, Hasher};
             let mut h = std::collections::hash_map::DefaultHasher::new();
-            (&kid, &user.id.0, &user.email, &user.name, &user.image).hash(&mut h);
+            (
+                &current.kid,
+                &user.id.0,
+                &user.email,
+                &user.name,
+                &user.image,
+            )
+                .hash(&mut h);
             (user.email_verified, &user.role, user.banned).hash(&mut h);
             (
                 user.created_at.timestamp_millis(),
@@ -324,7 +329,12 @@ impl Jwt {
                 }
             }
         }
-        let token = self.sign(user, now)?;
+        let mut header = Header::new(current.alg);
+        header.kid = Some(current.kid.clone());
+        header.typ = None;
+        let token = jsonwebtoken::encode(&header, &self.claims(user, now), &current.key)
+            .map_err(|e| JwtError::Sign(e.to_string()))?;
+        drop(keys);
         if let Ok(mut recent) = self.recent.write() {
             if recent.len() >= RECENT_TOKENS {
                 let t = now.timestamp();
@@ -337,22 +347,6 @@ impl Jwt {
             recent.insert(key, (token.clone(), exp));
         }
         Ok(token)
-    }
-
-    /// A token for `user`, signed with the newest key (keys loaded by [`Jwt::ensure_keys`]).
-    pub fn sign(&self, user: &User, now: DateTime<Utc>) -> Result<String, JwtError> {
-        let keys = self
-            .keys
-            .read()
-            .map_err(|_| JwtError::Sign("key cache poisoned".into()))?;
-        let Some(current) = keys.as_ref().and_then(|k| k.list.last()) else {
-            return Err(JwtError::Sign("no key loaded".into()));
-        };
-        let mut header = Header::new(current.alg);
-        header.kid = Some(current.kid.clone());
-        header.typ = None;
-        jsonwebtoken::encode(&header, &self.claims(user, now), &current.key)
-            .map_err(|e| JwtError::Sign(e.to_string()))
     }
 
     /// The public keys that verify live tokens: the current one, and each older one until

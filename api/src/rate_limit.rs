@@ -173,11 +173,9 @@ impl Routes {
 
 /// The limiter of one server process.
 pub struct Limiter {
-    enabled: bool,
     /// Requests count per route, as better-auth counts them; every unknown path shares one
     /// counter (a flood of made-up paths makes no new counters).
     routes: Routes,
-    general: RateRule,
     /// `(pattern, prefix?, rule)`, most specific first.
     rules: Vec<(String, bool, RateRule)>,
     config: RateLimitConfig,
@@ -226,12 +224,7 @@ impl Limiter {
         // Exact paths before prefixes; longer prefixes before shorter ones.
         rules.sort_by(|a, b| a.1.cmp(&b.1).then(b.0.len().cmp(&a.0.len())));
         Ok(Self {
-            enabled: config.enabled,
             routes: Routes::new(paths),
-            general: RateRule {
-                window: config.window,
-                max: config.max,
-            },
             rules,
             config: config.clone(),
             store,
@@ -253,7 +246,7 @@ impl Limiter {
     }
 
     pub fn enabled(&self) -> bool {
-        self.enabled
+        self.config.enabled
     }
 
     /// The rule for `path` (under `/api/auth`) and the name its counter goes by.
@@ -268,7 +261,11 @@ impl Limiter {
                 return (pattern, *rule);
             }
         }
-        ("*", self.general)
+        let general = RateRule {
+            window: self.config.window,
+            max: self.config.max,
+        };
+        ("*", general)
     }
 
     async fn count(
@@ -294,21 +291,23 @@ impl Limiter {
         &self.routes
     }
 
-    /// What requests to `path` count as: its route's template, or `?`.
-    fn counted_path(&self, path: &str) -> &str {
-        self.routes.template(path).unwrap_or("?")
-    }
-
-    /// Counts a request to `path` (under `/api/auth`) from `client`, per path as better-auth
-    /// counts; refuses it past its rule.
-    pub async fn request(&self, path: &str, client: IpAddr, now: DateTime<Utc>) -> ApiResult<()> {
-        if !self.enabled {
+    /// Counts a request to `path` (under `/api/auth`) from `client`, per route as
+    /// better-auth counts (`template`: the route's, from [`Limiter::routes`]; every unknown path
+    /// counts as one, `?`); refuses it past its rule.
+    pub async fn request(
+        &self,
+        path: &str,
+        template: Option<&str>,
+        client: IpAddr,
+        now: DateTime<Utc>,
+    ) -> ApiResult<()> {
+        if !self.config.enabled {
             return Ok(());
         }
         let (_, rule) = self.rule(path);
         let key = format!(
             "ip:{}:{}",
-            self.counted_path(path),
+            template.unwrap_or("?"),
             client_key(client, self.config.ipv6_prefix)
         );
         self.count("path", &key, rule.window, rule.max, now).await
@@ -335,7 +334,7 @@ impl Limiter {
         client: Option<IpAddr>,
         now: DateTime<Utc>,
     ) -> ApiResult<()> {
-        if !self.enabled {
+        if !self.config.enabled {
             return Ok(());
         }
         let (account, pair) = self.failure_keys(email, client);
@@ -355,7 +354,7 @@ impl Limiter {
 
     /// Counts a failed sign-in to `email` from `client`.
     pub async fn sign_in_failed(&self, email: &str, client: Option<IpAddr>, now: DateTime<Utc>) {
-        if !self.enabled {
+        if !self.config.enabled {
             return;
         }
         let window = Duration::seconds(self.config.sign_in_failure_window as i64);
@@ -377,7 +376,7 @@ impl Limiter {
         client: Option<IpAddr>,
         now: DateTime<Utc>,
     ) -> ApiResult<()> {
-        if !self.enabled {
+        if !self.config.enabled {
             return Ok(());
         }
         let to = to.to_ascii_lowercase();
@@ -400,6 +399,15 @@ impl Limiter {
             now,
         )
         .await
+    }
+}
+
+impl crate::AppState {
+    /// Counts a mail to `to` asked for by `req`'s client ([`Limiter::mail`]); refuses it
+    /// past the recipient's limits.
+    pub async fn limit_mail(&self, req: &poem::Request, to: &str) -> ApiResult<()> {
+        let client = crate::http::client_addr(req);
+        self.limiter.mail(to, client, self.clock.now()).await
     }
 }
 
@@ -509,9 +517,15 @@ mod tests {
             &paths,
         )
         .unwrap();
-        assert_eq!(l.counted_path("/sign-in/email"), "/sign-in/email");
-        assert_eq!(l.counted_path("/callback/github"), "/callback/:id");
-        assert_eq!(l.counted_path("/made-up-1"), "?");
+        assert_eq!(
+            l.routes().template("/sign-in/email"),
+            Some("/sign-in/email")
+        );
+        assert_eq!(
+            l.routes().template("/callback/github"),
+            Some("/callback/:id")
+        );
+        assert_eq!(l.routes().template("/made-up-1"), None);
         assert_eq!(
             l.rule("/sign-in/email"),
             ("/sign-in/email", RateRule { window: 5, max: 7 })

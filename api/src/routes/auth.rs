@@ -266,11 +266,7 @@ impl AuthApi {
         };
         if state.config.email_verification.require_email_verification && !user.email_verified {
             // Each refused sign-in mails the link again, within the recipient's mail limit.
-            let may_mail = state
-                .limiter
-                .mail(&user.email, client, state.clock.now())
-                .await
-                .is_ok();
+            let may_mail = state.limit_mail(req, &user.email).await.is_ok();
             if state.mailer.enabled() && may_mail {
                 state
                     .send_verification(

@@ -81,11 +81,7 @@ impl DeletionApi {
             return deleted(&state, cookies, &user);
         }
         if state.mailer.enabled() {
-            let client = crate::http::client_addr(req);
-            state
-                .limiter
-                .mail(&user.email, client, state.clock.now())
-                .await?;
+            state.limit_mail(req, &user.email).await?;
             let token = storage::random_lower_alnum(32);
             state
                 .create_token(

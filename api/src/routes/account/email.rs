@@ -54,11 +54,7 @@ impl EmailApi {
             return Err(Code::CouldntUpdateYourEmail.into());
         }
         // The new address is mailed (now, or after the confirmation): within its limit.
-        let client = crate::http::client_addr(req);
-        state
-            .limiter
-            .mail(&new_email, client, state.clock.now())
-            .await?;
+        state.limit_mail(req, &new_email).await?;
         if user.email_verified {
             if !state.mailer.enabled() {
                 return Err(Code::VerificationEmailNotEnabled.into());

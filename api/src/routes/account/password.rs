@@ -374,11 +374,7 @@ async fn request_reset(
         .redirect_target(text(&body.redirect_to), Code::InvalidRedirecturl)?;
     let redirect = redirect.as_deref();
     // Counted for every address asked about, known or not: the limit tells nothing.
-    let client = crate::http::client_addr(req);
-    state
-        .limiter
-        .mail(&email, client, state.clock.now())
-        .await?;
+    state.limit_mail(req, &email).await?;
     let user = state.reader.get_user_by_email(&email).await?;
     match user {
         Some(user) => {

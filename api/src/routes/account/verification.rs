@@ -70,11 +70,7 @@ impl VerificationApi {
             }
         }
         // Counted for every address asked about, known or not: the limit tells nothing.
-        let client = crate::http::client_addr(req);
-        state
-            .limiter
-            .mail(&email, client, state.clock.now())
-            .await?;
+        state.limit_mail(req, &email).await?;
         if let Some(user) = state.reader.get_user_by_email(&email).await? {
             if !user.email_verified {
                 state

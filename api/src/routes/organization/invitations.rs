@@ -100,11 +100,7 @@ impl InvitationApi {
         let org_id = auth.org_id(text(&body.organization_id))?;
         let email = crate::routes::normalize_email(&body.email.0).ok_or(Code::InvalidEmail)?;
         // Refused before the invitation exists: the invitee's mailbox has a limit too.
-        let client = crate::http::client_addr(req);
-        state
-            .limiter
-            .mail(&email, client, state.clock.now())
-            .await?;
+        state.limit_mail(req, &email).await?;
         let inv = state
             .actors
             .org(org_id.clone())
