@@ -39,6 +39,7 @@ pub enum AdminAction {
     SetEmail,
     ListSessions,
     RevokeSessions,
+    ReadAuditLog,
 }
 
 impl AdminAction {
@@ -57,6 +58,7 @@ impl AdminAction {
             Self::SetEmail => ("user", "set-email"),
             Self::ListSessions => ("session", "list"),
             Self::RevokeSessions => ("session", "revoke"),
+            Self::ReadAuditLog => ("audit-log", "list"),
         }
     }
 }

@@ -356,6 +356,24 @@ impl Actors {
         Ok(())
     }
 
+    /// Appends an event to the audit log (an owner-less write: the log belongs to no user or
+    /// organization, and an event is never changed), kept at least `keep_for`.
+    pub async fn record_audit(
+        &self,
+        event: &storage::AuditEvent,
+        keep_for: std::time::Duration,
+    ) -> Result<(), ActorError> {
+        Ok(self.shared.store.append_audit(event, keep_for).await?)
+    }
+
+    /// Housekeeping: deletes audit events from before `before` (the retention); how many.
+    pub async fn purge_audit(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+    ) -> Result<u64, ActorError> {
+        Ok(self.shared.store.purge_audit(before).await?)
+    }
+
     /// The store work of issuing a reset token, for an address without an account: a reset
     /// request for an unknown address costs what one for a known address does.
     pub async fn reset_token_decoy(&self, lifetime: ChronoDuration) -> Result<(), ActorError> {

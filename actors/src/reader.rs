@@ -47,4 +47,6 @@ reads! {
     get_role(org: &OrgId, name: &str) -> Option<OrganizationRole>;
     list_roles(org: &OrgId) -> Vec<OrganizationRole>;
     list_key_pairs() -> Vec<KeyPair>;
+    /// One page of the audit log.
+    list_audit(q: &AuditQuery) -> Page<AuditEvent>;
 }

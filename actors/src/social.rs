@@ -29,6 +29,8 @@ pub struct SocialSignIn {
 pub struct SocialUser {
     pub user: User,
     pub created: bool,
+    /// The account was linked to an existing user by its email (implicit linking).
+    pub linked: bool,
 }
 
 impl Actors {
@@ -53,6 +55,7 @@ impl Actors {
                 return Ok(SocialUser {
                     user,
                     created: false,
+                    linked: false,
                 });
             }
             match store.get_user_by_email(&acc.email).await? {
@@ -77,6 +80,7 @@ impl Actors {
                     return Ok(SocialUser {
                         user,
                         created: false,
+                        linked: true,
                     });
                 }
                 None => {
@@ -92,6 +96,7 @@ impl Actors {
                             return Ok(SocialUser {
                                 user,
                                 created: true,
+                                linked: false,
                             })
                         }
                         Err(StoreError::Conflict(_)) => continue,

@@ -106,6 +106,7 @@ pub struct Config {
     pub jwt: JwtConfig,
     pub server: ServerConfig,
     pub rate_limit: RateLimitConfig,
+    pub audit: AuditConfig,
     /// Where the data lives: `sqlite` (a file in `data_dir`; one machine) or `scylla` (a
     /// ScyllaDB or Cassandra cluster shared by any number of Gatehouse processes).
     pub store: StoreKind,
@@ -362,6 +363,32 @@ impl Default for RateLimitConfig {
             mail_per_recipient_per_client: 3,
             mail_window: 3600,
         }
+    }
+}
+
+/// The audit log of security events (see README, "Audit log").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditConfig {
+    /// `false`: no events are recorded (the read routes answer an empty log).
+    pub enabled: bool,
+    /// How long events are kept, days (1–3650): older ones are purged (SQLite) or expire by
+    /// themselves (ScyllaDB's TTL). Reads never reach further back.
+    pub retention_days: u32,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            retention_days: 90,
+        }
+    }
+}
+
+impl AuditConfig {
+    pub fn retention(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(u64::from(self.retention_days) * 86_400)
     }
 }
 
@@ -733,6 +760,7 @@ impl Default for Config {
             jwt: JwtConfig::default(),
             server: ServerConfig::default(),
             rate_limit: RateLimitConfig::default(),
+            audit: AuditConfig::default(),
             store: StoreKind::Sqlite,
             scylla: ScyllaConfig::default(),
             social: BTreeMap::new(),
@@ -983,6 +1011,9 @@ impl Config {
         }
         if self.store == StoreKind::Scylla {
             self.scylla.options()?;
+        }
+        if !(1..=3650).contains(&self.audit.retention_days) {
+            return bad("audit.retention_days must be between 1 and 3650".into());
         }
         if !matches!(self.log.format.as_str(), "text" | "json") {
             return bad("log.format must be text or json".into());

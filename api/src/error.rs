@@ -153,6 +153,7 @@ codes! {
     NoPermissionsPassed => ("INVALID_PERMISSION_CHECK", BAD_REQUEST, "invalid permission check. no permission(s) were passed."),
     NotAllowedToCreateUsers => ("YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS", FORBIDDEN, "You are not allowed to create users"),
     NotAllowedToListUsers => ("YOU_ARE_NOT_ALLOWED_TO_LIST_USERS", FORBIDDEN, "You are not allowed to list users"),
+    NotAllowedToReadAuditLog => ("YOU_ARE_NOT_ALLOWED_TO_READ_THE_AUDIT_LOG", FORBIDDEN, "You are not allowed to read the audit log"),
     NotAllowedToChangeUsersRole => ("YOU_ARE_NOT_ALLOWED_TO_CHANGE_USERS_ROLE", FORBIDDEN, "You are not allowed to change users role"),
     NotAllowedToBanUsers => ("YOU_ARE_NOT_ALLOWED_TO_BAN_USERS", FORBIDDEN, "You are not allowed to ban users"),
     NotAllowedToImpersonateUsers => ("YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS", FORBIDDEN, "You are not allowed to impersonate users"),
@@ -369,6 +370,7 @@ impl From<actors::ActorError> for ApiError {
                             A::SetEmail => Code::NotAllowedToSetUsersEmail,
                             A::ListSessions => Code::NotAllowedToListUsersSessions,
                             A::RevokeSessions => Code::NotAllowedToRevokeUsersSessions,
+                            A::ReadAuditLog => Code::NotAllowedToReadAuditLog,
                         }
                         .into()
                     }

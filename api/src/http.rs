@@ -352,7 +352,7 @@ pub async fn middleware<E: Endpoint>(next: E, mut req: Request) -> poem::Result<
         .with_label_values(&[route])
         .observe(started.elapsed().as_secs_f64());
     if let Ok(v) = header::HeaderValue::from_str(&request_id.0) {
-        resp.headers_mut().insert(REQUEST_ID, v);
+        resp.headers_mut().insert(REQUEST_ID_HEADER, v);
     }
     if let Some(origin) = cors_origin {
         add_cors(&mut resp, &origin);
@@ -390,11 +390,11 @@ async fn handle<E: Endpoint>(
         req.uri().path().strip_prefix(crate::BASE_PATH),
         client_addr(&req).filter(|_| state.limiter.enabled()),
     ) {
-        if let Err(e) = state
+        let counted = state
             .limiter
             .request(path, template, ip, state.clock.now())
-            .await
-        {
+            .await;
+        if let Err(e) = state.refused(&req, counted).await {
             tracing::info!("rate limited");
             return e.into_response();
         }
@@ -430,7 +430,7 @@ async fn handle<E: Endpoint>(
     resp
 }
 
-const REQUEST_ID: header::HeaderName = header::HeaderName::from_static("x-request-id");
+pub const REQUEST_ID_HEADER: header::HeaderName = header::HeaderName::from_static("x-request-id");
 
 /// The id of a request: the caller's `X-Request-Id` when it is a sane one (1–128 characters
 /// of letters, digits and `-_.:`, as proxies and tracing systems make them), else a new one.
@@ -442,7 +442,7 @@ impl RequestId {
     fn of(req: &Request) -> Self {
         let given = req
             .headers()
-            .get(REQUEST_ID)
+            .get(REQUEST_ID_HEADER)
             .and_then(|v| v.to_str().ok())
             .filter(|v| {
                 (1..=128).contains(&v.len())

@@ -5,6 +5,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+pub mod audit;
 pub mod config;
 pub mod crypto;
 pub mod dto;
@@ -115,7 +116,12 @@ pub type Apis = (
         routes::TeamApi,
         routes::RoleApi,
     ),
-    (routes::AdminApi, routes::JwtApi, routes::MetaApi),
+    (
+        routes::AdminApi,
+        routes::AuditApi,
+        routes::JwtApi,
+        routes::MetaApi,
+    ),
 );
 
 /// The OpenAPI service with every operation; also what `gatehouse openapi` prints.
@@ -139,7 +145,12 @@ pub fn openapi_service() -> OpenApiService<Apis, ()> {
                 routes::TeamApi,
                 routes::RoleApi,
             ),
-            (routes::AdminApi, routes::JwtApi, routes::MetaApi),
+            (
+                routes::AdminApi,
+                routes::AuditApi,
+                routes::JwtApi,
+                routes::MetaApi,
+            ),
         ),
         "Gatehouse",
         env!("CARGO_PKG_VERSION"),
@@ -579,6 +590,10 @@ impl AppState {
                 tick.tick().await;
                 if let Err(e) = state.actors.purge_expired(state.clock.now()).await {
                     tracing::warn!(error = %e, "purging expired sessions and tokens failed");
+                }
+                let kept = chrono::Duration::days(i64::from(state.config.audit.retention_days));
+                if let Err(e) = state.actors.purge_audit(state.clock.now() - kept).await {
+                    tracing::warn!(error = %e, "purging old audit events failed");
                 }
             }
         })

@@ -30,6 +30,11 @@ pub struct Metrics {
     /// Store errors seen by request handlers, by kind (`unavailable`, `internal`, …): the
     /// process-wide [`store_errors`] counter.
     pub store_errors: IntCounterVec,
+    /// Store round trips by backend, kind of call and outcome, seconds: the process-wide
+    /// [`store_calls`] histogram.
+    pub store_calls: HistogramVec,
+    /// Audit events the store could not take.
+    pub audit_failures: prometheus::IntCounter,
 }
 
 /// Store errors of this process by kind, counted where they become answers
@@ -47,6 +52,33 @@ pub fn store_errors() -> Option<&'static IntCounterVec> {
                 &["kind"],
             )
             .ok()
+        })
+        .as_ref()
+}
+
+/// Store round trips of this process (see `storage::observe`), by backend, kind of call
+/// (`read`/`write`; `query`/`serial`/`batch`) and outcome (`ok`, `error`).
+pub fn store_calls() -> Option<&'static HistogramVec> {
+    static HISTOGRAM: std::sync::OnceLock<Option<HistogramVec>> = std::sync::OnceLock::new();
+    HISTOGRAM
+        .get_or_init(|| {
+            let h = HistogramVec::new(
+                HistogramOpts::new("store_call_seconds", "Store round trips, seconds")
+                    .namespace("gatehouse")
+                    .buckets(vec![
+                        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                        0.25, 1.0,
+                    ]),
+                &["backend", "call", "outcome"],
+            )
+            .ok()?;
+            storage::observe::set_observer(|backend, call, secs, ok| {
+                if let Some(h) = store_calls() {
+                    let outcome = if ok { "ok" } else { "error" };
+                    h.with_label_values(&[backend, call, outcome]).observe(secs);
+                }
+            });
+            Some(h)
         })
         .as_ref()
 }
@@ -110,6 +142,13 @@ impl Metrics {
                 ),
                 &["limit"],
             )?,
+            store_calls: store_calls().cloned().ok_or_else(|| {
+                prometheus::Error::Msg("the store call histogram could not be made".into())
+            })?,
+            audit_failures: prometheus::IntCounter::new(
+                "gatehouse_audit_failures_total",
+                "Audit events the store could not take",
+            )?,
             store_errors: store_errors().cloned().ok_or_else(|| {
                 prometheus::Error::Msg("the store error counter could not be made".into())
             })?,
@@ -125,6 +164,8 @@ impl Metrics {
             Box::new(m.mails.clone()),
             Box::new(m.rate_limited.clone()),
             Box::new(m.store_errors.clone()),
+            Box::new(m.audit_failures.clone()),
+            Box::new(m.store_calls.clone()),
         ];
         for c in collectors {
             m.registry.register(c)?;

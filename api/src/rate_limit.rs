@@ -270,18 +270,27 @@ impl Limiter {
 
     async fn count(
         &self,
-        limit: &str,
+        limit: &'static str,
         key: &str,
         window: u64,
         max: u32,
         now: DateTime<Utc>,
-    ) -> ApiResult<()> {
+    ) -> Result<(), Refusal> {
         let w = self
             .store
             .hit(key, Duration::seconds(window as i64), now)
-            .await?;
+            .await
+            .map_err(|e| Refusal {
+                error: e.into(),
+                first: false,
+                limit,
+            })?;
         if w.count > max {
-            return Err(self.refuse(limit, w.resets_at, now));
+            return Err(Refusal {
+                error: self.refuse(limit, w.resets_at, now),
+                first: w.count == max.saturating_add(1),
+                limit,
+            });
         }
         Ok(())
     }
@@ -300,7 +309,7 @@ impl Limiter {
         template: Option<&str>,
         client: IpAddr,
         now: DateTime<Utc>,
-    ) -> ApiResult<()> {
+    ) -> Result<(), Refusal> {
         if !self.config.enabled {
             return Ok(());
         }
@@ -375,7 +384,7 @@ impl Limiter {
         to: &str,
         client: Option<IpAddr>,
         now: DateTime<Utc>,
-    ) -> ApiResult<()> {
+    ) -> Result<(), Refusal> {
         if !self.config.enabled {
             return Ok(());
         }
@@ -407,7 +416,41 @@ impl crate::AppState {
     /// past the recipient's limits.
     pub async fn limit_mail(&self, req: &poem::Request, to: &str) -> ApiResult<()> {
         let client = crate::http::client_addr(req);
-        self.limiter.mail(to, client, self.clock.now()).await
+        let refused = self.limiter.mail(to, client, self.clock.now()).await;
+        self.refused(req, refused).await
+    }
+
+    /// Hands a refusal on as its error, recording the first one of each window in the audit
+    /// log (the ones after it in the same window are only counted: a flood of refused
+    /// requests does not become a flood of writes).
+    pub async fn refused(&self, req: &poem::Request, r: Result<(), Refusal>) -> ApiResult<()> {
+        let Err(r) = r else { return Ok(()) };
+        if r.first {
+            let ev = crate::audit::Event::new(
+                crate::audit::action::RATE_LIMITED,
+                &crate::audit::Origin::of(req),
+            )
+            .target(req.uri().path().to_owned())
+            .detail("limit", r.limit)
+            .failed(r.error.code);
+            self.audit(ev).await;
+        }
+        Err(r.error)
+    }
+}
+
+/// A request the limiter refused: the answer, whether it is the first refusal of its window,
+/// and which limit (`path`, `mail`).
+#[derive(Debug)]
+pub struct Refusal {
+    pub error: ApiError,
+    pub first: bool,
+    pub limit: &'static str,
+}
+
+impl From<Refusal> for ApiError {
+    fn from(r: Refusal) -> Self {
+        r.error
     }
 }
 

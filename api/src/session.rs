@@ -317,6 +317,8 @@ pub struct Principal {
     pub cookies: PendingCookies,
     /// The session is a `rememberMe: false` one (its cookies stay browser-session cookies).
     pub dont_remember: bool,
+    /// Where the request came from (for audit events).
+    pub origin: crate::audit::Origin,
 }
 
 impl Principal {
@@ -397,6 +399,7 @@ impl<'a> ApiExtractor<'a> for Principal {
                 session: a.session,
                 cookies: pending.clone(),
                 dont_remember: state.dont_remember(req),
+                origin: crate::audit::Origin::of(req),
             }),
             None => Err(ApiError::new(Code::Unauthorized).into()),
         }

@@ -34,6 +34,7 @@ pub const ADMIN_RESOURCES: &[(&str, &[&str])] = &[
         ],
     ),
     ("session", &["list", "revoke", "delete"]),
+    ("audit-log", &["list"]),
 ];
 
 /// What configuration says about admin roles.

@@ -10,9 +10,11 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+pub mod audit;
 mod clock;
 mod entities;
 mod ids;
+pub mod observe;
 mod query;
 pub mod rate_limit;
 pub mod scylla;
@@ -23,6 +25,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 
+pub use audit::{AuditEvent, AuditOutcome, AuditQuery, AuditStore};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use entities::*;
 pub use ids::*;
@@ -219,7 +222,8 @@ pub trait OrganizationStore: Send + Sync {
     async fn count_user_organizations(&self, user: &UserId) -> StoreResult<u64>;
 }
 
-/// One page of a list, oldest first, and the cursor of the next page (`None`: the last one).
+/// One page of a list, in the list's order, and the cursor of the next page (`None`: the last
+/// one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page<T> {
     pub items: Vec<T>,
@@ -416,6 +420,7 @@ pub trait Store:
     + RoleStore
     + KeyPairStore
     + ScanStore
+    + AuditStore
 {
 }
 impl<T> Store for T where
@@ -431,6 +436,7 @@ impl<T> Store for T where
         + RoleStore
         + KeyPairStore
         + ScanStore
+        + AuditStore
 {
 }
 

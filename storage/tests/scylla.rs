@@ -83,3 +83,46 @@ async fn an_unreachable_cluster_is_unavailable_not_a_panic() {
         .expect("cannot connect");
     assert!(matches!(err, storage::StoreError::Unavailable(_)), "{err}");
 }
+
+#[tokio::test]
+async fn audit_events_expire_with_their_retention() {
+    use storage::{AuditEvent, AuditOutcome, AuditQuery};
+    let Some((s, _drop)) = fresh().await else {
+        return;
+    };
+    // Stored to the millisecond.
+    let now =
+        chrono::DateTime::from_timestamp_millis(chrono::Utc::now().timestamp_millis()).unwrap();
+    let user = storage::UserId::generate();
+    let e = AuditEvent {
+        id: storage::random_string(20),
+        at: now,
+        action: "user.sign-in".into(),
+        outcome: AuditOutcome::Success,
+        reason: None,
+        actor_id: Some(user.clone()),
+        user_id: Some(user.clone()),
+        organization_id: Some(storage::OrgId::generate()),
+        target: None,
+        ip_address: None,
+        user_agent: None,
+        request_id: None,
+        details: Default::default(),
+    };
+    s.append_audit(&e, std::time::Duration::from_secs(1))
+        .await
+        .unwrap();
+    let range = AuditQuery::range(
+        now - chrono::Duration::hours(1),
+        now + chrono::Duration::hours(1),
+        10,
+    );
+    let by_user = AuditQuery {
+        user: Some(user),
+        ..range.clone()
+    };
+    assert_eq!(s.list_audit(&by_user).await.unwrap().items, vec![e]);
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    assert!(s.list_audit(&range).await.unwrap().items.is_empty());
+    assert!(s.list_audit(&by_user).await.unwrap().items.is_empty());
+}

@@ -118,6 +118,7 @@ export const messages: Record<ErrorCode | ClientErrorCode, string> = {
   YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE: "You are not allowed to invite a user with this role.",
   YOU_ARE_NOT_ALLOWED_TO_LIST_USERS: "You are not allowed to list users.",
   YOU_ARE_NOT_ALLOWED_TO_LIST_USERS_SESSIONS: "You are not allowed to list users sessions.",
+  YOU_ARE_NOT_ALLOWED_TO_READ_THE_AUDIT_LOG: "You are not allowed to read the audit log.",
   YOU_ARE_NOT_ALLOWED_TO_READ_A_ROLE: "You are not allowed to read a role.",
   YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS: "You are not allowed to revoke users sessions.",
   YOU_ARE_NOT_ALLOWED_TO_SET_NON_EXISTENT_VALUE: "You are not allowed to set a non-existent role value.",

@@ -1,6 +1,7 @@
 //! The admin plugin's routes under `/admin/`: users, roles, bans, sessions, impersonation.
 //! Handlers parse and answer; who may do what is decided by the actors (the admin policy).
 use super::{normalize_email, Tag};
+use crate::audit::{action, Event};
 use crate::dto::{SessionDto, SessionWithUser, StatusResponse, SuccessResponse, Text, UserDto};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::{client_ip, request_cookie, user_agent, PendingCookies};
@@ -30,6 +31,8 @@ pub struct AdminCaller {
     /// The caller's session, when a user calls.
     pub session: Option<Authed>,
     pub cookies: PendingCookies,
+    /// Where the request came from (for audit events).
+    pub origin: crate::audit::Origin,
 }
 
 impl<'a> ApiExtractor<'a> for AdminCaller {
@@ -77,6 +80,7 @@ impl<'a> ApiExtractor<'a> for AdminCaller {
                     caller: Caller::Server,
                     session: None,
                     cookies,
+                    origin: crate::audit::Origin::of(req),
                 }),
                 _ => Err(ApiError::new(Code::Unauthorized).into()),
             };
@@ -90,6 +94,7 @@ impl<'a> ApiExtractor<'a> for AdminCaller {
                 caller: Caller::User(a.user.clone()),
                 session: Some(a),
                 cookies,
+                origin: crate::audit::Origin::of(req),
             }),
             None => Err(ApiError::new(Code::Unauthorized).into()),
         }
@@ -358,10 +363,18 @@ impl AdminApi {
             }
             None => None,
         };
+        let target = user.id.clone();
+        let ev = who.event(action::ADMIN_USER_CREATED, &target).target(email);
+        let ev = match &role {
+            Some(r) => ev.detail("role", r.clone()),
+            None => ev,
+        };
         let user = state
             .actors
             .admin_create_user(&who.caller, user, account, role)
-            .await?;
+            .await
+            .map_err(ApiError::from);
+        let user = state.audited(ev, user).await?;
         tracing::info!(user = %user.id, "admin created a user");
         Ok(Json(UserResponse {
             user: UserDto::from(&user),
@@ -542,10 +555,28 @@ impl AdminApi {
         }
         let banned = matches!(change.ban, Some(BanChange::Ban { .. }));
         let target = user_id(&id);
+        let fields = [
+            ("name", change.name.is_some()),
+            ("image", change.image.is_some()),
+            ("email", change.email.is_some()),
+            ("emailVerified", change.email_verified.is_some()),
+            ("role", change.role.is_some()),
+            ("banned", change.ban.is_some()),
+        ]
+        .iter()
+        .filter(|(_, set)| *set)
+        .map(|(name, _)| *name)
+        .collect::<Vec<_>>()
+        .join(",");
+        let ev = who
+            .event(action::ADMIN_USER_UPDATED, &target)
+            .detail("fields", fields);
         let user = state
             .actors
             .admin_update_user(&who.caller, &target, change)
-            .await?;
+            .await
+            .map_err(ApiError::from);
+        let user = state.audited(ev, user).await?;
         if banned {
             state.note_revocation(&target);
         }
@@ -564,10 +595,16 @@ impl AdminApi {
         body: Json<SetRoleBody>,
     ) -> ApiResult<Json<UserResponse>> {
         let roles = body.0.role.normalized()?;
+        let target = user_id(&body.0.user_id);
+        let ev = who
+            .event(action::ADMIN_ROLE_SET, &target)
+            .detail("role", roles.clone());
         let user = state
             .actors
-            .admin_set_role(&who.caller, &user_id(&body.0.user_id), roles)
-            .await?;
+            .admin_set_role(&who.caller, &target, roles)
+            .await
+            .map_err(ApiError::from);
+        let user = state.audited(ev, user).await?;
         Ok(Json(UserResponse {
             user: UserDto::from(&user),
         }))
@@ -601,10 +638,16 @@ impl AdminApi {
             .ban_reason
             .filter(|r| !r.trim().is_empty())
             .unwrap_or_else(|| "No reason".into());
+        let mut ev = who.event(action::ADMIN_USER_BANNED, &target);
+        if let Some(t) = &expires {
+            ev = ev.detail("expires", crate::dto::iso(t));
+        }
         let user = state
             .actors
             .admin_ban(&who.caller, &target, reason, expires)
-            .await?;
+            .await
+            .map_err(ApiError::from);
+        let user = state.audited(ev, user).await?;
         state.note_revocation(&target);
         tracing::info!(user = %target, "admin banned a user");
         Ok(Json(UserResponse {
@@ -622,10 +665,14 @@ impl AdminApi {
         who: AdminCaller,
         body: Json<UserIdBody>,
     ) -> ApiResult<Json<UserResponse>> {
+        let target = user_id(&body.0.user_id);
+        let ev = who.event(action::ADMIN_USER_UNBANNED, &target);
         let user = state
             .actors
-            .admin_unban(&who.caller, &user_id(&body.0.user_id))
-            .await?;
+            .admin_unban(&who.caller, &target)
+            .await
+            .map_err(ApiError::from);
+        let user = state.audited(ev, user).await?;
         Ok(Json(UserResponse {
             user: UserDto::from(&user),
         }))
@@ -668,10 +715,23 @@ impl AdminApi {
         who: AdminCaller,
         body: Json<SessionTokenBody>,
     ) -> ApiResult<Json<SuccessResponse>> {
+        // Named by its id in the event, never by its token.
+        let known = state.reader.get_session(&body.0.session_token.0).await?;
         let owner = state
             .actors
             .admin_revoke_session(&who.caller, &body.0.session_token.0)
-            .await?;
+            .await
+            .map_err(ApiError::from);
+        let mut ev = who
+            .event_about(
+                action::ADMIN_SESSIONS_REVOKED,
+                known.as_ref().map(|s| &s.user_id),
+            )
+            .detail("scope", "one");
+        if let Some(s) = &known {
+            ev = ev.target(s.id.0.clone());
+        }
+        let owner = state.audited(ev, owner).await?;
         if let Some(owner) = owner {
             state.note_revocation(&owner);
         }
@@ -693,10 +753,15 @@ impl AdminApi {
         body: Json<UserIdBody>,
     ) -> ApiResult<Json<SuccessResponse>> {
         let target = user_id(&body.0.user_id);
-        state
+        let ev = who
+            .event(action::ADMIN_SESSIONS_REVOKED, &target)
+            .detail("scope", "all");
+        let revoked = state
             .actors
             .admin_revoke_sessions(&who.caller, &target)
-            .await?;
+            .await
+            .map_err(ApiError::from);
+        state.audited(ev, revoked).await?;
         state.note_revocation(&target);
         Ok(Json(SuccessResponse { success: true }))
     }
@@ -731,9 +796,15 @@ impl AdminApi {
                 .impersonation_session_duration
                 .min(i64::MAX as u64) as i64,
         );
-        let (session, user) = state
+        let target = user_id(&body.0.user_id);
+        let ev = who.event(action::ADMIN_IMPERSONATION_STARTED, &target);
+        let started = state
             .actors
-            .admin_impersonate(&who.caller, &user_id(&body.0.user_id), new, lifetime)
+            .admin_impersonate(&who.caller, &target, new, lifetime)
+            .await
+            .map_err(ApiError::from);
+        let (session, user) = state
+            .audited_with(ev, started, |ev, (s, _)| ev.target(s.id.0.clone()))
             .await?;
         if let Some(admin) = &who.session {
             let n = &state.cookies;
@@ -794,6 +865,11 @@ impl AdminApi {
             .revoke_session(&auth.session.token)
             .await?;
         state.note_revocation(&auth.user.id);
+        let ev = Event::new(action::ADMIN_IMPERSONATION_STOPPED, &auth.origin)
+            .actor(&admin_id)
+            .user(&auth.user.id)
+            .target(auth.session.id.0.clone());
+        state.audit(ev).await;
         let authed = Authed {
             session: admin_session,
             user: admin,
@@ -826,7 +902,13 @@ impl AdminApi {
         body: Json<UserIdBody>,
     ) -> ApiResult<Json<SuccessResponse>> {
         let target = user_id(&body.0.user_id);
-        state.actors.admin_remove_user(&who.caller, &target).await?;
+        let ev = who.event(action::ADMIN_USER_REMOVED, &target);
+        let removed = state
+            .actors
+            .admin_remove_user(&who.caller, &target)
+            .await
+            .map_err(ApiError::from);
+        state.audited(ev, removed).await?;
         state.note_revocation(&target);
         tracing::info!(user = %target, "admin removed a user");
         Ok(Json(SuccessResponse { success: true }))
@@ -850,18 +932,26 @@ impl AdminApi {
         state.check_password_length(&body.new_password.0)?;
         let target = user_id(&body.user_id);
         // Authorized before the (costly) hash, and again with it, inside the actors.
-        state
+        let ev = who.event(action::ADMIN_PASSWORD_SET, &target);
+        let allowed = state
             .actors
-            .admin_authorize(&who.caller, actors::AdminAction::SetPassword)?;
+            .admin_authorize(&who.caller, actors::AdminAction::SetPassword)
+            .map_err(ApiError::from);
+        if let Err(e) = allowed {
+            state.audit(ev.failed(e.code)).await;
+            return Err(e);
+        }
         let hash = state
             .hasher
             .hash(body.new_password.0)
             .await
             .map_err(ApiError::internal)?;
-        state
+        let set = state
             .actors
             .admin_set_password(&who.caller, &target, &hash)
-            .await?;
+            .await
+            .map_err(ApiError::from);
+        state.audited(ev, set).await?;
         Ok(Json(StatusResponse { status: true }))
     }
 
@@ -918,6 +1008,26 @@ impl AdminApi {
 }
 
 impl AdminCaller {
+    /// An admin event about `target`: the calling admin is the actor (the server key is
+    /// noted as `by: server`).
+    fn event(&self, action: &'static str, target: &UserId) -> Event {
+        self.event_about(action, Some(target))
+    }
+
+    fn event_about(&self, action: &'static str, target: Option<&UserId>) -> Event {
+        let ev = Event::new(action, &self.origin);
+        let ev = match target {
+            Some(t) => ev.user(t),
+            None => ev,
+        };
+        match (&self.caller, &self.session) {
+            (Caller::Server, _) => ev.detail("by", "server"),
+            (Caller::User(u), s) => ev
+                .actor(&u.id)
+                .impersonated_by(s.as_ref().and_then(|a| a.session.impersonated_by.as_ref())),
+        }
+    }
+
     fn caller_id(&self) -> Option<&str> {
         match &self.caller {
             Caller::Server => None,

@@ -1,5 +1,6 @@
 //! Sign-up, sign-in and sign-out with email and password.
 use super::{normalize_email, Tag};
+use crate::audit::{action, Event, Origin};
 use crate::dto::{SuccessResponse, Text, UserDto};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::{client_ip, user_agent, PendingCookies};
@@ -178,6 +179,14 @@ impl AuthApi {
         // The store's unique email decides a race between two sign-ups of one address.
         state.actors.sign_up(&user, &account).await?;
         tracing::info!(user = %user.id, "user signed up");
+        let origin = Origin::of(req);
+        state
+            .audit(
+                Event::new(action::SIGN_UP, &origin)
+                    .own(&user.id)
+                    .detail("method", "email"),
+            )
+            .await;
         let ev = &state.config.email_verification;
         if (ev.send_on_sign_up || ev.require_email_verification) && state.mailer.enabled() {
             state
@@ -228,12 +237,19 @@ impl AuthApi {
         // refused before any hashing, for known and unknown addresses alike.
         let client = crate::http::client_addr(req);
         let outcome = |o: &str| state.metrics.sign_ins.with_label_values(&[o]).inc();
+        let origin = Origin::of(req);
+        let attempt = || {
+            Event::new(action::SIGN_IN, &origin)
+                .target(email.clone())
+                .detail("method", "email")
+        };
         if let Err(e) = state
             .limiter
             .sign_in_allowed(&email, client, state.clock.now())
             .await
         {
             outcome("limited");
+            state.audit(attempt().failed(e.code)).await;
             return Err(e);
         }
         let user = state.reader.get_user_by_email(&email).await?;
@@ -255,6 +271,7 @@ impl AuthApi {
             None => state.hasher.verify_dummy(body.password.0).await,
         }
         .map_err(ApiError::internal)?;
+        let known = user.as_ref().map(|u| u.id.clone());
         let (true, Some(user)) = (ok, user) else {
             tracing::info!("sign-in refused: invalid email or password");
             outcome("invalid");
@@ -262,6 +279,11 @@ impl AuthApi {
                 .limiter
                 .sign_in_failed(&email, client, state.clock.now())
                 .await;
+            let ev = match &known {
+                Some(id) => attempt().own(id),
+                None => attempt(),
+            };
+            state.audit(ev.failed(Code::InvalidEmailOrPassword)).await;
             return Err(Code::InvalidEmailOrPassword.into());
         };
         if state.config.email_verification.require_email_verification && !user.email_verified {
@@ -279,10 +301,17 @@ impl AuthApi {
                     .await?;
             }
             outcome("unverified");
+            state
+                .audit(attempt().own(&user.id).failed(Code::EmailNotVerified))
+                .await;
             return Err(Code::EmailNotVerified.into());
         }
-        let authed = state
+        let ev = attempt().own(&user.id);
+        let started = state
             .start_session(req, cookies, user, body.remember_me.unwrap_or(true))
+            .await;
+        let authed = state
+            .audited_with(ev, started, |ev, a| ev.target(a.session.id.0.clone()))
             .await?;
         outcome("success");
         tracing::info!(user = %authed.user.id, "user signed in");
@@ -319,6 +348,11 @@ impl AuthApi {
                 .revoke_session(&token)
                 .await?;
             state.note_revocation(&session.user_id);
+            let ev = Event::new(action::SIGN_OUT, &Origin::of(req))
+                .own(&session.user_id)
+                .target(session.id.0.clone())
+                .impersonated_by(session.impersonated_by.as_ref());
+            state.audit(ev).await;
         }
         Ok(Json(SuccessResponse { success: true }))
     }

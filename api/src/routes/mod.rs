@@ -2,6 +2,7 @@
 //! actor or the store, a DTO.
 mod account;
 mod admin;
+mod audit;
 mod auth;
 mod jwt;
 pub mod meta;
@@ -13,6 +14,7 @@ mod user;
 
 pub use account::{DeletionApi, EmailApi, LinkedAccountApi, PasswordApi, VerificationApi};
 pub use admin::AdminApi;
+pub use audit::AuditApi;
 pub use auth::AuthApi;
 pub use jwt::JwtApi;
 pub use meta::{error_page, MetaApi};

@@ -1,5 +1,6 @@
 //! Reading, listing and revoking sessions.
 use super::Tag;
+use crate::audit::action;
 use crate::dto::{Nullable, SessionDto, SessionWithUser, StatusResponse, Text, UserDto};
 use crate::error::{ApiResult, Code};
 use crate::http::PendingCookies;
@@ -112,6 +113,13 @@ impl SessionApi {
         body: Json<RevokeSessionBody>,
     ) -> ApiResult<Json<StatusResponse>> {
         let user = &auth.user.id;
+        // The audit event names the session by its id, never by its token.
+        let id = state
+            .reader
+            .get_session(&body.0.token.0)
+            .await?
+            .filter(|s| &s.user_id == user)
+            .map(|s| s.id.0);
         let revoked = state
             .actors
             .user(user.clone())
@@ -121,6 +129,13 @@ impl SessionApi {
             return Err(Code::SessionNotFound.into());
         }
         state.note_revocation(user);
+        let ev = auth.event(action::SESSION_REVOKED).detail("scope", "one");
+        state
+            .audit(match id {
+                Some(id) => ev.target(id),
+                None => ev,
+            })
+            .await;
         if body.0.token.0 == auth.session.token {
             cookies.push(state.cookies.clear_all());
         }
@@ -148,6 +163,9 @@ impl SessionApi {
             .revoke_sessions(None)
             .await?;
         state.note_revocation(user);
+        state
+            .audit(auth.event(action::SESSION_REVOKED).detail("scope", "all"))
+            .await;
         cookies.push(state.cookies.clear_all());
         Ok(Json(StatusResponse { status: true }))
     }
@@ -172,6 +190,12 @@ impl SessionApi {
             .revoke_sessions(Some(&auth.session.token))
             .await?;
         state.note_revocation(user);
+        state
+            .audit(
+                auth.event(action::SESSION_REVOKED)
+                    .detail("scope", "others"),
+            )
+            .await;
         Ok(Json(StatusResponse { status: true }))
     }
 }

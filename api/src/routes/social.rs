@@ -4,6 +4,7 @@
 //! same state in the browser that started it — a callback from another browser, a replay, or
 //! an expired flow goes to the error page with `please_restart_the_process`.
 use super::{text, Tag};
+use crate::audit::{action, Event, Origin};
 use crate::dto::Text;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::{request_cookie, PendingCookies};
@@ -410,12 +411,26 @@ impl AppState {
         };
         if let Some(link) = &flow.link {
             return self
-                .finish_link(provider, link, &account, &flow, &error_url)
+                .finish_link(
+                    &Origin::of(req),
+                    provider,
+                    link,
+                    &account,
+                    &flow,
+                    &error_url,
+                )
                 .await;
         }
         if info.email.is_none() {
             return self.error_redirect(&error_url, "email_not_found", None);
         }
+        let account_email = account.email.clone();
+        let origin = Origin::of(req);
+        let attempt = || {
+            Event::new(action::SIGN_IN, &origin)
+                .detail("method", "social")
+                .detail("provider", provider_id)
+        };
         let allow_sign_up = !provider.cfg.disable_sign_up
             && (!provider.cfg.disable_implicit_sign_up || flow.request_sign_up);
         let signed = self
@@ -442,9 +457,12 @@ impl AppState {
                         "unable_to_create_user"
                     }
                 };
+                let ev = attempt().target(account_email.clone()).failed_because(code);
+                self.audit(ev).await;
                 return self.error_redirect(&error_url, code, None);
             }
         };
+        self.audit_social(&origin, provider_id, &signed).await;
         tracing::info!(user = %signed.user.id, provider = provider_id, created = signed.created, "social sign-in");
         let ev = &self.config.email_verification;
         let require_verified =
@@ -468,10 +486,15 @@ impl AppState {
                 tracing::warn!(error = ?e, "verification mail after social sign-up failed");
             }
         }
+        let user_id = signed.user.id.clone();
         if require_verified && !signed.user.email_verified {
+            let ev = attempt().own(&user_id).failed(Code::EmailNotVerified);
+            self.audit(ev).await;
             return self.error_redirect(&error_url, "email_not_verified", None);
         }
-        if let Err(e) = self.start_session(req, cookies, signed.user, true).await {
+        let started = self.start_session(req, cookies, signed.user, true).await;
+        let started = self.audited(attempt().own(&user_id), started).await;
+        if let Err(e) = started {
             if e.code == Code::BannedUser {
                 tracing::info!("social sign-in refused: banned user");
                 return self.error_redirect(&error_url, "banned", Some(&e.message));
@@ -488,6 +511,7 @@ impl AppState {
 
     async fn finish_link(
         &self,
+        origin: &Origin,
         provider: &Provider,
         link: &LinkState,
         account: &ProviderAccount,
@@ -516,8 +540,12 @@ impl AppState {
                 },
             )
             .await;
+        let ev = Event::new(action::ACCOUNT_LINKED, origin)
+            .own(&storage::UserId(link.user_id.clone()))
+            .target(provider.id());
         match r {
             Ok(_) => {
+                self.audit(ev).await;
                 tracing::info!(user = %link.user_id, provider = provider.id(), "account linked");
                 Redirect::Found(flow.callback_url.clone())
             }
@@ -533,6 +561,7 @@ impl AppState {
                         "unable_to_link_account"
                     }
                 };
+                self.audit(ev.failed_because(code)).await;
                 self.error_redirect(error_url, code, None)
             }
         }
@@ -589,6 +618,11 @@ impl AppState {
         request_sign_up: bool,
     ) -> ApiResult<StartResponse> {
         let (p, account, info) = self.verified_id_token(provider_id, t).await?;
+        let origin = Origin::of(req);
+        let attempt = Event::new(action::SIGN_IN, &origin)
+            .detail("method", "id-token")
+            .detail("provider", provider_id);
+        let email = account.email.clone();
         let signed = self
             .actors
             .social_sign_in(&SocialSignIn {
@@ -601,13 +635,19 @@ impl AppState {
                 update_account_on_sign_in: self.config.account.update_account_on_sign_in,
                 implicit_linking: self.config.account.implicit_linking,
             })
-            .await?;
+            .await
+            .map_err(ApiError::from);
+        let signed = self.audited(attempt.clone().target(email), signed).await?;
+        self.audit_social(&origin, provider_id, &signed).await;
+        let attempt = attempt.own(&signed.user.id);
         let require_verified = self.config.email_verification.require_email_verification
             || p.cfg.require_email_verification;
         if require_verified && !signed.user.email_verified {
+            self.audit(attempt.failed(Code::EmailNotVerified)).await;
             return Err(Code::EmailNotVerified.into());
         }
-        let authed = self.start_session(req, cookies, signed.user, true).await?;
+        let started = self.start_session(req, cookies, signed.user, true).await;
+        let authed = self.audited(attempt, started).await?;
         tracing::info!(user = %authed.user.id, provider = provider_id, "id-token sign-in");
         Ok(StartResponse::Ok(
             Json(SocialRedirect {
@@ -628,7 +668,8 @@ impl AppState {
         t: &IdTokenBody,
     ) -> ApiResult<StartResponse> {
         let (p, account, _) = self.verified_id_token(provider_id, t).await?;
-        self.actors
+        let linked = self
+            .actors
             .user(auth.user.id.clone())
             .link_account(
                 &account,
@@ -637,7 +678,10 @@ impl AppState {
                     allow_different_emails: self.config.account.allow_different_emails,
                 },
             )
-            .await?;
+            .await
+            .map_err(ApiError::from);
+        let ev = auth.event(action::ACCOUNT_LINKED).target(provider_id);
+        self.audited(ev, linked).await?;
         Ok(StartResponse::Ok(
             Json(SocialRedirect {
                 url: Some(String::new()),

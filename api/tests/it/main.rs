@@ -5,6 +5,7 @@
 mod account;
 mod admin;
 mod api;
+mod audit;
 mod common;
 mod compat;
 mod e2e;

@@ -121,6 +121,10 @@ async fn metrics_parse_and_move_with_requests() {
     );
     // The user's actor is alive (it handled the sign-in).
     assert!(get(&after, "gatehouse_actors_live{kind=user}") >= 1.0);
+    // Store round trips are timed by kind (the counts are the process's: tests run beside
+    // each other, so only "moved" is certain).
+    assert!(delta("gatehouse_store_call_seconds{backend=sqlite,call=read,outcome=ok}") >= 3.0);
+    assert!(delta("gatehouse_store_call_seconds{backend=sqlite,call=write,outcome=ok}") >= 2.0);
 }
 
 #[tokio::test]

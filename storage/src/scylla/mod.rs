@@ -23,6 +23,7 @@
 //!
 //! Files: `schema.rs` (keyspace and tables, versioned), `users.rs` (users, accounts),
 //! `sessions.rs`, `verifications.rs`, `organizations.rs`, `keys.rs`.
+mod audit;
 mod invitations;
 mod keys;
 mod members;
@@ -184,10 +185,14 @@ impl ScyllaStore {
     }
 
     pub(crate) async fn exec(&self, cql: &str, values: Vec<V>) -> StoreResult<QueryResult> {
-        self.session
+        let started = crate::observe::start();
+        let r = self
+            .session
             .execute_unpaged(cql.to_owned(), values)
             .await
-            .map_err(unavailable)
+            .map_err(unavailable);
+        crate::observe::done("scylla", "query", started, r.is_ok());
+        r
     }
 
     /// A schema statement: not prepared (it runs once), and the driver waits until every node
@@ -205,10 +210,14 @@ impl ScyllaStore {
     pub(crate) async fn exec_serial(&self, cql: &str, values: Vec<V>) -> StoreResult<QueryResult> {
         let mut st = Statement::new(cql.to_owned());
         st.set_consistency(Consistency::LocalSerial);
-        self.session
+        let started = crate::observe::start();
+        let r = self
+            .session
             .execute_unpaged(st, values)
             .await
-            .map_err(unavailable)
+            .map_err(unavailable);
+        crate::observe::done("scylla", "serial", started, r.is_ok());
+        r
     }
 
     pub(crate) async fn rows(&self, cql: &str, values: Vec<V>) -> StoreResult<Vec<Row>> {
@@ -224,6 +233,25 @@ impl ScyllaStore {
         applied(self.exec(cql, values).await?)
     }
 
+    /// A logged batch of plain writes (applied together, eventually, across partitions).
+    pub(crate) async fn batch(&self, statements: Vec<(String, Vec<V>)>) -> StoreResult<()> {
+        let mut batch = Batch::new(BatchType::Logged);
+        let mut values = Vec::with_capacity(statements.len());
+        for (cql, v) in statements {
+            batch.append_statement(cql.as_str());
+            values.push(v);
+        }
+        let started = crate::observe::start();
+        let r = self
+            .session
+            .batch(&batch, values)
+            .await
+            .map(|_| ())
+            .map_err(unavailable);
+        crate::observe::done("scylla", "batch", started, r.is_ok());
+        r
+    }
+
     /// A conditional batch on one partition: whether it applied.
     pub(crate) async fn batch_lwt(&self, statements: Vec<(String, Vec<V>)>) -> StoreResult<bool> {
         let mut batch = Batch::new(BatchType::Logged);
@@ -232,12 +260,14 @@ impl ScyllaStore {
             batch.append_statement(cql.as_str());
             values.push(v);
         }
+        let started = crate::observe::start();
         let r = self
             .session
             .batch(&batch, values)
             .await
-            .map_err(unavailable)?;
-        applied(r)
+            .map_err(unavailable);
+        crate::observe::done("scylla", "batch", started, r.is_ok());
+        applied(r?)
     }
 }
 

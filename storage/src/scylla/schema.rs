@@ -10,11 +10,12 @@ use super::{int, text, Cols, ScyllaStore};
 use crate::{StoreError, StoreResult};
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// Tables, by the access path each serves. Tables written with lightweight transactions are
 /// marked LWT; the others only ever get plain, idempotent writes.
-const MIGRATIONS: &[&[&str]] = &[&[
+const MIGRATIONS: &[&[&str]] = &[
+    &[
     // LWT. The user row; `version` is compare-and-set by decisions on the user.
     "CREATE TABLE IF NOT EXISTS {ks}.users (id text PRIMARY KEY, email text, \
      email_verified boolean, name text, image text, role text, banned boolean, ban_reason text, \
@@ -71,7 +72,28 @@ const MIGRATIONS: &[&[&str]] = &[&[
     // Signing keys: few, one partition.
     "CREATE TABLE IF NOT EXISTS {ks}.key_pairs (bucket text, id text, public_key text, \
      private_key text, created_at bigint, PRIMARY KEY (bucket, id))",
-]];
+    ],
+    // 2: the audit log, written with a TTL (the retention) to one table per access path, each
+    // event in full: every event by hour, and the events of a user (as actor or subject) and
+    // of an organization by day. Time-window compaction: rows expire a window at a time.
+    &[
+        "CREATE TABLE IF NOT EXISTS {ks}.audit_by_time (bucket text, at bigint, id text, \
+         AUDIT_COLUMNS, PRIMARY KEY (bucket, at, id)) AUDIT_OPTIONS",
+        "CREATE TABLE IF NOT EXISTS {ks}.audit_by_user (key text, bucket text, at bigint, \
+         id text, AUDIT_COLUMNS, PRIMARY KEY ((key, bucket), at, id)) AUDIT_OPTIONS",
+        "CREATE TABLE IF NOT EXISTS {ks}.audit_by_org (key text, bucket text, at bigint, \
+         id text, AUDIT_COLUMNS, PRIMARY KEY ((key, bucket), at, id)) AUDIT_OPTIONS",
+    ],
+];
+
+/// The columns of an audit event besides its place (`at`, `id`).
+const AUDIT_COLUMNS: &str = "action text, outcome text, reason text, actor_id text, \
+     user_id text, organization_id text, target text, ip_address text, user_agent text, \
+     request_id text, details text";
+const AUDIT_OPTIONS: &str = "WITH CLUSTERING ORDER BY (at DESC, id DESC) \
+     AND compaction = {'class': 'TimeWindowCompactionStrategy', \
+     'compaction_window_unit': 'DAYS', 'compaction_window_size': 1} \
+     AND gc_grace_seconds = 86400";
 
 pub(super) fn newer(ks: &str, at: i32) -> StoreError {
     StoreError::Internal(format!(
@@ -139,7 +161,11 @@ pub(super) async fn migrate(store: &ScyllaStore, replication: &str) -> StoreResu
     }
     for (i, statements) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
         for s in *statements {
-            store.ddl(&s.replace("{ks}", &store.ks)).await?;
+            let ddl = s
+                .replace("{ks}", &store.ks)
+                .replace("AUDIT_COLUMNS", AUDIT_COLUMNS)
+                .replace("AUDIT_OPTIONS", AUDIT_OPTIONS);
+            store.ddl(&ddl).await?;
         }
         store
             .exec(

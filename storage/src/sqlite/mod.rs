@@ -8,6 +8,7 @@
 //! Files: `schema.rs` (migrations), `rows.rs` (columns and row mappers), then one file per
 //! storage trait: `users.rs` (users and accounts), `sessions.rs`, `verifications.rs`,
 //! `organizations.rs`, `keys.rs`.
+mod audit;
 mod invitations;
 mod keys;
 mod members;
@@ -208,12 +209,16 @@ impl SqliteStore {
     {
         self.inner.writes.fetch_add(1, Ordering::Relaxed);
         let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
+        let started = crate::observe::start();
+        let r = tokio::task::spawn_blocking(move || {
             let mut conn = inner.writer.lock().map_err(internal)?;
             f(&mut conn)
         })
         .await
-        .map_err(internal)?
+        .map_err(internal)
+        .and_then(|r| r);
+        crate::observe::done("sqlite", "write", started, r.is_ok());
+        r
     }
 
     async fn read<T, F>(&self, f: F) -> StoreResult<T>
@@ -222,7 +227,8 @@ impl SqliteStore {
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
         let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
+        let started = crate::observe::start();
+        let r = tokio::task::spawn_blocking(move || {
             let n = inner.readers.len();
             let start = inner.next_reader.fetch_add(1, Ordering::Relaxed);
             // Take a free reader if there is one, else wait for the round-robin choice.
@@ -235,7 +241,10 @@ impl SqliteStore {
             f(&conn)
         })
         .await
-        .map_err(internal)?
+        .map_err(internal)
+        .and_then(|r| r);
+        crate::observe::done("sqlite", "read", started, r.is_ok());
+        r
     }
 }
 

@@ -143,6 +143,29 @@ CREATE INDEX teams_org ON teams(organization_id);
 "#,
     // 4: users carry a version too.
     "ALTER TABLE users ADD COLUMN version INTEGER NOT NULL DEFAULT 0;",
+    // 5: the audit log. No foreign keys: events outlive the users and organizations they name
+    // (an account's deletion is an event); retention purges them by time.
+    r#"
+CREATE TABLE audit_events (
+    id TEXT PRIMARY KEY,
+    at INTEGER NOT NULL,
+    action TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    reason TEXT,
+    actor_id TEXT,
+    user_id TEXT,
+    organization_id TEXT,
+    target TEXT,
+    ip_address TEXT,
+    user_agent TEXT,
+    request_id TEXT,
+    details TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX audit_at ON audit_events(at, id);
+CREATE INDEX audit_actor ON audit_events(actor_id, at, id) WHERE actor_id IS NOT NULL;
+CREATE INDEX audit_user ON audit_events(user_id, at, id) WHERE user_id IS NOT NULL;
+CREATE INDEX audit_org ON audit_events(organization_id, at, id) WHERE organization_id IS NOT NULL;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> StoreResult<()> {

@@ -2,6 +2,7 @@
 //! a mail sender is configured (the link's token is consumed and the user deleted in one turn of
 //! the user's actor).
 use super::*;
+use crate::audit::{action, Event, Origin};
 use crate::dto::Text;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::PendingCookies;
@@ -53,6 +54,7 @@ impl DeletionApi {
         if !state.config.account.delete_user_enabled {
             return Err(Code::DeleteUserDisabled.into());
         }
+        let ev = auth.event(action::USER_DELETED);
         let Principal { user, session, .. } = auth;
         let cb = state
             .origins
@@ -78,7 +80,7 @@ impl DeletionApi {
                 .user(user.id.clone())
                 .delete_with_token(&format!("delete-account-{token}"))
                 .await?;
-            return deleted(&state, cookies, &user);
+            return deleted(&state, cookies, &user, ev.detail("confirmed", "token")).await;
         }
         if state.mailer.enabled() {
             state.limit_mail(req, &user.email).await?;
@@ -114,7 +116,7 @@ impl DeletionApi {
                 message: "Verification email sent".into(),
             }));
         }
-        delete_now(&state, cookies, &user).await
+        delete_now(&state, cookies, &user, ev).await
     }
 
     /// Confirm the account deletion
@@ -174,7 +176,10 @@ impl DeletionApi {
             }
             Err(e) => return Err(e.into()),
         }
-        let done = deleted(&state, cookies, &user)?;
+        let ev = Event::new(action::USER_DELETED, &Origin::of(req))
+            .own(&user.id)
+            .detail("confirmed", "link");
+        let done = deleted(&state, cookies, &user, ev).await?;
         match cb {
             Some(c) => Ok(RedirectOr::Redirect(state.absolute(&c))),
             None => Ok(RedirectOr::Ok(done)),
@@ -186,18 +191,22 @@ async fn delete_now(
     state: &AppState,
     cookies: &PendingCookies,
     user: &User,
+    ev: Event,
 ) -> ApiResult<Json<DeleteUserResponse>> {
     state.actors.user(user.id.clone()).delete_user().await?;
-    deleted(state, cookies, user)
+    deleted(state, cookies, user, ev).await
 }
 
-/// After `user` was deleted: their cached sessions stop counting, the cookies go.
-fn deleted(
+/// After `user` was deleted: their cached sessions stop counting, the cookies go, the event
+/// is recorded.
+async fn deleted(
     state: &AppState,
     cookies: &PendingCookies,
     user: &User,
+    ev: Event,
 ) -> ApiResult<Json<DeleteUserResponse>> {
     state.note_revocation(&user.id);
+    state.audit(ev.target(user.email.clone())).await;
     cookies.push(state.cookies.clear_all());
     tracing::info!(user = %user.id, "user deleted");
     Ok(Json(DeleteUserResponse {

@@ -62,6 +62,10 @@ impl EmailApi {
             state
                 .mail_email_change(&user, &new_email, false, cb)
                 .await?;
+            let ev = auth
+                .event(crate::audit::action::EMAIL_CHANGE_REQUESTED)
+                .target(new_email);
+            state.audit(ev).await;
             return Ok(Json(StatusResponse { status: true }));
         }
         let changed = state
@@ -75,6 +79,11 @@ impl EmailApi {
             .await?;
         // As 1.7: the session cookie is issued again, carrying the changed user.
         state.reissue_session(&auth, &changed, Some(auth.session.clone()));
+        let ev = auth
+            .event(crate::audit::action::EMAIL_CHANGED)
+            .target(new_email.clone())
+            .detail("from", user.email.clone());
+        state.audit(ev).await;
         if state.mailer.enabled() {
             state
                 .send_verification(&changed, MailKind::VerifyEmail, &new_email, None, cb)

@@ -85,7 +85,7 @@ impl LinkedAccountApi {
                 vec!["accountId or providerId is required".into()],
             ));
         }
-        state
+        let unlinked = state
             .actors
             .user(auth.user.id.clone())
             .unlink_account(
@@ -93,7 +93,16 @@ impl LinkedAccountApi {
                 text(&body.0.account_id),
                 state.config.account.allow_unlinking_all,
             )
-            .await?;
+            .await
+            .map_err(ApiError::from);
+        let mut ev = auth.event(crate::audit::action::ACCOUNT_UNLINKED);
+        if let Some(p) = text(&body.0.provider_id) {
+            ev = ev.target(p);
+        }
+        if let Some(a) = text(&body.0.account_id) {
+            ev = ev.detail("accountId", a);
+        }
+        state.audited(ev, unlinked).await?;
         Ok(Json(StatusResponse { status: true }))
     }
 }

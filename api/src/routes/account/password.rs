@@ -2,6 +2,7 @@
 //! link, change the password, set one (server only). Tokens are issued and consumed by the
 //! user's actor; only the newest reset link works.
 use super::*;
+use crate::audit::{action, Event, Origin};
 use crate::dto::{StatusResponse, Text, UserDto};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::PendingCookies;
@@ -170,6 +171,7 @@ impl PasswordApi {
     async fn reset_password(
         &self,
         state: Data<&AppState>,
+        req: &Request,
         #[oai(name = "token")] query_token: Query<Option<String>>,
         body: Json<ResetPasswordBody>,
     ) -> ApiResult<Json<StatusResponse>> {
@@ -204,6 +206,10 @@ impl PasswordApi {
             state.note_revocation(&owner);
         }
         tracing::info!(user = %owner, "password reset");
+        let ev = Event::new(action::PASSWORD_RESET, &Origin::of(req))
+            .own(&owner)
+            .detail("sessionsRevoked", outcome.sessions_revoked.to_string());
+        state.audit(ev).await;
         Ok(Json(StatusResponse { status: true }))
     }
 
@@ -251,6 +257,7 @@ impl PasswordApi {
         auth: Principal,
         body: Json<ChangePasswordBody>,
     ) -> ApiResult<Json<ChangePasswordResponse>> {
+        let ev = auth.event(action::PASSWORD_CHANGED);
         let Principal { user, .. } = auth;
         state.check_password_length(&body.0.new_password.0)?;
         let current = state
@@ -263,6 +270,7 @@ impl PasswordApi {
             .await
             .map_err(ApiError::internal)?;
         if !ok {
+            state.audit(ev.failed(Code::InvalidPassword)).await;
             return Err(Code::InvalidPassword.into());
         }
         let hash = state
@@ -283,7 +291,10 @@ impl PasswordApi {
             .actors
             .user(user.id.clone())
             .change_password(&current, &hash, new_session)
-            .await?;
+            .await
+            .map_err(ApiError::from);
+        let ev = ev.detail("sessionsRevoked", revoke.to_string());
+        let fresh = state.audited(ev, fresh).await?;
         let token = match fresh {
             Some(session) => {
                 state.note_revocation(&user.id);
@@ -339,11 +350,14 @@ impl PasswordApi {
             .hash(body.0.new_password.0)
             .await
             .map_err(ApiError::internal)?;
-        state
+        let set = state
             .actors
             .user(user.id.clone())
             .set_password(&hash, PasswordChange::OnlyIfNone)
-            .await?;
+            .await
+            .map_err(ApiError::from);
+        let ev = Event::new(action::PASSWORD_SET, &Origin::of(req)).user(&user.id);
+        state.audited(ev, set).await?;
         Ok(Json(StatusResponse { status: true }))
     }
 }

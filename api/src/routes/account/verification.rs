@@ -2,6 +2,7 @@
 //! the account's session, revokes the sessions made before the proof); a link that confirms an
 //! email change is applied once, by the signed-in owner.
 use super::*;
+use crate::audit::{action, Event, Origin};
 use crate::dto::{StatusResponse, Text, UserDto};
 use crate::error::{ApiResult, Code};
 use crate::http::PendingCookies;
@@ -150,6 +151,11 @@ impl VerificationApi {
                 Err(e) => return Err(e.into()),
             };
             if apply {
+                let ev = Event::new(action::EMAIL_CHANGED, &Origin::of(req))
+                    .own(&user.id)
+                    .target(new_email.clone())
+                    .detail("from", claims.email.clone());
+                state.audit(ev).await;
                 // As 1.7: the session cookie is issued again, carrying the new address.
                 if let Some(mut authed) = session.clone() {
                     authed.user = user.clone();
@@ -171,6 +177,16 @@ impl VerificationApi {
             if revoked {
                 state.note_revocation(&verified.id);
             }
+            let ev = Event::new(action::EMAIL_VERIFIED, &Origin::of(req))
+                .user(&verified.id)
+                .target(verified.email.clone())
+                .detail("sessionsRevoked", revoked.to_string());
+            state
+                .audit(match own_session {
+                    true => ev.actor(&verified.id),
+                    false => ev,
+                })
+                .await;
             if state
                 .config
                 .email_verification

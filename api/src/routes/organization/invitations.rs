@@ -2,6 +2,7 @@
 //! checked by the organization's actor; accepting goes through the caller's actor, which also
 //! makes the organization active.
 use super::dto::*;
+use crate::audit::action;
 use crate::dto::Text;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::routes::{text, Tag};
@@ -101,18 +102,27 @@ impl InvitationApi {
         let email = crate::routes::normalize_email(&body.email.0).ok_or(Code::InvalidEmail)?;
         // Refused before the invitation exists: the invitee's mailbox has a limit too.
         state.limit_mail(req, &email).await?;
+        let role = body.role.joined();
         let inv = state
             .actors
             .org(org_id.clone())
             .invite(
                 auth.acting(),
                 &email,
-                &body.role.joined(),
+                &role,
                 text(&body.team_id).map(|t| TeamId(t.to_owned())),
                 body.resend.unwrap_or(false),
             )
             .await
-            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound))?;
+            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
+        let ev = auth
+            .event(action::INVITATION_CREATED)
+            .org(&org_id)
+            .detail("email", email.clone())
+            .detail("role", role);
+        let inv = state
+            .audited_with(ev, inv, |ev, i| ev.target(i.id.0.clone()))
+            .await?;
         let org = state.existing_org(&org_id).await?;
         let link = state
             .config
@@ -161,11 +171,26 @@ impl InvitationApi {
         // Every rule (pending, unexpired, recipient, verified, inviter still entitled) is the
         // organization actor's; accepted and made active in one message of the user's actor.
         let inv = state.invitation_org(&body.0.invitation_id.0).await?;
+        let ev = auth
+            .event(action::INVITATION_ACCEPTED)
+            .org(&inv.organization_id)
+            .target(inv.id.0.clone());
         let accepted = state
             .actors
             .user(auth.user.id.clone())
-            .accept_invitation(inv.organization_id, inv.id, &auth.session.token)
-            .await?;
+            .accept_invitation(inv.organization_id.clone(), inv.id, &auth.session.token)
+            .await
+            .map_err(ApiError::from);
+        let accepted = state.audited(ev, accepted).await?;
+        if let Some(m) = &accepted.member {
+            let ev = auth
+                .event(action::MEMBER_ADDED)
+                .org(&inv.organization_id)
+                .target(m.id.0.clone())
+                .detail("role", m.role.clone())
+                .detail("invitation", accepted.invitation.id.0.clone());
+            state.audit(ev).await;
+        }
         state.reissue_cache(&auth.cookies, &auth.user, accepted.session);
         let (inv, member) = (accepted.invitation, accepted.member);
         let member = match &member {
@@ -191,11 +216,17 @@ impl InvitationApi {
         body: Json<InvitationIdBody>,
     ) -> ApiResult<Json<InvitationAnswer>> {
         let inv = state.invitation_org(&body.0.invitation_id.0).await?;
-        let (inv, _) = state
+        let ev = auth
+            .event(action::INVITATION_REJECTED)
+            .org(&inv.organization_id)
+            .target(inv.id.0.clone());
+        let rejected = state
             .actors
             .org(inv.organization_id)
             .respond_invitation(auth.user.id.clone(), inv.id, false)
-            .await?;
+            .await
+            .map_err(ApiError::from);
+        let (inv, _) = state.audited(ev, rejected).await?;
         Ok(Json(InvitationAnswer {
             invitation: InvitationDto::from(&inv),
             member: None,
@@ -222,12 +253,17 @@ impl InvitationApi {
             .get_invitation(&id)
             .await?
             .ok_or(Code::InvitationNotFound)?;
+        let ev = auth
+            .event(action::INVITATION_CANCELED)
+            .org(&inv.organization_id)
+            .target(id.0.clone());
         let inv = state
             .actors
             .org(inv.organization_id)
             .cancel_invitation(auth.acting(), id)
             .await
-            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound))?;
+            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
+        let inv = state.audited(ev, inv).await?;
         Ok(Json(InvitationDto::from(&inv)))
     }
 

@@ -2,6 +2,7 @@
 //! changing roles. Changes go through the organization's actor (removing oneself and leaving
 //! through the caller's, which also clears the active organization).
 use super::dto::*;
+use crate::audit::{action, Event, Origin};
 use crate::dto::Text;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::routes::{text, Tag};
@@ -164,16 +165,22 @@ impl MemberApi {
                 })?
                 .to_owned(),
         );
+        let user = UserId(body.0.user_id.0.clone());
+        let role = body.0.role.joined();
         let m = state
             .actors
-            .org(org)
-            .add_member(
-                Acting::Server,
-                UserId(body.0.user_id.0.clone()),
-                &body.0.role.joined(),
-            )
+            .org(org.clone())
+            .add_member(Acting::Server, user.clone(), &role)
             .await
-            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound))?;
+            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
+        let ev = Event::new(action::MEMBER_ADDED, &Origin::of(req))
+            .user(&user)
+            .org(&org)
+            .detail("role", role)
+            .detail("by", "server");
+        let m = state
+            .audited_with(ev, m, |ev, m| ev.target(m.id.0.clone()))
+            .await?;
         Ok(Json(state.member_dto(&m).await?))
     }
 
@@ -210,12 +217,19 @@ impl MemberApi {
             MemberId(target)
         };
         // Spec §4: removing oneself clears the active organization (same actor turn).
-        let (removed, session) = state
+        let removed = state
             .actors
             .user(auth.user.id.clone())
-            .leave_organization(org, Some(member_id), &auth.session.token)
+            .leave_organization(org.clone(), Some(member_id.clone()), &auth.session.token)
             .await
-            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound))?;
+            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
+        let ev = auth
+            .event(action::MEMBER_REMOVED)
+            .org(&org)
+            .target(member_id.0.clone());
+        let (removed, session) = state
+            .audited_with(ev, removed, |ev, (m, _)| ev.user(&m.user_id))
+            .await?;
         state.reissue_cache(&auth.cookies, &auth.user, session);
         Ok(Json(MemberResponse {
             member: state.member_dto(&removed).await?,
@@ -233,12 +247,19 @@ impl MemberApi {
         body: Json<OrgIdBody>,
     ) -> ApiResult<Json<MemberDto>> {
         let org = OrgId(body.0.organization_id.0);
-        let (left, session) = state
+        let left = state
             .actors
             .user(auth.user.id.clone())
-            .leave_organization(org, None, &auth.session.token)
+            .leave_organization(org.clone(), None, &auth.session.token)
             .await
-            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound))?;
+            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
+        let ev = auth
+            .event(action::MEMBER_REMOVED)
+            .org(&org)
+            .detail("left", "true");
+        let (left, session) = state
+            .audited_with(ev, left, |ev, (m, _)| ev.target(m.id.0.clone()))
+            .await?;
         state.reissue_cache(&auth.cookies, &auth.user, session);
         Ok(Json(state.member_dto(&left).await?))
     }
@@ -259,16 +280,21 @@ impl MemberApi {
         body: Json<UpdateMemberRoleBody>,
     ) -> ApiResult<Json<MemberDto>> {
         let org = auth.org_id(text(&body.0.organization_id))?;
+        let role = body.0.role.joined();
         let m = state
             .actors
-            .org(org)
-            .update_member_role(
-                auth.acting(),
-                MemberId(body.0.member_id.0.clone()),
-                &body.0.role.joined(),
-            )
+            .org(org.clone())
+            .update_member_role(auth.acting(), MemberId(body.0.member_id.0.clone()), &role)
             .await
-            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound))?;
+            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
+        let ev = auth
+            .event(action::MEMBER_ROLE_CHANGED)
+            .org(&org)
+            .target(body.0.member_id.0.clone())
+            .detail("role", role);
+        let m = state
+            .audited_with(ev, m, |ev, m| ev.user(&m.user_id))
+            .await?;
         Ok(Json(state.member_dto(&m).await?))
     }
 }

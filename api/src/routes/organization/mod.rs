@@ -14,6 +14,7 @@ pub use roles::RoleApi;
 pub use teams::TeamApi;
 pub(crate) use teams::TeamDto;
 
+use crate::audit::{action, Event, Origin};
 use crate::dto::{iso, Nullable, Text};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::routes::{text, Tag};
@@ -256,6 +257,18 @@ impl OrganizationApi {
             state.reissue_cache(pending, &a.user, now_active);
         }
         tracing::info!(org = %org.id, user = %owner, "organization created");
+        let ev = Event::new(action::ORGANIZATION_CREATED, &Origin::of(req))
+            .user(&owner)
+            .org(&org.id)
+            .target(org.slug.clone());
+        state
+            .audit(match &session {
+                Some(a) => ev
+                    .actor(&a.user.id)
+                    .impersonated_by(a.session.impersonated_by.as_ref()),
+                None => ev.detail("by", "server"),
+            })
+            .await;
         Ok(Json(OrganizationWithMembers {
             organization: OrganizationDto::from(&org),
             members: vec![state.member_dto(&member).await?],
@@ -312,7 +325,14 @@ impl OrganizationApi {
                 None => None,
             },
         };
-        let updated = state.actors.org(org).update(auth.acting(), patch).await?;
+        let updated = state
+            .actors
+            .org(org.clone())
+            .update(auth.acting(), patch)
+            .await
+            .map_err(ApiError::from);
+        let ev = auth.event(action::ORGANIZATION_UPDATED).org(&org);
+        let updated = state.audited(ev, updated).await?;
         Ok(Json(OrganizationDto::from(&updated)))
     }
 
@@ -331,14 +351,18 @@ impl OrganizationApi {
         // As 1.7: a non-member learns nothing, not even whether the organization exists.
         let deleted = state
             .actors
-            .org(org)
+            .org(org.clone())
             .delete(auth.acting())
             .await
             .map_err(|e| {
                 ApiError::from(e)
                     .recode(Code::NotAMember, Code::NotAMemberToDelete)
                     .recode(Code::OrganizationNotFound, Code::NotAMemberToDelete)
-            })?;
+            });
+        let ev = auth.event(action::ORGANIZATION_DELETED).org(&org);
+        let deleted = state
+            .audited_with(ev, deleted, |ev, o| ev.target(o.slug.clone()))
+            .await?;
         Ok(Json(OrganizationDto::stored(&deleted)))
     }
 

@@ -1,8 +1,9 @@
 //! Custom roles of an organization (the access-control surface): create, update, delete, list,
 //! read. Changes go through the organization's actor, which also checks that nobody grants more
 //! than they hold.
+use crate::audit::action;
 use crate::dto::{iso, Text};
-use crate::error::{ApiResult, Code};
+use crate::error::{ApiError, ApiResult, Code};
 use crate::routes::{text, Tag};
 use crate::session::Principal;
 use crate::AppState;
@@ -190,7 +191,12 @@ impl RoleApi {
             role: body.0.role.0.clone(),
             permission,
         };
-        let r = state.actors.org(org).role(auth.acting(), change).await?;
+        let ev = auth
+            .event(action::ROLE_CREATED)
+            .org(&org)
+            .target(body.0.role.0.clone());
+        let r = state.actors.org(org).role(auth.acting(), change).await;
+        let r = state.audited(ev, r.map_err(ApiError::from)).await?;
         Ok(Json(RoleDto::from(&r)))
     }
 
@@ -211,7 +217,15 @@ impl RoleApi {
             new_name: text(&body.0.data.role_name).map(str::to_owned),
             permission,
         };
-        let r = state.actors.org(org).role(auth.acting(), change).await?;
+        let mut ev = auth
+            .event(action::ROLE_UPDATED)
+            .org(&org)
+            .target(body.0.role_name.0.clone());
+        if let Some(n) = text(&body.0.data.role_name) {
+            ev = ev.detail("newName", n);
+        }
+        let r = state.actors.org(org).role(auth.acting(), change).await;
+        let r = state.audited(ev, r.map_err(ApiError::from)).await?;
         Ok(Json(RoleDto::from(&r)))
     }
 
@@ -229,7 +243,12 @@ impl RoleApi {
         let change = RoleChange::Delete {
             role: body.0.role_name.0.clone(),
         };
-        let r = state.actors.org(org).role(auth.acting(), change).await?;
+        let ev = auth
+            .event(action::ROLE_DELETED)
+            .org(&org)
+            .target(body.0.role_name.0.clone());
+        let r = state.actors.org(org).role(auth.acting(), change).await;
+        let r = state.audited(ev, r.map_err(ApiError::from)).await?;
         Ok(Json(RoleDto::from(&r)))
     }
 

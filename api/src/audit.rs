@@ -1,0 +1,268 @@
+//! The audit log's API side: the events routes record (one line each, after the operation, with
+//! its outcome) and where a request came from. Events name users, organizations and ids, never
+//! a token, password or secret; what a route records is listed in README, "Audit log".
+use crate::error::{ApiResult, Code};
+use crate::http::{RequestId, REQUEST_ID_HEADER};
+use crate::AppState;
+use poem::http::{header, HeaderValue};
+use poem::Request;
+use storage::{AuditEvent, AuditOutcome, OrgId, UserId};
+
+/// The actions recorded, one constant each (the `action` of an event).
+pub mod action {
+    pub const SIGN_UP: &str = "user.sign-up";
+    pub const SIGN_IN: &str = "user.sign-in";
+    pub const SIGN_OUT: &str = "user.sign-out";
+    pub const SESSION_REVOKED: &str = "session.revoked";
+    pub const PASSWORD_CHANGED: &str = "password.changed";
+    pub const PASSWORD_RESET: &str = "password.reset";
+    pub const PASSWORD_SET: &str = "password.set";
+    pub const EMAIL_CHANGE_REQUESTED: &str = "email.change-requested";
+    pub const EMAIL_CHANGED: &str = "email.changed";
+    pub const EMAIL_VERIFIED: &str = "email.verified";
+    pub const ACCOUNT_LINKED: &str = "account.linked";
+    pub const ACCOUNT_UNLINKED: &str = "account.unlinked";
+    pub const USER_DELETED: &str = "user.deleted";
+    pub const ORGANIZATION_CREATED: &str = "organization.created";
+    pub const ORGANIZATION_UPDATED: &str = "organization.updated";
+    pub const ORGANIZATION_DELETED: &str = "organization.deleted";
+    pub const MEMBER_ADDED: &str = "member.added";
+    pub const MEMBER_REMOVED: &str = "member.removed";
+    pub const MEMBER_ROLE_CHANGED: &str = "member.role-changed";
+    pub const INVITATION_CREATED: &str = "invitation.created";
+    pub const INVITATION_ACCEPTED: &str = "invitation.accepted";
+    pub const INVITATION_REJECTED: &str = "invitation.rejected";
+    pub const INVITATION_CANCELED: &str = "invitation.canceled";
+    pub const ROLE_CREATED: &str = "role.created";
+    pub const ROLE_UPDATED: &str = "role.updated";
+    pub const ROLE_DELETED: &str = "role.deleted";
+    pub const RATE_LIMITED: &str = "rate-limit.hit";
+    pub const ADMIN_USER_CREATED: &str = "admin.user-created";
+    pub const ADMIN_USER_UPDATED: &str = "admin.user-updated";
+    pub const ADMIN_ROLE_SET: &str = "admin.role-set";
+    pub const ADMIN_USER_BANNED: &str = "admin.user-banned";
+    pub const ADMIN_USER_UNBANNED: &str = "admin.user-unbanned";
+    pub const ADMIN_SESSIONS_REVOKED: &str = "admin.sessions-revoked";
+    pub const ADMIN_USER_REMOVED: &str = "admin.user-removed";
+    pub const ADMIN_PASSWORD_SET: &str = "admin.password-set";
+    pub const ADMIN_IMPERSONATION_STARTED: &str = "admin.impersonation-started";
+    pub const ADMIN_IMPERSONATION_STOPPED: &str = "admin.impersonation-stopped";
+
+    /// Every action, for the documentation and the read routes' filter.
+    pub const ALL: &[&str] = &[
+        SIGN_UP,
+        SIGN_IN,
+        SIGN_OUT,
+        SESSION_REVOKED,
+        PASSWORD_CHANGED,
+        PASSWORD_RESET,
+        PASSWORD_SET,
+        EMAIL_CHANGE_REQUESTED,
+        EMAIL_CHANGED,
+        EMAIL_VERIFIED,
+        ACCOUNT_LINKED,
+        ACCOUNT_UNLINKED,
+        USER_DELETED,
+        ORGANIZATION_CREATED,
+        ORGANIZATION_UPDATED,
+        ORGANIZATION_DELETED,
+        MEMBER_ADDED,
+        MEMBER_REMOVED,
+        MEMBER_ROLE_CHANGED,
+        INVITATION_CREATED,
+        INVITATION_ACCEPTED,
+        INVITATION_REJECTED,
+        INVITATION_CANCELED,
+        ROLE_CREATED,
+        ROLE_UPDATED,
+        ROLE_DELETED,
+        RATE_LIMITED,
+        ADMIN_USER_CREATED,
+        ADMIN_USER_UPDATED,
+        ADMIN_ROLE_SET,
+        ADMIN_USER_BANNED,
+        ADMIN_USER_UNBANNED,
+        ADMIN_SESSIONS_REVOKED,
+        ADMIN_USER_REMOVED,
+        ADMIN_PASSWORD_SET,
+        ADMIN_IMPERSONATION_STARTED,
+        ADMIN_IMPERSONATION_STOPPED,
+    ];
+}
+
+/// Where a request came from: its client address (as the limiter sees it), user agent and
+/// request id. Cheap to take: nothing is formatted until an event is recorded.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    ip: Option<std::net::IpAddr>,
+    user_agent: Option<HeaderValue>,
+    request_id: Option<HeaderValue>,
+}
+
+impl Origin {
+    pub fn of(req: &Request) -> Self {
+        Self {
+            ip: crate::http::client_addr(req),
+            user_agent: req.headers().get(header::USER_AGENT).cloned(),
+            request_id: req
+                .extensions()
+                .get::<RequestId>()
+                .and_then(|r| HeaderValue::from_str(&r.0).ok())
+                .or_else(|| req.headers().get(REQUEST_ID_HEADER).cloned()),
+        }
+    }
+}
+
+/// An event being described; [`AppState::audit`] records it.
+#[derive(Debug, Clone)]
+pub struct Event(AuditEvent);
+
+impl Event {
+    pub fn new(action: &'static str, origin: &Origin) -> Self {
+        let text = |v: &Option<HeaderValue>, max: usize| {
+            v.as_ref()
+                .and_then(|v| v.to_str().ok())
+                .map(|s| s.chars().take(max).collect::<String>())
+        };
+        Self(AuditEvent {
+            id: storage::random_string(20),
+            at: chrono::Utc::now(),
+            action: action.to_owned(),
+            outcome: AuditOutcome::Success,
+            reason: None,
+            actor_id: None,
+            user_id: None,
+            organization_id: None,
+            target: None,
+            ip_address: origin.ip.map(|ip| ip.to_string()),
+            user_agent: text(&origin.user_agent, 512),
+            request_id: text(&origin.request_id, 128),
+            details: Default::default(),
+        })
+    }
+
+    /// Who acted.
+    pub fn actor(mut self, id: &UserId) -> Self {
+        self.0.actor_id = Some(id.clone());
+        self
+    }
+
+    /// The user the event is about.
+    pub fn user(mut self, id: &UserId) -> Self {
+        self.0.user_id = Some(id.clone());
+        self
+    }
+
+    /// The user acting on their own account: actor and subject.
+    pub fn own(self, id: &UserId) -> Self {
+        self.actor(id).user(id)
+    }
+
+    pub fn org(mut self, id: &OrgId) -> Self {
+        self.0.organization_id = Some(id.clone());
+        self
+    }
+
+    pub fn target(mut self, t: impl Into<String>) -> Self {
+        self.0.target = Some(t.into());
+        self
+    }
+
+    pub fn detail(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.0.details.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// Failed, for the reason `code` names.
+    pub fn failed(mut self, code: Code) -> Self {
+        self.0.outcome = AuditOutcome::Failure;
+        self.0.reason = Some(code.code().to_owned());
+        self
+    }
+
+    /// Failed, for a reason that is not one of the API's codes (a social sign-in's redirect
+    /// error, as `account_not_linked`).
+    pub fn failed_because(mut self, reason: &str) -> Self {
+        self.0.outcome = AuditOutcome::Failure;
+        self.0.reason = Some(reason.to_owned());
+        self
+    }
+
+    /// The session acting is an impersonation: whose.
+    pub fn impersonated_by(self, admin: Option<&UserId>) -> Self {
+        match admin {
+            Some(a) => self.detail("impersonatedBy", a.0.clone()),
+            None => self,
+        }
+    }
+}
+
+impl crate::session::Principal {
+    /// An event of this signed-in user (the actor; also the subject until told otherwise).
+    pub fn event(&self, action: &'static str) -> Event {
+        Event::new(action, &self.origin)
+            .own(&self.user.id)
+            .impersonated_by(self.session.impersonated_by.as_ref())
+    }
+}
+
+impl AppState {
+    /// What a social sign-in did besides signing in: created the user, or linked the account
+    /// to the user with its email.
+    pub async fn audit_social(&self, origin: &Origin, provider: &str, signed: &actors::SocialUser) {
+        let id = &signed.user.id;
+        if signed.created {
+            let ev = Event::new(action::SIGN_UP, origin)
+                .own(id)
+                .detail("method", "social")
+                .detail("provider", provider);
+            self.audit(ev).await;
+        }
+        if signed.linked {
+            let ev = Event::new(action::ACCOUNT_LINKED, origin)
+                .own(id)
+                .target(provider)
+                .detail("implicit", "true");
+            self.audit(ev).await;
+        }
+    }
+
+    /// Records an event (when the audit log is on). A store that fails to take it is logged
+    /// and counted, never turned into a failure of the operation that already happened.
+    pub async fn audit(&self, ev: Event) {
+        if !self.config.audit.enabled {
+            return;
+        }
+        let mut e = ev.0;
+        e.at = self.clock.now();
+        if let Err(err) = self
+            .actors
+            .record_audit(&e, self.config.audit.retention())
+            .await
+        {
+            self.metrics.audit_failures.inc();
+            tracing::warn!(action = %e.action, error = %err, "could not record an audit event");
+        }
+    }
+
+    /// Records `ev` with the outcome of `result` (a failure with its code as the reason) and
+    /// hands `result` back.
+    pub async fn audited<T>(&self, ev: Event, result: ApiResult<T>) -> ApiResult<T> {
+        self.audited_with(ev, result, |ev, _| ev).await
+    }
+
+    /// As [`AppState::audited`], adding to a success's event what only the result knows.
+    pub async fn audited_with<T>(
+        &self,
+        ev: Event,
+        result: ApiResult<T>,
+        on_success: impl FnOnce(Event, &T) -> Event,
+    ) -> ApiResult<T> {
+        let ev = match &result {
+            Ok(t) => on_success(ev, t),
+            Err(e) => ev.failed(e.code),
+        };
+        self.audit(ev).await;
+        result
+    }
+}
