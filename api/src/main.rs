@@ -2,6 +2,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use clap::{Parser, Subcommand};
+use gatehouse_api::audit::{action, Event, Origin};
 use gatehouse_api::config::Config;
 use gatehouse_api::{server, AppState};
 use std::path::PathBuf;
@@ -61,6 +62,29 @@ enum Command {
     Keys {
         #[command(subcommand)]
         command: KeysCommand,
+    },
+    /// The audit log of security events.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Write the events from `--since` (to `--until`, default now) as JSON lines, oldest
+    /// first, to standard output (or `--output`).
+    Export {
+        /// An ISO 8601 date-time (`2026-11-01T00:00:00Z`), or a time back from now: `90m`,
+        /// `24h`, `7d`. Never further back than `audit.retention_days`.
+        #[arg(long)]
+        since: String,
+        /// As `--since`; default: now.
+        #[arg(long)]
+        until: Option<String>,
+        /// Write here (created, readable by the owner only) instead of standard output.
+        #[arg(long, value_name = "PATH")]
+        output: Option<PathBuf>,
     },
 }
 
@@ -151,6 +175,14 @@ fn main() -> ExitCode {
         Some(Command::Keys {
             command: KeysCommand::Rotate,
         }) => runtime.block_on(rotate_keys(config)),
+        Some(Command::Audit {
+            command:
+                AuditCommand::Export {
+                    since,
+                    until,
+                    output,
+                },
+        }) => runtime.block_on(audit_export(&config, &since, until.as_deref(), output)),
         _ => {
             return match runtime.block_on(serve(config)) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -197,6 +229,76 @@ async fn export(config: &Config, output: Option<PathBuf>) -> CommandResult {
         }
     };
     Ok(format!("exported {counts}"))
+}
+
+/// `spec` as an instant: an ISO 8601 date-time, or `<n>m`, `<n>h`, `<n>d` back from `now`.
+fn instant(
+    spec: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(spec) {
+        return Ok(t.with_timezone(&chrono::Utc));
+    }
+    let bad = || format!("{spec:?}: an ISO 8601 date-time or a time back like 90m, 24h, 7d");
+    let (n, unit) = spec.split_at(spec.len().saturating_sub(1));
+    let n: i64 = n.parse().map_err(|_| bad())?;
+    let back = match unit {
+        "m" => chrono::Duration::try_minutes(n),
+        "h" => chrono::Duration::try_hours(n),
+        "d" => chrono::Duration::try_days(n),
+        _ => None,
+    }
+    .ok_or_else(bad)?;
+    now.checked_sub_signed(back).ok_or_else(bad)
+}
+
+async fn audit_export(
+    config: &Config,
+    since: &str,
+    until: Option<&str>,
+    output: Option<PathBuf>,
+) -> CommandResult {
+    use std::io::Write;
+    let now = chrono::Utc::now();
+    let kept = chrono::Duration::days(i64::from(config.audit.retention_days));
+    let since = instant(since, now)?.max(now - kept);
+    let until = match until {
+        Some(u) => instant(u, now)?,
+        None => now + chrono::Duration::seconds(1),
+    };
+    let store = gatehouse_api::open_store(config).await?;
+    let mut out: Box<dyn Write> = match output {
+        Some(path) => {
+            let mut opts = std::fs::OpenOptions::new();
+            opts.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+            let file = opts
+                .open(&path)
+                .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+            Box::new(std::io::BufWriter::new(file))
+        }
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    let mut q = storage::AuditQuery::range(since, until, 1000);
+    q.oldest_first = true;
+    let mut n = 0u64;
+    if since < until {
+        loop {
+            let page = store.list_audit(&q).await?;
+            for e in &page.items {
+                serde_json::to_writer(&mut out, e)?;
+                out.write_all(b"\n")?;
+                n += 1;
+            }
+            match page.next {
+                Some(c) => q.after = Some(c),
+                None => break,
+            }
+        }
+    }
+    out.flush()?;
+    Ok(format!("exported {n} audit events"))
 }
 
 async fn import(config: &Config, input: Option<PathBuf>) -> CommandResult {
@@ -255,6 +357,11 @@ async fn user_command(config: Config, command: UserCommand) -> CommandResult {
                 .admin_create_user(&server, user, Some(account), role)
                 .await
                 .map_err(|e| gatehouse_api::error::ApiError::from(e).to_string())?;
+            let ev = Event::new(action::ADMIN_USER_CREATED, &Origin::default())
+                .user(&user.id)
+                .target(user.email.clone())
+                .detail("by", "cli");
+            state.audit(ev).await;
             if generated {
                 // Printed once, on stdout; never logged.
                 println!("{password}");
@@ -270,9 +377,14 @@ async fn user_command(config: Config, command: UserCommand) -> CommandResult {
                 .ok_or_else(|| format!("no user with email {email}"))?;
             let user = state
                 .actors
-                .admin_set_role(&server, &user.id, role)
+                .admin_set_role(&server, &user.id, role.clone())
                 .await
                 .map_err(|e| gatehouse_api::error::ApiError::from(e).to_string())?;
+            let ev = Event::new(action::ADMIN_ROLE_SET, &Origin::default())
+                .user(&user.id)
+                .detail("role", role)
+                .detail("by", "cli");
+            state.audit(ev).await;
             format!(
                 "{} now has role {}",
                 user.email,

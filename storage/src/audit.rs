@@ -8,8 +8,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// One security event.
+/// One security event (as JSON: camelCase, as the API answers it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct AuditEvent {
     /// Random; with `at`, the event's place in the log (and its cursor).
     pub id: String,

@@ -940,6 +940,53 @@ async fn link_social_links_an_account_with_the_users_verified_email() {
     let r = callback(&h, "dropbox", &flow, "good").await;
     // Emails differ, which is checked first.
     assert_eq!(location(&r), "/oops?error=email_does_not_match");
+    // Each step is in the audit log once, a refused link with the redirect's error.
+    assert_eq!(
+        audit_actions(&h).await,
+        [
+            "account.linked failure email_does_not_match",
+            "account.linked success",
+            "user.sign-in success",
+            "user.sign-in success dropbox",
+            "user.sign-up success",
+            "user.sign-up success dropbox",
+        ]
+    );
+}
+
+/// The audit log as `action outcome [reason] [provider]` lines, sorted (the harness's clock
+/// stands still, so time does not order them).
+async fn audit_actions(h: &H) -> Vec<String> {
+    let now = chrono::Utc::now();
+    let q = storage::AuditQuery::range(
+        now - chrono::Duration::days(30),
+        now + chrono::Duration::days(30),
+        1000,
+    );
+    let mut lines: Vec<String> = h
+        .store
+        .list_audit(&q)
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|e| {
+            let mut line = format!("{} {}", e.action, e.outcome.as_str());
+            for extra in [
+                e.reason.as_deref(),
+                e.details.get("provider").map(String::as_str),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                line.push(' ');
+                line.push_str(extra);
+            }
+            line
+        })
+        .collect();
+    lines.sort();
+    lines
 }
 
 #[tokio::test]
@@ -1103,6 +1150,15 @@ async fn a_banned_user_cannot_sign_in_through_a_provider() {
     let flow = sign_in_start(&h, "github").await;
     let r = callback(&h, "github", &flow, "good").await;
     assert_eq!(location(&r), "/dashboard");
+    assert_eq!(
+        audit_actions(&h).await,
+        [
+            "user.sign-in failure BANNED_USER github",
+            "user.sign-in success github",
+            "user.sign-in success github",
+            "user.sign-up success github",
+        ]
+    );
 }
 
 #[tokio::test]
