@@ -2019,8 +2019,11 @@ export interface components {
          * @description One security event.
          */
         AuditEvent: {
-            /** @description `user.sign-in`, `member.role-changed`… (README, "Audit log", lists them). */
-            action: string;
+            /**
+             * @description `user.sign-in`, `member.role-changed`… (README, "Audit log", lists them).
+             * @enum {string}
+             */
+            action: "user.sign-up" | "user.sign-in" | "user.sign-out" | "session.revoked" | "password.changed" | "password.reset" | "password.set" | "email.change-requested" | "email.changed" | "email.verified" | "account.linked" | "account.unlinked" | "user.deleted" | "organization.created" | "organization.updated" | "organization.deleted" | "member.added" | "member.removed" | "member.role-changed" | "invitation.created" | "invitation.accepted" | "invitation.rejected" | "invitation.canceled" | "role.created" | "role.updated" | "role.deleted" | "rate-limit.hit" | "admin.user-created" | "admin.user-updated" | "admin.role-set" | "admin.user-banned" | "admin.user-unbanned" | "admin.sessions-revoked" | "admin.user-removed" | "admin.password-set" | "admin.impersonation-started" | "admin.impersonation-stopped";
             /** @description Who acted (absent: the server key or an anonymous client). */
             actorId?: string | null;
             /** @description ISO 8601 date-time. */

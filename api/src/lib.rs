@@ -172,6 +172,7 @@ pub fn openapi_json() -> String {
     };
     nullable_optionals(&mut doc);
     error_code_enum(&mut doc);
+    audit_action_enum(&mut doc);
     serde_json::to_string_pretty(&doc).unwrap_or(raw)
 }
 
@@ -197,6 +198,17 @@ fn error_code_enum(doc: &mut serde_json::Value) {
         .and_then(serde_json::Value::as_object_mut)
     {
         code.insert("enum".into(), serde_json::json!(codes));
+    }
+}
+
+/// Types `AuditEvent.action` as the enum of every action recorded ([`audit::action::ALL`]), so
+/// a client's labels for them can be checked complete by its compiler too.
+fn audit_action_enum(doc: &mut serde_json::Value) {
+    if let Some(action) = doc
+        .pointer_mut("/components/schemas/AuditEvent/properties/action")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        action.insert("enum".into(), serde_json::json!(audit::action::ALL));
     }
 }
 

@@ -301,6 +301,11 @@ test("organizations: create, invite, accept from the mail as a new user, change 
   await o.getByRole("link", { name: "Settings" }).click();
   await o.getByRole("button", { name: "Delete organization…" }).waitFor();
   await shot(o, "organization-settings");
+  // The owner reads what happened in the organization.
+  await o.getByRole("link", { name: "Activity" }).click();
+  await o.getByRole("row", { name: /Created the organization/ }).waitFor();
+  await o.getByRole("row", { name: /Accepted an invitation/ }).first().waitFor();
+  await shot(o, "organization-activity");
   assert.deepEqual([...owner.errors, ...member.errors], []);
   await owner.context.close();
   await member.context.close();
@@ -324,7 +329,7 @@ test("admin: an administrator made with the CLI finds a user, impersonates, stop
   await a.getByLabel("Search by email").fill("cara");
   const row = a.getByRole("row", { name: /Cara/ });
   await row.waitFor();
-  assert.equal(await a.getByRole("row").count(), 2); // the header and Cara
+  assert.equal(await a.getByRole("region", { name: "Users" }).getByRole("row").count(), 2); // the header and Cara
   await shot(a, "admin");
 
   await row.getByRole("button", { name: "Impersonate" }).click();
@@ -342,6 +347,13 @@ test("admin: an administrator made with the CLI finds a user, impersonates, stop
   await dialog.getByLabel("Reason").fill("spam");
   await dialog.getByRole("button", { name: "Ban" }).click();
   await a.getByRole("row", { name: /Cara.*banned/ }).waitFor();
+  // The audit log has what the admin did.
+  await a.reload();
+  const log = a.getByRole("region", { name: "Audit log" });
+  await log.getByRole("row", { name: /Admin: banned a user/ }).waitFor();
+  await log.getByRole("row", { name: /Admin: started impersonating/ }).waitFor();
+  await log.getByRole("row", { name: /Admin: stopped impersonating/ }).waitFor();
+  await shot(a, "admin-audit-log");
   await cara.page.goto(`${base}/account`);
   await cara.page.getByRole("heading", { name: "Sign in" }).waitFor();
   assert.deepEqual([...cara.errors, ...admin.errors], []);

@@ -223,3 +223,16 @@ fn the_document_types_every_error_code() {
     sorted.dedup();
     assert_eq!(codes, sorted, "sorted, each once");
 }
+
+#[test]
+fn the_document_types_every_audit_action() {
+    let doc: serde_json::Value = serde_json::from_str(&gatehouse_api::openapi_json()).unwrap();
+    let actions: Vec<&str> = doc["components"]["schemas"]["AuditEvent"]["properties"]["action"]
+        ["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(actions, gatehouse_api::audit::action::ALL);
+}

@@ -1,10 +1,11 @@
 // The admin area (admin plugin routes): users with search and paging, roles, bans,
-// impersonation, sessions, creating and removing users. The server decides who may do what;
-// a refusal shows as its sentence.
+// impersonation, sessions, creating and removing users, and the audit log. The server decides
+// who may do what; a refusal shows as its sentence.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { Navigate, useNavigate } from "react-router";
-import { api, unwrap, type User } from "../api";
+import { api, ApiError, unwrap, type User } from "../api";
+import { AuditLog } from "../components/audit";
 import { Confirm, Dialog, ErrorBox, Field, Notice, PasswordField, Submit } from "../components/ui";
 import { useSession, useSessionChanged } from "../session";
 import { ago, describeDevice } from "../ua";
@@ -289,6 +290,13 @@ export function Admin() {
         </div>
       </section>
       <CreateUser />
+      {/* Not for a caller the user list already refused: one sentence says why. */}
+      {!(users.error instanceof ApiError && users.error.status === 403) && (
+        <section className="card" aria-labelledby="audit-h">
+          <h2 id="audit-h">Audit log</h2>
+          <AuditLog me={session.data.user.id} />
+        </section>
+      )}
       {sessionsOf && <UserSessions user={sessionsOf} onClose={() => setSessionsOf(null)} />}
       {banning && <BanDialog user={banning} onClose={() => setBanning(null)} />}
       {removing && (

@@ -1,10 +1,12 @@
 // Organizations: the list with the active one and a create form (slug checked as you type),
 // your pending invitations, and one organization's console (members, invitations, teams,
-// custom roles, settings) whose buttons show only what `has-permission` grants.
+// custom roles, settings, and the activity log for owners and admins) whose buttons show only
+// what `has-permission` grants.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState, type FormEvent } from "react";
 import { Link, Navigate, NavLink, useNavigate, useParams } from "react-router";
 import { api, ApiError, unwrap, type Schemas } from "../api";
+import { AuditLog } from "../components/audit";
 import { Confirm, ErrorBox, Field, Notice, Submit } from "../components/ui";
 import { SESSION_KEY, useSession, useSessionChanged } from "../session";
 import { emailProblem } from "./auth";
@@ -758,6 +760,21 @@ function Settings({ org }: { org: Schemas["FullOrganization"] }) {
 
 const TABS = ["members", "invitations", "teams", "roles", "settings"] as const;
 
+/** The sections; "Activity" (the organization's audit log) for those who may update it. */
+function OrgTabs({ orgId, tab }: { orgId: string; tab: string }) {
+  const canRead = useCan(orgId, { organization: ["update"] });
+  const tabs: string[] = canRead ? [...TABS, "activity"] : [...TABS];
+  return (
+    <nav className="tabs" aria-label="Organization sections">
+      {tabs.map((t) => (
+        <NavLink key={t} to={`/organizations/${orgId}/${t}`} className={() => (t === tab ? "active" : "")}>
+          {t[0]!.toUpperCase() + t.slice(1)}
+        </NavLink>
+      ))}
+    </nav>
+  );
+}
+
 export function OrganizationPage() {
   const { id = "", tab = "members" } = useParams();
   const session = useSession();
@@ -784,18 +801,17 @@ export function OrganizationPage() {
         <Link to="/organizations">Organizations</Link> /
       </p>
       <h1>{o.name}</h1>
-      <nav className="tabs" aria-label="Organization sections">
-        {TABS.map((t) => (
-          <NavLink key={t} to={`/organizations/${o.id}/${t}`} className={() => (t === tab ? "active" : "")}>
-            {t[0]!.toUpperCase() + t.slice(1)}
-          </NavLink>
-        ))}
-      </nav>
+      <OrgTabs orgId={o.id} tab={tab} />
       {tab === "members" && <Members org={o} me={session.data.user.id} />}
       {tab === "invitations" && <Invitations org={o} />}
       {tab === "teams" && <Teams org={o} />}
       {tab === "roles" && <Roles org={o} />}
       {tab === "settings" && <Settings org={o} key={o.name + o.slug} />}
+      {tab === "activity" && (
+        <section className="card" aria-label="Activity">
+          <AuditLog organizationId={o.id} me={session.data.user.id} names={Object.fromEntries(o.members.flatMap((m) => (m.user ? [[m.userId, m.user.name]] : [])))} />
+        </section>
+      )}
     </main>
   );
 }
