@@ -209,18 +209,21 @@ fn main() -> ExitCode {
 
 type CommandResult = Result<String, Box<dyn std::error::Error>>;
 
+/// A new file readable by its owner only (a dump or an export holds what the store holds).
+fn create_private(path: &std::path::Path) -> Result<std::fs::File, String> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    opts.open(path)
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))
+}
+
 async fn export(config: &Config, output: Option<PathBuf>) -> CommandResult {
     let store = gatehouse_api::open_store(config).await?;
     let counts = match output {
         Some(path) => {
-            let mut opts = std::fs::OpenOptions::new();
-            opts.write(true).create_new(true);
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-            let file = opts
-                .open(&path)
-                .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-            let mut out = std::io::BufWriter::new(file);
+            let mut out = std::io::BufWriter::new(create_private(&path)?);
             storage::transfer::export(&*store, &mut out).await?
         }
         None => {
@@ -268,16 +271,7 @@ async fn audit_export(
     };
     let store = gatehouse_api::open_store(config).await?;
     let mut out: Box<dyn Write> = match output {
-        Some(path) => {
-            let mut opts = std::fs::OpenOptions::new();
-            opts.write(true).create_new(true);
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-            let file = opts
-                .open(&path)
-                .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-            Box::new(std::io::BufWriter::new(file))
-        }
+        Some(path) => Box::new(std::io::BufWriter::new(create_private(&path)?)),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
     let mut q = storage::AuditQuery::range(since, until, 1000);

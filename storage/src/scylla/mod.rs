@@ -235,25 +235,15 @@ impl ScyllaStore {
 
     /// A logged batch of plain writes (applied together, eventually, across partitions).
     pub(crate) async fn batch(&self, statements: Vec<(String, Vec<V>)>) -> StoreResult<()> {
-        let mut batch = Batch::new(BatchType::Logged);
-        let mut values = Vec::with_capacity(statements.len());
-        for (cql, v) in statements {
-            batch.append_statement(cql.as_str());
-            values.push(v);
-        }
-        let started = crate::observe::start();
-        let r = self
-            .session
-            .batch(&batch, values)
-            .await
-            .map(|_| ())
-            .map_err(unavailable);
-        crate::observe::done("scylla", "batch", started, r.is_ok());
-        r
+        self.run_batch(statements).await.map(|_| ())
     }
 
     /// A conditional batch on one partition: whether it applied.
     pub(crate) async fn batch_lwt(&self, statements: Vec<(String, Vec<V>)>) -> StoreResult<bool> {
+        applied(self.run_batch(statements).await?)
+    }
+
+    async fn run_batch(&self, statements: Vec<(String, Vec<V>)>) -> StoreResult<QueryResult> {
         let mut batch = Batch::new(BatchType::Logged);
         let mut values = Vec::with_capacity(statements.len());
         for (cql, v) in statements {
@@ -267,7 +257,7 @@ impl ScyllaStore {
             .await
             .map_err(unavailable);
         crate::observe::done("scylla", "batch", started, r.is_ok());
-        applied(r?)
+        r
     }
 }
 
