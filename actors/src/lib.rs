@@ -260,6 +260,10 @@ pub(crate) struct Shared {
     pub clock: Arc<dyn Clock>,
     pub config: ActorConfig,
     pub admin: policy::AdminPolicy,
+    /// The organization policy of every organization without custom roles (built-in and
+    /// configured roles only), built once: an organization actor that starts needs no casbin
+    /// enforcer of its own unless the organization has roles of its own.
+    pub base_policy: Arc<policy::Policy>,
 }
 
 /// The actor system of one server: its supervisor and what every actor shares.
@@ -307,6 +311,11 @@ impl Actors {
         let admin = policy::AdminPolicy::new(&config.admin)
             .await
             .map_err(|e| ActorError::Internal(format!("admin roles: {e}")))?;
+        let base_policy = Arc::new(
+            policy::Policy::new("", &config.org.global_roles, &[])
+                .await
+                .map_err(|e| ActorError::Internal(format!("organization roles: {e}")))?,
+        );
         let (supervisor, _) = Actor::spawn(None, Supervisor, ())
             .await
             .map_err(|e| ActorError::Internal(e.to_string()))?;
@@ -316,6 +325,7 @@ impl Actors {
                 clock,
                 config,
                 admin,
+                base_policy,
             }),
             prefix: storage::random_string(12).into(),
             supervisor,

@@ -24,9 +24,13 @@ reads! {
     /// Reachable, at this build's schema, writable (see `HealthStore`).
     check_health() -> ();
     get_user(id: &UserId) -> Option<User>;
+    /// The users of `ids` that exist, in no particular order.
+    get_users(ids: &[UserId]) -> Vec<User>;
     get_user_by_email(email: &str) -> Option<User>;
     list_accounts(user: &UserId) -> Vec<Account>;
     get_session(token: &str) -> Option<Session>;
+    /// The session and its user (`None`: gone) in one round trip where the store can.
+    get_session_with_user(token: &str) -> Option<(Session, Option<User>)>;
     list_sessions(user: &UserId) -> Vec<Session>;
     get_verification(identifier: &str) -> Option<Verification>;
     get_organization(id: &OrgId) -> Option<Organization>;

@@ -157,7 +157,7 @@ impl AppState {
             }
         }
         let now = self.clock.now();
-        let Some(session) = self.reader.get_session(&token).await? else {
+        let Some((session, user)) = self.reader.get_session_with_user(&token).await? else {
             pending.push(self.cookies.clear_all());
             return Ok(None);
         };
@@ -170,7 +170,7 @@ impl AppState {
             pending.push(self.cookies.clear_all());
             return Ok(None);
         }
-        let Some(user) = self.reader.get_user(&session.user_id).await? else {
+        let Some(user) = user else {
             pending.push(self.cookies.clear_all());
             return Ok(None);
         };

@@ -65,6 +65,8 @@ pub trait UserStore: Send + Sync {
     /// later claim takes over.
     async fn create_user(&self, user: &User, account: Option<&Account>) -> StoreResult<()>;
     async fn get_user(&self, id: &UserId) -> StoreResult<Option<User>>;
+    /// The users of `ids` that exist, in no particular order (a list's members, at once).
+    async fn get_users(&self, ids: &[UserId]) -> StoreResult<Vec<User>>;
     async fn get_user_by_email(&self, email: &str) -> StoreResult<Option<User>>;
     /// Replaces the mutable fields of an existing user, only if it is at version
     /// `user.version - 1` (`ConcurrentModification` otherwise); `NotFound` if it is gone,
@@ -106,6 +108,12 @@ pub trait SessionStore: Send + Sync {
     /// `Conflict("token")` if the token exists (never expected: tokens are random).
     async fn create_session(&self, session: &Session) -> StoreResult<()>;
     async fn get_session(&self, token: &str) -> StoreResult<Option<Session>>;
+    /// The session and its user (`None`: the user is gone), in one round trip where the
+    /// backend can: what every authenticated request reads.
+    async fn get_session_with_user(
+        &self,
+        token: &str,
+    ) -> StoreResult<Option<(Session, Option<User>)>>;
     async fn list_sessions(&self, user_id: &UserId) -> StoreResult<Vec<Session>>;
     /// Updates an existing session only: a session deleted meanwhile is never written back
     /// (`NotFound`), so a revocation cannot be undone by a concurrent refresh.

@@ -141,8 +141,9 @@ pub(crate) struct OrgActor {
 
 pub(crate) struct OrgState {
     id: OrgId,
-    /// The policy with the organization's custom roles, and the roles version it was built at.
-    policy: Option<(u64, Policy)>,
+    /// The policy with the organization's custom roles (the shared base policy when it has
+    /// none), and the roles version it was built at.
+    policy: Option<(u64, Arc<Policy>)>,
     idle: Idle,
 }
 
@@ -411,15 +412,21 @@ impl OrgActor {
                         .map(|p| (r.role, p))
                 })
                 .collect();
-            let p = Policy::new(&state.id.0, &self.shared.config.org.global_roles, &custom)
-                .await
-                .map_err(|e| ActorError::Internal(e.to_string()))?;
+            let p = if custom.is_empty() {
+                self.shared.base_policy.clone()
+            } else {
+                Arc::new(
+                    Policy::new(&state.id.0, &self.shared.config.org.global_roles, &custom)
+                        .await
+                        .map_err(|e| ActorError::Internal(e.to_string()))?,
+                )
+            };
             state.policy = Some((org.roles_version, p));
         }
         state
             .policy
             .as_ref()
-            .map(|(_, p)| p)
+            .map(|(_, p)| p.as_ref())
             .ok_or_else(|| ActorError::Internal("policy missing".into()))
     }
 

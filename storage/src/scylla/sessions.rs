@@ -143,6 +143,18 @@ impl SessionStore for ScyllaStore {
         .transpose()
     }
 
+    async fn get_session_with_user(
+        &self,
+        token: &str,
+    ) -> StoreResult<Option<(Session, Option<User>)>> {
+        // Two partitions: the user is read once the session names it.
+        let Some(s) = self.get_session(token).await? else {
+            return Ok(None);
+        };
+        let u = self.get_user(&s.user_id).await?;
+        Ok(Some((s, u)))
+    }
+
     async fn list_sessions(&self, user_id: &UserId) -> StoreResult<Vec<Session>> {
         let mut list = Vec::new();
         for token in self.tokens_of(user_id).await? {

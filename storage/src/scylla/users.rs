@@ -294,6 +294,17 @@ impl UserStore for ScyllaStore {
         .transpose()
     }
 
+    async fn get_users(&self, ids: &[UserId]) -> StoreResult<Vec<User>> {
+        // One partition each: read side by side, a few dozen at a time.
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(32) {
+            let found =
+                futures::future::try_join_all(chunk.iter().map(|id| self.get_user(id))).await?;
+            out.extend(found.into_iter().flatten());
+        }
+        Ok(out)
+    }
+
     async fn get_user_by_email(&self, email: &str) -> StoreResult<Option<User>> {
         let email = email.to_lowercase();
         let Some(row) = self

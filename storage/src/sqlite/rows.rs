@@ -7,6 +7,12 @@ pub(super) const USER_COLS: &str =
     "id, email, email_verified, name, image, role, banned, ban_reason, \
                          ban_expires, created_at, updated_at, version";
 
+/// The two reads of every authenticated request, their text made once.
+pub(super) static GET_USER: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("SELECT {USER_COLS} FROM users WHERE id = ?1"));
+pub(super) static GET_SESSION: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("SELECT {SESSION_COLS} FROM sessions WHERE token = ?1"));
+
 pub(super) fn user_row(r: &Row) -> rusqlite::Result<User> {
     Ok(User {
         id: UserId(r.get(0)?),

@@ -34,13 +34,22 @@ impl SessionStore for SqliteStore {
 
     async fn get_session(&self, token: &str) -> StoreResult<Option<Session>> {
         let t = token.to_owned();
+        self.read(move |c| one(c, &GET_SESSION, [t], session_row))
+            .await
+    }
+
+    async fn get_session_with_user(
+        &self,
+        token: &str,
+    ) -> StoreResult<Option<(Session, Option<User>)>> {
+        let t = token.to_owned();
+        // Both reads on one connection in one trip to the blocking pool.
         self.read(move |c| {
-            one(
-                c,
-                &format!("SELECT {SESSION_COLS} FROM sessions WHERE token = ?1"),
-                [t],
-                session_row,
-            )
+            let Some(s) = one(c, &GET_SESSION, [t], session_row)? else {
+                return Ok(None);
+            };
+            let u = one(c, &GET_USER, [s.user_id.0.as_str()], user_row)?;
+            Ok(Some((s, u)))
         })
         .await
     }

@@ -40,13 +40,24 @@ impl UserStore for SqliteStore {
 
     async fn get_user(&self, id: &UserId) -> StoreResult<Option<User>> {
         let id = id.0.clone();
+        self.read(move |c| one(c, &GET_USER, [id], user_row)).await
+    }
+
+    async fn get_users(&self, ids: &[UserId]) -> StoreResult<Vec<User>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<String> = ids.iter().map(|i| i.0.clone()).collect();
+        // One trip to the blocking pool; statements of up to 100 ids (few distinct texts for
+        // the statement cache).
         self.read(move |c| {
-            one(
-                c,
-                &format!("SELECT {USER_COLS} FROM users WHERE id = ?1"),
-                [id],
-                user_row,
-            )
+            let mut out = Vec::with_capacity(ids.len());
+            for chunk in ids.chunks(100) {
+                let marks = vec!["?"; chunk.len()].join(",");
+                let sql = format!("SELECT {USER_COLS} FROM users WHERE id IN ({marks})");
+                out.extend(all(c, &sql, rusqlite::params_from_iter(chunk), user_row)?);
+            }
+            Ok(out)
         })
         .await
     }

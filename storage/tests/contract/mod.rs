@@ -131,6 +131,30 @@ pub async fn users_roundtrip_and_unique_email(s: S) {
         s.update_user(&ghost).await,
         Err(StoreError::NotFound)
     ));
+    // Several at once: those that exist, unknown ids skipped; more than one statement's worth.
+    let unknown = UserId::generate();
+    let mut many = vec![u.id.clone(), unknown.clone(), other.id.clone()];
+    for i in 0..150 {
+        let x = user(&format!("many{i}@example.com"));
+        s.create_user(&x, None).await.unwrap();
+        many.push(x.id);
+    }
+    let mut got: Vec<UserId> = s
+        .get_users(&many)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.id)
+        .collect();
+    got.sort();
+    let mut want: Vec<UserId> = many.into_iter().filter(|i| *i != unknown).collect();
+    want.sort();
+    assert_eq!(got, want);
+    assert_eq!(s.get_users(&[]).await.unwrap(), Vec::<User>::new());
+    assert_eq!(
+        s.get_users(&[other.id.clone()]).await.unwrap(),
+        vec![s.get_user(&other.id).await.unwrap().unwrap()]
+    );
 }
 
 pub async fn create_user_is_atomic_with_its_account(s: S) {
@@ -253,6 +277,16 @@ pub async fn sessions_lifecycle(s: S) {
         s.create_session(x).await.unwrap();
     }
     assert_eq!(s.get_session(&a.token).await.unwrap().as_ref(), Some(&a));
+    // With its user, in one read.
+    let stored_user = s.get_user(&u.id).await.unwrap();
+    assert_eq!(
+        s.get_session_with_user(&a.token).await.unwrap(),
+        Some((a.clone(), stored_user))
+    );
+    assert_eq!(
+        s.get_session_with_user("no-such-token").await.unwrap(),
+        None
+    );
     assert_eq!(s.list_sessions(&u.id).await.unwrap().len(), 3);
 
     let mut moved = a.clone();

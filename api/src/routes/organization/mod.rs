@@ -27,7 +27,7 @@ use poem::Request;
 use poem_openapi::param::Query;
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
-use storage::{Member, MemberId, OrgId, Organization, UserId};
+use storage::{Member, MemberId, OrgId, Organization, User, UserId};
 
 pub struct OrganizationApi;
 
@@ -129,35 +129,43 @@ fn metadata_text(
     Ok(Some(text))
 }
 
+fn member_dto_of(m: &Member, u: Option<&User>) -> MemberDto {
+    MemberDto {
+        id: m.id.0.clone(),
+        organization_id: m.organization_id.0.clone(),
+        user_id: m.user_id.0.clone(),
+        role: m.role.clone(),
+        team_id: m.team_id.as_ref().map(|t| t.0.clone()),
+        created_at: iso(&m.created_at),
+        user: u.map(|u| MemberUserDto {
+            id: u.id.0.clone(),
+            name: u.name.clone(),
+            email: u.email.clone(),
+            image: u.image.clone(),
+        }),
+    }
+}
+
 impl AppState {
     async fn member_dto(&self, m: &Member) -> ApiResult<MemberDto> {
-        let user = self
-            .reader
-            .get_user(&m.user_id)
-            .await?
-            .map(|u| MemberUserDto {
-                id: u.id.0,
-                name: u.name,
-                email: u.email,
-                image: u.image,
-            });
-        Ok(MemberDto {
-            id: m.id.0.clone(),
-            organization_id: m.organization_id.0.clone(),
-            user_id: m.user_id.0.clone(),
-            role: m.role.clone(),
-            team_id: m.team_id.as_ref().map(|t| t.0.clone()),
-            created_at: iso(&m.created_at),
-            user,
-        })
+        let user = self.reader.get_user(&m.user_id).await?;
+        Ok(member_dto_of(m, user.as_ref()))
     }
 
+    /// The members with their users, read in one go (not one read per member).
     async fn member_dtos(&self, members: &[Member]) -> ApiResult<Vec<MemberDto>> {
-        let mut out = Vec::with_capacity(members.len());
-        for m in members {
-            out.push(self.member_dto(m).await?);
-        }
-        Ok(out)
+        let ids: Vec<UserId> = members.iter().map(|m| m.user_id.clone()).collect();
+        let users: std::collections::HashMap<UserId, User> = self
+            .reader
+            .get_users(&ids)
+            .await?
+            .into_iter()
+            .map(|u| (u.id.clone(), u))
+            .collect();
+        Ok(members
+            .iter()
+            .map(|m| member_dto_of(m, users.get(&m.user_id)))
+            .collect())
     }
 
     /// The caller's membership, or 403 when not a member.
