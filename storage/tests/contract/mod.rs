@@ -152,7 +152,7 @@ pub async fn users_roundtrip_and_unique_email(s: S) {
     assert_eq!(got, want);
     assert_eq!(s.get_users(&[]).await.unwrap(), Vec::<User>::new());
     assert_eq!(
-        s.get_users(&[other.id.clone()]).await.unwrap(),
+        s.get_users(std::slice::from_ref(&other.id)).await.unwrap(),
         vec![s.get_user(&other.id).await.unwrap().unwrap()]
     );
 }
