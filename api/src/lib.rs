@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod payload_errors;
 pub mod rate_limit;
 pub mod routes;
+pub mod seed;
 pub mod server;
 pub mod session;
 pub mod social;

@@ -15,6 +15,7 @@ mod oidc;
 mod organization;
 mod processes;
 mod rate_limit;
+mod seed;
 mod smtp;
 mod social;
 mod startup;
