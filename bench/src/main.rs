@@ -28,6 +28,13 @@ enum Scenario {
     Mixed,
     /// Organization churn: create, invite, accept, list members, update role, remove.
     Org,
+    /// An authenticated organization read: each virtual user owns an organization with
+    /// `--org-members` members and reads it (`get-full-organization` and `list-members` in
+    /// turn).
+    OrgRead,
+    /// An organization write: each owner changes one member's role back and forth
+    /// (`update-member-role`).
+    OrgWrite,
     /// `GET /api/auth/ok`: the cheapest request, to show the load generator is not the limit.
     Ok,
 }
@@ -74,6 +81,9 @@ struct Args {
     /// Password of seeded users.
     #[arg(long, default_value = "bench-password-123")]
     password: String,
+    /// Members of each virtual user's organization besides the owner (org-read, org-write).
+    #[arg(long, default_value_t = 10)]
+    org_members: usize,
     /// No progress line.
     #[arg(long)]
     quiet: bool,
@@ -100,6 +110,8 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 struct VUser {
     email: String,
     cookie: String,
+    /// org-read / org-write: the organization this user owns, and one member of it.
+    org: Option<(String, String)>,
 }
 
 /// What one target measured.
@@ -296,7 +308,11 @@ async fn seed(t: &mut Target, n: usize, password: &str, concurrency: usize) -> R
             async move {
                 let email = t.next_email();
                 let cookie = t.sign_up(&email, password).await?;
-                Ok(VUser { email, cookie })
+                Ok(VUser {
+                    email,
+                    cookie,
+                    org: None,
+                })
             }
         })
         .buffer_unordered(concurrency.max(1) * 2)
@@ -337,6 +353,32 @@ async fn op(
             _ => get_session(t, u, false).await,
         },
         Scenario::Org => org_round(t, u, step, password).await,
+        Scenario::OrgRead => {
+            let (org, _) = u.org.as_ref().ok_or("no organization")?;
+            let path = match step % 2 {
+                0 => format!("/organization/get-full-organization?organizationId={org}"),
+                _ => format!("/organization/list-members?organizationId={org}"),
+            };
+            t.send(false, &path, None, Some(&u.cookie))
+                .await
+                .map(|_| ())
+        }
+        Scenario::OrgWrite => {
+            let (org, member) = u.org.as_ref().ok_or("no organization")?;
+            let role = if step.is_multiple_of(2) {
+                "admin"
+            } else {
+                "member"
+            };
+            t.send(
+                true,
+                "/organization/update-member-role",
+                Some(json!({"organizationId": org, "memberId": member, "role": role})),
+                Some(&u.cookie),
+            )
+            .await
+            .map(|_| ())
+        }
         Scenario::Ok => t.send(false, "/ok", None, None).await.map(|_| ()),
     }
 }
@@ -367,6 +409,56 @@ async fn get_session(t: &Target, u: &VUser, no_cache: bool) -> Result<(), String
         return Err("200 null-session".into());
     }
     Ok(())
+}
+
+/// Gives each virtual user an organization with `members` members (signed up, invited and
+/// accepted through the API), for org-read and org-write.
+async fn setup_orgs(t: &Target, members: usize, password: &str) -> Result<(), String> {
+    use futures::stream::{self, StreamExt, TryStreamExt};
+    stream::iter(t.users.iter().cloned())
+        .map(|u| async move {
+            let mut u = u.lock().await;
+            let slug = format!("o-{}-{}", t.run_id, t.seq.fetch_add(1, Ordering::Relaxed));
+            let (org, _) = t
+                .send(
+                    true,
+                    "/organization/create",
+                    Some(json!({"name": slug, "slug": slug})),
+                    Some(&u.cookie),
+                )
+                .await?;
+            let org_id = org["id"].as_str().unwrap_or_default().to_owned();
+            let mut first = None;
+            for _ in 0..members.max(1) {
+                let guest = t.next_email();
+                let guest_cookie = t.sign_up(&guest, password).await?;
+                let (inv, _) = t
+                    .send(
+                        true,
+                        "/organization/invite-member",
+                        Some(json!({"organizationId": org_id, "email": guest, "role": "member"})),
+                        Some(&u.cookie),
+                    )
+                    .await?;
+                let (acc, _) = t
+                    .send(
+                        true,
+                        "/organization/accept-invitation",
+                        Some(json!({"invitationId": inv["id"]})),
+                        Some(&guest_cookie),
+                    )
+                    .await?;
+                if first.is_none() {
+                    first = acc["member"]["id"].as_str().map(str::to_owned);
+                }
+            }
+            u.org = Some((org_id, first.ok_or("no member id")?));
+            Ok::<(), String>(())
+        })
+        .buffer_unordered(4)
+        .try_collect::<Vec<()>>()
+        .await
+        .map(|_| ())
 }
 
 /// A whole organization life: create, invite a fresh user, that user accepts, list members,
@@ -454,6 +546,7 @@ async fn run(
                 Arc::new(tokio::sync::Mutex::new(VUser {
                     email: String::new(),
                     cookie: String::new(),
+                    org: None,
                 }))
             });
         let scenario = args.scenario;
@@ -559,6 +652,17 @@ async fn prepare(url: &str, args: &Args, run_id: &str) -> Result<Arc<Target>, St
             "seeded {n} users on {url} in {:.1}s",
             seeded.elapsed().as_secs_f64()
         );
+        if matches!(args.scenario, Scenario::OrgRead | Scenario::OrgWrite) {
+            let made = Instant::now();
+            setup_orgs(&t, args.org_members, &args.password)
+                .await
+                .map_err(|e| format!("organizations: {e}"))?;
+            eprintln!(
+                "made {n} organizations of {} members on {url} in {:.1}s",
+                args.org_members.max(1) + 1,
+                made.elapsed().as_secs_f64()
+            );
+        }
     }
     Ok(Arc::new(t))
 }
