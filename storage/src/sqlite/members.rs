@@ -7,7 +7,7 @@ use rusqlite::params;
 impl MemberStore for SqliteStore {
     async fn get_member(&self, org: &OrgId, user: &UserId) -> StoreResult<Option<Member>> {
         let (o, u) = (org.0.clone(), user.0.clone());
-        self.read(move |c| {
+        self.point_read(move |c| {
             one(
                 c,
                 &format!(
@@ -21,7 +21,7 @@ impl MemberStore for SqliteStore {
     }
     async fn get_member_by_id(&self, org: &OrgId, id: &MemberId) -> StoreResult<Option<Member>> {
         let (o, id) = (org.0.clone(), id.0.clone());
-        self.read(move |c| {
+        self.point_read(move |c| {
             one(
                 c,
                 &format!(

@@ -221,6 +221,28 @@ impl SqliteStore {
         r
     }
 
+    /// A read that looks rows up by key (a few index probes): run at once on the calling task
+    /// when a reader connection is free — a trip to the blocking pool and back (two thread
+    /// switches) costs more than the read — else as [`SqliteStore::read`]. Never for reads
+    /// whose size the caller does not bound.
+    async fn point_read<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let n = self.inner.readers.len();
+        let start = self.inner.next_reader.fetch_add(1, Ordering::Relaxed);
+        for i in 0..n {
+            if let Ok(conn) = self.inner.readers[(start + i) % n].try_lock() {
+                let started = crate::observe::start();
+                let r = f(&conn);
+                crate::observe::done("sqlite", "read", started, r.is_ok());
+                return r;
+            }
+        }
+        self.read(f).await
+    }
+
     async fn read<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,

@@ -273,7 +273,7 @@ impl OrganizationStore for SqliteStore {
 
     async fn get_organization(&self, id: &OrgId) -> StoreResult<Option<Organization>> {
         let id = id.0.clone();
-        self.read(move |c| {
+        self.point_read(move |c| {
             one(
                 c,
                 &format!("SELECT {ORG_COLS} FROM organizations WHERE id = ?1"),

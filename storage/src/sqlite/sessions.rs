@@ -34,7 +34,7 @@ impl SessionStore for SqliteStore {
 
     async fn get_session(&self, token: &str) -> StoreResult<Option<Session>> {
         let t = token.to_owned();
-        self.read(move |c| one(c, &GET_SESSION, [t], session_row))
+        self.point_read(move |c| one(c, &GET_SESSION, [t], session_row))
             .await
     }
 
@@ -44,7 +44,7 @@ impl SessionStore for SqliteStore {
     ) -> StoreResult<Option<(Session, Option<User>)>> {
         let t = token.to_owned();
         // Both reads on one connection in one trip to the blocking pool.
-        self.read(move |c| {
+        self.point_read(move |c| {
             let Some(s) = one(c, &GET_SESSION, [t], session_row)? else {
                 return Ok(None);
             };

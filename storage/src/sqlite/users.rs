@@ -40,7 +40,8 @@ impl UserStore for SqliteStore {
 
     async fn get_user(&self, id: &UserId) -> StoreResult<Option<User>> {
         let id = id.0.clone();
-        self.read(move |c| one(c, &GET_USER, [id], user_row)).await
+        self.point_read(move |c| one(c, &GET_USER, [id], user_row))
+            .await
     }
 
     async fn get_users(&self, ids: &[UserId]) -> StoreResult<Vec<User>> {
@@ -50,7 +51,7 @@ impl UserStore for SqliteStore {
         let ids: Vec<String> = ids.iter().map(|i| i.0.clone()).collect();
         // One trip to the blocking pool; statements of up to 100 ids (few distinct texts for
         // the statement cache).
-        self.read(move |c| {
+        self.point_read(move |c| {
             let mut out = Vec::with_capacity(ids.len());
             for chunk in ids.chunks(100) {
                 let marks = vec!["?"; chunk.len()].join(",");
@@ -64,7 +65,7 @@ impl UserStore for SqliteStore {
 
     async fn get_user_by_email(&self, email: &str) -> StoreResult<Option<User>> {
         let email = email.to_lowercase();
-        self.read(move |c| {
+        self.point_read(move |c| {
             one(
                 c,
                 &format!("SELECT {USER_COLS} FROM users WHERE email = ?1"),
