@@ -411,6 +411,48 @@ async fn get_session(t: &Target, u: &VUser, no_cache: bool) -> Result<(), String
     Ok(())
 }
 
+/// Creates an organization named `slug` owned by the user of `cookie`; answers its id.
+async fn create_org(t: &Target, slug: &str, cookie: &str) -> Result<String, String> {
+    let (org, _) = t
+        .send(
+            true,
+            "/organization/create",
+            Some(json!({"name": slug, "slug": slug})),
+            Some(cookie),
+        )
+        .await?;
+    Ok(org["id"].as_str().unwrap_or_default().to_owned())
+}
+
+/// Signs up a fresh user, invites them to `org_id` (as the owner of `owner_cookie`), and has
+/// them accept; answers the new member's id.
+async fn add_guest(
+    t: &Target,
+    org_id: &str,
+    owner_cookie: &str,
+    password: &str,
+) -> Result<String, String> {
+    let guest = t.next_email();
+    let guest_cookie = t.sign_up(&guest, password).await?;
+    let (inv, _) = t
+        .send(
+            true,
+            "/organization/invite-member",
+            Some(json!({"organizationId": org_id, "email": guest, "role": "member"})),
+            Some(owner_cookie),
+        )
+        .await?;
+    let (acc, _) = t
+        .send(
+            true,
+            "/organization/accept-invitation",
+            Some(json!({"invitationId": inv["id"]})),
+            Some(&guest_cookie),
+        )
+        .await?;
+    Ok(acc["member"]["id"].as_str().unwrap_or_default().to_owned())
+}
+
 /// Gives each virtual user an organization with `members` members (signed up, invited and
 /// accepted through the API), for org-read and org-write.
 async fn setup_orgs(t: &Target, members: usize, password: &str) -> Result<(), String> {
@@ -419,38 +461,11 @@ async fn setup_orgs(t: &Target, members: usize, password: &str) -> Result<(), St
         .map(|u| async move {
             let mut u = u.lock().await;
             let slug = format!("o-{}-{}", t.run_id, t.seq.fetch_add(1, Ordering::Relaxed));
-            let (org, _) = t
-                .send(
-                    true,
-                    "/organization/create",
-                    Some(json!({"name": slug, "slug": slug})),
-                    Some(&u.cookie),
-                )
-                .await?;
-            let org_id = org["id"].as_str().unwrap_or_default().to_owned();
+            let org_id = create_org(t, &slug, &u.cookie).await?;
             let mut first = None;
             for _ in 0..members.max(1) {
-                let guest = t.next_email();
-                let guest_cookie = t.sign_up(&guest, password).await?;
-                let (inv, _) = t
-                    .send(
-                        true,
-                        "/organization/invite-member",
-                        Some(json!({"organizationId": org_id, "email": guest, "role": "member"})),
-                        Some(&u.cookie),
-                    )
-                    .await?;
-                let (acc, _) = t
-                    .send(
-                        true,
-                        "/organization/accept-invitation",
-                        Some(json!({"invitationId": inv["id"]})),
-                        Some(&guest_cookie),
-                    )
-                    .await?;
-                if first.is_none() {
-                    first = acc["member"]["id"].as_str().map(str::to_owned);
-                }
+                let member = add_guest(t, &org_id, &u.cookie, password).await?;
+                first.get_or_insert(member);
             }
             u.org = Some((org_id, first.ok_or("no member id")?));
             Ok::<(), String>(())
@@ -469,35 +484,8 @@ async fn org_round(t: &Target, owner: &mut VUser, step: u64, password: &str) -> 
         t.run_id,
         t.seq.fetch_add(1, Ordering::Relaxed)
     );
-    let (org, _) = t
-        .send(
-            true,
-            "/organization/create",
-            Some(json!({"name": slug, "slug": slug})),
-            Some(&owner.cookie),
-        )
-        .await?;
-    let org_id = org["id"].as_str().unwrap_or_default().to_owned();
-    let guest = t.next_email();
-    let guest_cookie = t.sign_up(&guest, password).await?;
-    let (inv, _) = t
-        .send(
-            true,
-            "/organization/invite-member",
-            Some(json!({"organizationId": org_id, "email": guest, "role": "member"})),
-            Some(&owner.cookie),
-        )
-        .await?;
-    let inv_id = inv["id"].as_str().unwrap_or_default();
-    let (acc, _) = t
-        .send(
-            true,
-            "/organization/accept-invitation",
-            Some(json!({"invitationId": inv_id})),
-            Some(&guest_cookie),
-        )
-        .await?;
-    let member_id = acc["member"]["id"].as_str().unwrap_or_default().to_owned();
+    let org_id = create_org(t, &slug, &owner.cookie).await?;
+    let member_id = add_guest(t, &org_id, &owner.cookie, password).await?;
     t.send(
         false,
         &format!("/organization/list-members?organizationId={org_id}"),
