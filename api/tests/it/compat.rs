@@ -146,7 +146,8 @@ fn kind(v: &Value) -> Value {
         Value::Null => Value::Null,
         Value::Bool(_) => json!("bool"),
         Value::Number(_) => json!("number"),
-        Value::String(s) if s.len() >= 20 && s.contains('T') && s.ends_with('Z') => json!("time"),
+        // A random id can contain a `T` and end in `Z`: only a timestamp parses as one.
+        Value::String(s) if chrono::DateTime::parse_from_rfc3339(s).is_ok() => json!("time"),
         Value::String(_) => json!("string"),
         Value::Array(a) => Value::Array(a.first().map(kind).into_iter().collect()),
         Value::Object(o) => Value::Object(
