@@ -315,7 +315,11 @@ impl ProviderTokenApi {
         if tokens.access_token.is_none() {
             return Err(Code::AccessTokenNotFound.into());
         }
-        let (info, raw) = match state.social.user_info(p, &tokens, None, None).await {
+        let (info, raw) = match state
+            .social
+            .user_info(p, &tokens, None, crate::social::Received::Stored)
+            .await
+        {
             Ok(Some(found)) => found,
             Ok(None) => return Err(Code::FailedToGetUserInfo.into()),
             Err(e) => {

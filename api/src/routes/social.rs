@@ -388,7 +388,14 @@ impl AppState {
         };
         let info = match self
             .social
-            .user_info(provider, &tokens, p.user.as_deref(), flow.nonce.as_deref())
+            .user_info(
+                provider,
+                &tokens,
+                p.user.as_deref(),
+                crate::social::Received::Now {
+                    nonce: flow.nonce.as_deref(),
+                },
+            )
             .await
         {
             Ok(Some((info, _raw))) => info,

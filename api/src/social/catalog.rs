@@ -16,8 +16,8 @@ pub enum ClientAuth {
 /// Where a provider's profile comes from after the code exchange.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProfileSource {
-    /// The claims of the `id_token` in the token response (TLS to the token endpoint is the
-    /// trust; PROVIDERS.md §3.1).
+    /// The claims of the `id_token` in the token response, verified like a client's id
+    /// token (signature by the provider's key set, issuer, audience, age, the flow's nonce).
     IdToken,
     /// `GET user_info_endpoint` with the access token as Bearer.
     Get,
@@ -178,6 +178,7 @@ pub const PROVIDERS: &[Spec] = &[
         authorize_params: &[("claims", TWITCH_CLAIMS)],
         profile: ProfileSource::IdToken,
         issuer: "https://id.twitch.tv/oauth2",
+        jwks_uri: "https://id.twitch.tv/oauth2/keys",
         ..spec("twitch", "Twitch")
     },
     Spec {

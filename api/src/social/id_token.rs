@@ -23,6 +23,9 @@ pub enum IdTokenError {
     Keys(#[from] ProviderError),
     #[error("refused: {0}")]
     Invalid(String),
+    /// The nonce is not the one the client (or the flow) bound to the token.
+    #[error("the nonce is not the expected one")]
+    Nonce,
 }
 
 /// Key sets by URL, with when they were fetched.
@@ -147,7 +150,7 @@ impl Social {
             };
             let ok = got == want || (p.id() == "apple" && got == hashed);
             if !ok {
-                return Err(IdTokenError::Invalid("nonce".into()));
+                return Err(IdTokenError::Nonce);
             }
         }
         if !p.hosted_domain_ok(&claims) {

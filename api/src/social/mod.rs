@@ -112,6 +112,16 @@ pub struct Authorization<'a> {
     pub additional: &'a BTreeMap<String, String>,
 }
 
+/// Where the tokens a profile is read from come from.
+#[derive(Debug, Clone, Copy)]
+pub enum Received<'a> {
+    /// Straight from the token endpoint in this flow: an id token is verified (signature,
+    /// issuer, audience, age) and must carry the flow's nonce, if it bound one.
+    Now { nonce: Option<&'a str> },
+    /// From the store, where only tokens verified on arrival are kept.
+    Stored,
+}
+
 /// A token endpoint's answer, as stored.
 #[derive(Debug, Clone, Default)]
 pub struct Tokens {
@@ -429,33 +439,27 @@ impl Social {
         p: &Provider,
         tokens: &Tokens,
         apple_user: Option<&str>,
-        nonce: Option<&str>,
+        received: Received<'_>,
     ) -> Result<Option<(UserInfo, Value)>, ProviderError> {
         let access = tokens.access_token.as_deref().unwrap_or_default();
         let (mut raw, extra) = match p.spec.profile {
             ProfileSource::IdToken => {
-                let claims = tokens
+                let token = tokens
                     .id_token
                     .as_deref()
-                    .and_then(decode_claims)
-                    .ok_or_else(|| ProviderError::Malformed("no readable id_token".into()))?;
-                if let Some(want) = nonce {
-                    let got = claims
-                        .get("nonce")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    if !bool::from(subtle::ConstantTimeEq::ct_eq(
-                        got.as_bytes(),
-                        want.as_bytes(),
-                    )) {
-                        return Err(ProviderError::NonceMismatch);
-                    }
-                }
-                if !p.hosted_domain_ok(&claims) {
-                    return Err(ProviderError::Malformed(
-                        "the id token's hd is not the configured one".into(),
-                    ));
-                }
+                    .ok_or_else(|| ProviderError::Malformed("no id_token".into()))?;
+                let claims = match received {
+                    Received::Now { nonce } => self
+                        .verify_id_token(p, token, nonce)
+                        .await
+                        .map_err(|e| match e {
+                            id_token::IdTokenError::Nonce => ProviderError::NonceMismatch,
+                            e => ProviderError::Malformed(format!("id token: {e}")),
+                        })?,
+                    // Verified when it was received; it may have expired since.
+                    Received::Stored => decode_claims(token)
+                        .ok_or_else(|| ProviderError::Malformed("no readable id_token".into()))?,
+                };
                 let extra = if p.spec.id == "microsoft" {
                     self.microsoft_photo(p, access).await
                 } else {
@@ -683,8 +687,8 @@ pub fn challenge(verifier: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier))
 }
 
-/// The claims of a JWT, **unverified**: only for an id token that came straight from the
-/// provider's token endpoint over TLS (PROVIDERS.md §3.1).
+/// The claims of a JWT, **unverified**: only for an id token that was verified when it was
+/// received and has been kept (encrypted) in the store since.
 pub fn decode_claims(jwt: &str) -> Option<Value> {
     let payload = jwt.split('.').nth(1)?;
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD

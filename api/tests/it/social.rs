@@ -38,13 +38,58 @@ impl Log {
 
 const ID_TOKEN_PROVIDERS: &[&str] = &["apple", "google", "microsoft", "twitch"];
 
-fn unsigned_jwt(claims: Value) -> String {
-    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    format!(
-        "{}.{}.c2ln",
-        b64.encode(br#"{"alg":"RS256","kid":"k1"}"#),
-        b64.encode(claims.to_string())
-    )
+/// The fakes' signing key (made for these tests with `openssl genpkey -algorithm RSA`), and
+/// its public half as the key set they serve.
+const FAKE_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQDiUGdcfnS0lo+1
+hhGBWcOzuzNNVlTvAutyKjCbcewe6aXfQEvpnK4XVDUn2cuvPLwae4kd8dMCZS+/
+nD8gJrwxjtRcrGN3Rz20RSkaDxo/S8GusIrZNE6Tis9p7d4yE3w9MFeO4XdlPIds
+VRl1FgKHTRifGivEk3DE0wjiFA/y9Ew8+Kh6HyE4Ma3enE7Upc3K9B9fcvSV0wH4
+fXmDo1Kkfa6KlFwi3hMDmq988IbIgrzZzHjhAu3+8I0aFjan05nNKHBr3iN8eVMb
+pDDc+ge0ubY7wHW1Wna8YdqZ2PUBHxZNI/scCaTkQ4+Hqo/ggHrjVNnexysNJQaZ
+ynjzCAsbAgMBAAECggEABV+LVLLb6n24o8KvH7cV4mqLaUandZVIKcm+pbIqvQEn
+IwnPw5gouf0R1gRhxaNXg/ly4/cd32yvmYkIJqdEyJhvilO9eNOEL4eE1k2Nffs6
+ef9PDKElTHN7QTSYle/If1tqeMX5o7mwLW5H0HPZU4UNFJn2eBBYGRQ5ncSELGx9
+AH3hxYmq7futgAte8/MUEu1eDrTgzHzE4bIImQxBpECddl/Y2n9JPHU5T7zm6Hti
+tcFaVZMBGYDvUsbNWfBXb0VCAHvgCTRH1AcziUvpRynLTEjkSjSQ96xziy0FN1WC
+vPMlLcZPgFARAgopeBSZGbhBvpz+3gqNZTxaHjzgIQKBgQD+Q3rCd1yrhl933MC+
++DJjpS2kzZuzOGHJOPETsZWqJrcsnO31Now48WGWbrSwrPrL8mzQKCATzTosNYNV
+L6soCHI152zAGA7dPN5iOn1eGJrjphHsOANEvxfR5uNOImKZwZEzG1OYGusnqrvT
+MXP2gULCK9BzGVW8uJCnF1zzlwKBgQDj3A+fsJbyymZeMmngQseltFhqGuZ5FCKu
+zOOMJCzN605znc4D0qGGiO8ZjjLYgyIRnvj7KTNbwYBHRkfWKOhiCbK6j1JfRB3z
+hB1n47rCHJoj2MbKyjJ6VzcT8rPHDvyjoFKYd+kr8Y93+A0XIeA68/HvFTpCT7W3
+KKvG5wWFHQKBgQCaLdj2quJqsCSbziSiqGYFvlebI4JSftHs7rZgtsKGVsukJdS1
+aMpGjTgbvC2dJIc/vFT3NB2fZEbuH9TvhuRGdjirLxXmta/tv8cp0UXMFSd2+3DK
+yHxS531OLq+O5ZLcoV+mmd9q0IffmcwjGE21IFSW4XKZGLfApDoy2BvpKQKBgAET
+62b/+NbRKkbLykBrUHJyNfDai7iK5dcZ1QG2shePQ2G8n1rZRjZSs37Vc1we0qxu
+qhLWEQ4gDjFIHdLfgqnkDdpgDy2wLswWFeWF6D4+0GPXBKm05yQ5AWOwxDTu1zcW
+7Q0XlBzHGbyhib5QRLVCriRJX2ss4VkqchWQxi/pAoGAHrap6xdp07oSk+56drVh
+90TlzvfdM7OzQ1jdZ7fmgyOyZQ0iqLAh2sNeNclNVhrTb2m56eDRpfAheNzhsthF
+r53hNdo71LnqkCsNg/PRrcKX2VlN80DgN4bHISma1pWLVwcG0Yd7A/taG/Pa53kR
+Y+Ig6zsuj9Q3R1wUxn+04D8=
+-----END PRIVATE KEY-----
+";
+const FAKE_KEY_N: &str = "4lBnXH50tJaPtYYRgVnDs7szTVZU7wLrciowm3HsHuml30BL6ZyuF1Q1J9nLrzy8GnuJHfHTAmUvv5w_ICa8MY7UXKxjd0c9tEUpGg8aP0vBrrCK2TROk4rPae3eMhN8PTBXjuF3ZTyHbFUZdRYCh00YnxorxJNwxNMI4hQP8vRMPPioeh8hODGt3pxO1KXNyvQfX3L0ldMB-H15g6NSpH2uipRcIt4TA5qvfPCGyIK82cx44QLt_vCNGhY2p9OZzShwa94jfHlTG6Qw3PoHtLm2O8B1tVp2vGHamdj1AR8WTSP7HAmk5EOPh6qP4IB641TZ3scrDSUGmcp48wgLGw";
+
+fn fake_jwks() -> Value {
+    json!({"keys": [{"kty": "RSA", "kid": "fake-1", "use": "sig", "alg": "RS256", "n": FAKE_KEY_N, "e": "AQAB"}]})
+}
+
+/// An id token as `provider` would issue it to its client: signed by the fakes' key, for
+/// `client-<provider>`, issued now.
+fn signed_id_token(provider: &str, mut claims: Value) -> String {
+    let now = chrono::Utc::now().timestamp();
+    claims["aud"] = json!(format!("client-{provider}"));
+    claims["iat"] = json!(now);
+    claims["exp"] = json!(now + 600);
+    if provider == "microsoft" {
+        let tid = claims["tid"].as_str().unwrap().to_owned();
+        claims["iss"] = json!(format!("https://login.microsoftonline.com/{tid}/v2.0"));
+    }
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+    header.kid = Some("fake-1".into());
+    let key = jsonwebtoken::EncodingKey::from_rsa_pem(FAKE_KEY.as_bytes()).unwrap();
+    jsonwebtoken::encode(&header, &claims, &key).unwrap()
 }
 
 /// The profile each provider documents (PROVIDERS.md §3.3 lists the fields used).
@@ -200,7 +245,8 @@ async fn provider_endpoint(
             if code == "hang" {
                 tokio::time::sleep(std::time::Duration::from_secs(30)).await;
             }
-            if code != "good" && form.get("grant_type").map(String::as_str) != Some("refresh_token")
+            if !matches!(code.as_str(), "good" | "forged")
+                && form.get("grant_type").map(String::as_str) != Some("refresh_token")
             {
                 return if provider == "github" {
                     json(
@@ -231,7 +277,14 @@ async fn provider_endpoint(
                 if let Some(n) = nonce {
                     claims["nonce"] = json!(n);
                 }
-                t["id_token"] = json!(unsigned_jwt(claims));
+                let signed = signed_id_token(&provider, claims);
+                // `forged`: a token whose signature is not the provider's.
+                t["id_token"] = if code == "forged" {
+                    let (signed_part, _) = signed.rsplit_once('.').unwrap();
+                    json!(format!("{signed_part}.c2lnbmVkIGJ5IG5vYm9keQ"))
+                } else {
+                    json!(signed)
+                };
             }
             json(200, t)
         }
@@ -245,6 +298,7 @@ async fn provider_endpoint(
             }
             json(200, profile(&provider))
         }
+        "jwks" => json(200, fake_jwks()),
         "extra" => match provider.as_str() {
             "github" => json(
                 200,
@@ -311,6 +365,7 @@ fn configure(c: &mut Config, fake: &str) {
                 token_endpoint: Some(format!("{fake}/{id}/token")),
                 user_info_endpoint: user_info,
                 extra_endpoint: Some(format!("{fake}/{id}/extra")),
+                jwks_uri: Some(format!("{fake}/{id}/jwks")),
                 ..Default::default()
             },
         );
@@ -630,6 +685,19 @@ async fn provider_failures_go_to_the_error_url() {
         .await;
     assert_eq!(location(&r), "/oops?error=nonce_binding_missing");
     assert!(r.set_cookie("gatehouse.session_token").is_none());
+    // An id token in the token response whose signature is not the provider's key's: no
+    // session and no user, for every provider whose user comes from the id token.
+    for id in ID_TOKEN_PROVIDERS {
+        let flow = sign_in_start(&h, id).await;
+        let r = callback(&h, id, &flow, "forged").await;
+        assert_eq!(location(&r), "/oops?error=unable_to_get_user_info", "{id}");
+        assert!(r.set_cookie("gatehouse.session_token").is_none(), "{id}");
+        let (_, email, _, _) = expected(id);
+        assert!(
+            h.store.get_user_by_email(email).await.unwrap().is_none(),
+            "{id}"
+        );
+    }
     // No code.
     let flow = sign_in_start(&h, "google").await;
     let r = h
