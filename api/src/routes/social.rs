@@ -587,16 +587,20 @@ impl AppState {
         if !p.spec.id_token_sign_in || p.cfg.disable_id_token_sign_in {
             return Err(Code::IdTokenNotSupported.into());
         }
-        let claims = self
-            .social
-            .verify_id_token(p, &t.token.0, text(&t.nonce))
-            .await
-            .map_err(|e| {
-                tracing::info!(provider = provider_id, error = %e, "id token refused");
-                ApiError::new(Code::InvalidIdToken)
-            })?;
-        let info = crate::social::profile::map(p.id(), &claims, &serde_json::Value::Null)
-            .ok_or(Code::FailedToGetUserInfo)?;
+        let info = if p.id() == "facebook" && t.token.0.split('.').count() != 3 {
+            self.facebook_opaque_token(p, t).await?
+        } else {
+            let claims = self
+                .social
+                .verify_id_token(p, &t.token.0, text(&t.nonce))
+                .await
+                .map_err(|e| {
+                    tracing::info!(provider = provider_id, error = %e, "id token refused");
+                    ApiError::new(Code::InvalidIdToken)
+                })?;
+            crate::social::profile::map(p.id(), &claims, &serde_json::Value::Null)
+                .ok_or(Code::FailedToGetUserInfo)?
+        };
         let email = info.email.clone().ok_or(Code::UserEmailNotFound)?;
         let account = ProviderAccount {
             provider_id: p.id().to_owned(),
@@ -614,6 +618,41 @@ impl AppState {
             },
         };
         Ok((p, account, info))
+    }
+
+    /// Facebook's classic login hands the client an opaque token rather than a JWT (Limited
+    /// Login's): the user is then whoever the access token sent with it belongs to, once
+    /// `debug_token` says that token was issued to this app for that user.
+    async fn facebook_opaque_token(
+        &self,
+        p: &Provider,
+        t: &IdTokenBody,
+    ) -> ApiResult<crate::social::profile::UserInfo> {
+        let Some(access) = t.access_token.as_ref().filter(|a| !a.0.is_empty()) else {
+            tracing::info!(provider = p.id(), "opaque id token without an access token");
+            return Err(Code::FailedToGetUserInfo.into());
+        };
+        let tokens = crate::social::Tokens {
+            access_token: Some(access.0.clone()),
+            ..Default::default()
+        };
+        match self
+            .social
+            .user_info(
+                p,
+                &tokens,
+                None,
+                crate::social::Received::Now { nonce: None },
+            )
+            .await
+        {
+            Ok(Some((info, _))) => Ok(info),
+            Ok(None) => Err(Code::FailedToGetUserInfo.into()),
+            Err(e) => {
+                tracing::info!(provider = p.id(), error = %e, "opaque id token refused");
+                Err(Code::FailedToGetUserInfo.into())
+            }
+        }
     }
 
     async fn id_token_sign_in(

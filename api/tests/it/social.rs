@@ -1328,3 +1328,77 @@ async fn a_provider_may_require_a_verified_address_before_a_session() {
     let r = callback(&h, "google", &flow, "good").await;
     assert_eq!(location(&r), "/welcome");
 }
+
+#[tokio::test]
+async fn facebook_opaque_id_tokens_sign_in_through_debug_token() {
+    let (h, fake) = social_harness().await;
+    let sign_in = |id_token: Value| {
+        let h = &h;
+        async move {
+            h.post(
+                "/api/auth/sign-in/social",
+                json!({"provider": "facebook", "idToken": id_token}),
+                None,
+            )
+            .await
+        }
+    };
+    // Classic Facebook Login: an opaque token and the access token that came with it.
+    let r = sign_in(json!({"token": "EAAGopaque", "accessToken": "at-facebook"}))
+        .await
+        .expect(200);
+    assert_eq!(r.json()["user"]["email"], "fay@example.com");
+    assert!(r.set_cookie("gatehouse.session_token").is_some());
+    let checked = fake
+        .log
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|s| s.provider == "facebook" && s.what == "extra" && s.authorization.is_none());
+    assert!(checked, "debug_token was asked");
+    let account = h
+        .store
+        .list_accounts(&r.json()["user"]["id"].as_str().unwrap().into())
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|a| a.provider_id == "facebook")
+        .expect("a facebook account");
+    assert_eq!(account.account_id, "10158");
+    // Without the access token there is nobody to ask about.
+    let r = sign_in(json!({"token": "EAAGopaque"})).await.expect(401);
+    assert_eq!(r.code(), "FAILED_TO_GET_USER_INFO");
+    // An access token Facebook does not know.
+    let r = sign_in(json!({"token": "EAAGopaque", "accessToken": "at-other"}))
+        .await
+        .expect(401);
+    assert_eq!(r.code(), "FAILED_TO_GET_USER_INFO");
+    // A JWT-shaped token is a Limited Login id token and must verify.
+    let r = sign_in(json!({"token": "a.b.c", "accessToken": "at-facebook"}))
+        .await
+        .expect(401);
+    assert_eq!(r.code(), "INVALID_TOKEN");
+}
+
+#[tokio::test]
+async fn a_facebook_token_issued_to_another_app_is_refused() {
+    // debug_token names the app the token was issued to: here not this client.
+    let (h, _fake) =
+        harness_with_provider("facebook", |f| f.client_id = "another-app".into()).await;
+    let r = h
+        .post(
+            "/api/auth/sign-in/social",
+            json!({"provider": "facebook", "idToken": {"token": "EAAGopaque", "accessToken": "at-facebook"}}),
+            None,
+        )
+        .await
+        .expect(401);
+    assert_eq!(r.code(), "FAILED_TO_GET_USER_INFO");
+    assert!(h
+        .store
+        .get_user_by_email("fay@example.com")
+        .await
+        .unwrap()
+        .is_none());
+}
