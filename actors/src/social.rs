@@ -22,6 +22,9 @@ pub struct SocialSignIn {
     /// A sign-in may link to the user with the provider's email (under the rules of
     /// [`LinkMode::Implicit`]); off: such a sign-in is refused (`AccountNotLinked`).
     pub implicit_linking: bool,
+    /// A sign-in through a linked account also writes the provider's name, image and email
+    /// over the user's (the provider's `override_user_info_on_sign_in`).
+    pub override_user_info: bool,
 }
 
 /// Who signed in, and whether the sign-in created them.
@@ -46,7 +49,12 @@ impl Actors {
             {
                 let user = self
                     .user(linked.user_id.clone())
-                    .signed_in_with(acc, s.update_account_on_sign_in)
+                    .signed_in_with(
+                        acc,
+                        s.update_account_on_sign_in,
+                        s.override_user_info
+                            .then_some((s.name.as_str(), s.image.as_deref())),
+                    )
                     .await
                     .map_err(|e| match e {
                         ActorError::NotFound => ActorError::Refused(Rule::UserGone),

@@ -168,6 +168,9 @@ pub struct SocialProviderConfig {
     /// Google: the Workspace domain (`hd`) users must belong to; `*` any Workspace domain.
     /// Sent on the authorize URL and required in the id token.
     pub hd: Option<String>,
+    /// Each sign-in through this provider writes its name, image and email over the user's
+    /// (the email only when no other user has it; placeholder addresses never).
+    pub override_user_info_on_sign_in: bool,
 }
 
 impl Default for SocialProviderConfig {
@@ -196,6 +199,7 @@ impl Default for SocialProviderConfig {
             disable_id_token_sign_in: false,
             require_email_verification: false,
             hd: None,
+            override_user_info_on_sign_in: false,
         }
     }
 }

@@ -89,6 +89,8 @@ pub(crate) enum SocialMsg {
     SignedIn {
         account: Box<ProviderAccount>,
         update_tokens: bool,
+        /// The provider's name and image, to write over the user's (with its email).
+        override_info: Option<(String, Option<String>)>,
         reply: Reply<User>,
     },
     Store {
@@ -111,9 +113,13 @@ impl UserActor {
             SocialMsg::SignedIn {
                 account,
                 update_tokens,
+                override_info,
                 reply,
             } => {
-                let _ = reply.send(self.signed_in(id, &account, update_tokens).await);
+                let r = self
+                    .signed_in(id, &account, update_tokens, override_info)
+                    .await;
+                let _ = reply.send(r);
             }
             SocialMsg::Store {
                 id: row,
@@ -186,6 +192,7 @@ impl UserActor {
         id: &UserId,
         acc: &ProviderAccount,
         update_tokens: bool,
+        override_info: Option<(String, Option<String>)>,
     ) -> Result<User, ActorError> {
         let store = &self.shared.store;
         if update_tokens {
@@ -198,18 +205,48 @@ impl UserActor {
             tokens.scope = None;
             self.write_tokens(existing, &tokens).await?;
         }
+        // The provider's address replaces the user's only when it is a real one and no other
+        // user has it (then the rest of the override still applies).
+        let provider_email = acc.email.to_lowercase();
+        let mut take_email =
+            override_info.is_some() && !provider_email.ends_with(".placeholder.invalid");
         let mut attempts = Attempts::new();
         while attempts.next().await {
             let mut user = store.get_user(id).await?.ok_or(ActorError::NotFound)?;
-            if user.email_verified || !acc.email_verified || user.email != acc.email {
+            let before = user.clone();
+            if let Some((name, image)) = &override_info {
+                if !name.trim().is_empty() {
+                    user.name = name.clone();
+                }
+                if image.is_some() {
+                    user.image = image.clone();
+                }
+                if take_email && user.email != provider_email {
+                    user.email = provider_email.clone();
+                    user.email_verified = acc.email_verified;
+                }
+            }
+            if user.email == acc.email.to_lowercase() && acc.email_verified {
+                user.email_verified = true;
+            }
+            if user.name == before.name
+                && user.image == before.image
+                && user.email == before.email
+                && user.email_verified == before.email_verified
+            {
                 return Ok(user);
             }
-            user.email_verified = true;
             user.updated_at = self.now();
             user.version += 1;
             match store.update_user(&user).await {
                 Ok(()) => return Ok(user),
                 Err(StoreError::ConcurrentModification) => continue,
+                Err(StoreError::Conflict(_)) if user.email != before.email => {
+                    tracing::info!(user = %id, provider = %acc.provider_id,
+                        "the provider's address belongs to another user: kept the user's own");
+                    take_email = false;
+                    continue;
+                }
                 Err(e) => return Err(e.into()),
             }
         }
@@ -303,11 +340,14 @@ impl super::UserHandle {
         &self,
         account: &ProviderAccount,
         update_tokens: bool,
+        override_info: Option<(&str, Option<&str>)>,
     ) -> Result<User, ActorError> {
+        let override_info = override_info.map(|(n, i)| (n.to_owned(), i.map(str::to_owned)));
         self.call(|reply| {
             super::UserMsg::Social(SocialMsg::SignedIn {
                 account: Box::new(account.clone()),
                 update_tokens,
+                override_info: override_info.clone(),
                 reply,
             })
         })

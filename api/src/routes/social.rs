@@ -450,6 +450,7 @@ impl AppState {
                 allow_sign_up,
                 update_account_on_sign_in: self.config.account.update_account_on_sign_in,
                 implicit_linking: self.config.account.implicit_linking,
+                override_user_info: provider.cfg.override_user_info_on_sign_in,
             })
             .await;
         let signed = match signed {
@@ -680,6 +681,7 @@ impl AppState {
                     && (!p.cfg.disable_implicit_sign_up || request_sign_up),
                 update_account_on_sign_in: self.config.account.update_account_on_sign_in,
                 implicit_linking: self.config.account.implicit_linking,
+                override_user_info: p.cfg.override_user_info_on_sign_in,
             })
             .await
             .map_err(ApiError::from);

@@ -1402,3 +1402,99 @@ async fn a_facebook_token_issued_to_another_app_is_refused() {
         .unwrap()
         .is_none());
 }
+
+/// The user `email` with `change` applied directly in the store (as another process would).
+async fn rewrite_user(h: &H, email: &str, change: impl FnOnce(&mut storage::User)) {
+    let mut u = h.store.get_user_by_email(email).await.unwrap().unwrap();
+    change(&mut u);
+    u.version += 1;
+    h.store.update_user(&u).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_provider_may_override_the_users_name_image_and_email_at_each_sign_in() {
+    for on in [false, true] {
+        let (h, _fake) =
+            harness_with_provider("github", |g| g.override_user_info_on_sign_in = on).await;
+        let flow = sign_in_start(&h, "github").await;
+        assert_eq!(
+            location(&callback(&h, "github", &flow, "good").await),
+            "/welcome"
+        );
+        // Since then the user renamed themselves and moved to another, unverified address.
+        rewrite_user(&h, "octocat@example.com", |u| {
+            u.name = "Local Name".into();
+            u.image = None;
+            u.email = "mona@local.test".into();
+            u.email_verified = false;
+        })
+        .await;
+        let flow = sign_in_start(&h, "github").await;
+        assert_eq!(
+            location(&callback(&h, "github", &flow, "good").await),
+            "/dashboard"
+        );
+        let user = |email: &'static str| {
+            let h = &h;
+            async move { h.store.get_user_by_email(email).await.unwrap() }
+        };
+        if on {
+            let u = user("octocat@example.com")
+                .await
+                .expect("the provider's address");
+            assert_eq!(u.name, "monalisa octocat");
+            assert_eq!(
+                u.image.as_deref(),
+                Some("https://github.example/octocat.gif")
+            );
+            assert!(u.email_verified, "GitHub verified it");
+            assert!(user("mona@local.test").await.is_none());
+        } else {
+            let u = user("mona@local.test").await.expect("left alone");
+            assert_eq!((u.name.as_str(), u.image.as_deref()), ("Local Name", None));
+            assert!(!u.email_verified);
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_override_never_takes_another_users_address() {
+    let (h, _fake) =
+        harness_with_provider("github", |g| g.override_user_info_on_sign_in = true).await;
+    let flow = sign_in_start(&h, "github").await;
+    callback(&h, "github", &flow, "good").await;
+    rewrite_user(&h, "octocat@example.com", |u| {
+        u.name = "Local Name".into();
+        u.email = "mona@local.test".into();
+    })
+    .await;
+    // Someone else signs up with the address GitHub reports.
+    h.sign_up("octocat@example.com", "password1234")
+        .await
+        .expect(200);
+    let flow = sign_in_start(&h, "github").await;
+    let r = callback(&h, "github", &flow, "good").await;
+    assert_eq!(
+        location(&r),
+        "/dashboard",
+        "the sign-in itself goes through"
+    );
+    let mine = h
+        .store
+        .get_user_by_email("mona@local.test")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        mine.name, "monalisa octocat",
+        "the rest of the override applies"
+    );
+    let theirs = h
+        .store
+        .get_user_by_email("octocat@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(theirs.id, mine.id);
+    assert_eq!(theirs.name, "Test User", "theirs is untouched");
+}
