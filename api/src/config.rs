@@ -129,9 +129,12 @@ pub struct SocialProviderConfig {
     pub client_secret: Option<Secret>,
     /// Apple: the team id (the secret's `iss`).
     pub team_id: Option<String>,
-    /// Apple: the key id of the private key (the secret's `kid`).
+    /// Apple: the key id of the private key (the secret's `kid`). Microsoft: the SHA-1
+    /// thumbprint of the certificate whose key is `private_key` (40 hex digits).
     pub key_id: Option<String>,
-    /// Apple: the ES256 private key (PKCS#8 PEM, the `.p8` file's text).
+    /// Apple: the ES256 private key (PKCS#8 PEM, the `.p8` file's text). Microsoft: the RSA
+    /// key of a certificate credential (PEM), which signs a client assertion
+    /// (`private_key_jwt`) instead of sending a `client_secret`.
     pub private_key: Option<Secret>,
     /// Scopes added to the provider's defaults.
     pub scopes: Vec<String>,

@@ -31,9 +31,39 @@ pub struct Provider {
     pub extra_endpoint: String,
     pub jwks_uri: String,
     pub redirect_uri: String,
-    /// Apple's client-secret signer, when the key material is configured.
-    apple_key: Option<AppleKey>,
+    /// What signs the client's credential at the token endpoint, when key material is
+    /// configured instead of a secret.
+    signer: Option<Signer>,
 }
+
+/// Key material that stands in for a client secret.
+#[derive(Debug, Clone)]
+enum Signer {
+    /// Apple: the client secret is an ES256 JWT signed by the team's key.
+    Apple(AppleKey),
+    /// Microsoft (`private_key_jwt`): an RS256 client assertion signed by the key of the
+    /// certificate registered with the app, named by its thumbprint.
+    Assertion(AssertionKey),
+}
+
+/// The key of a certificate credential, and the certificate's SHA-1 thumbprint as the `x5t`
+/// header carries it (base64url).
+#[derive(Clone)]
+struct AssertionKey {
+    x5t: String,
+    key: jsonwebtoken::EncodingKey,
+}
+
+impl std::fmt::Debug for AssertionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AssertionKey")
+            .field("x5t", &self.x5t)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The type of a client assertion (RFC 7523).
+const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
 /// What signs Apple's client secret: the team's ES256 key.
 #[derive(Clone)]
@@ -191,15 +221,41 @@ impl Social {
             let pick = |over: &Option<String>, default: &str| {
                 over.clone().unwrap_or_else(|| tenant(default))
             };
-            let apple_key = match (&cfg.private_key, &cfg.team_id, &cfg.key_id) {
-                (None, _, _) => None,
-                (Some(pem), Some(team_id), Some(key_id)) => Some(AppleKey {
+            let signer = match (spec.id, &cfg.private_key, &cfg.team_id, &cfg.key_id) {
+                (_, None, _, _) => None,
+                ("apple", Some(pem), Some(team_id), Some(key_id)) => Some(Signer::Apple(AppleKey {
                     team_id: team_id.clone(),
                     key_id: key_id.clone(),
                     key: jsonwebtoken::EncodingKey::from_ec_pem(pem.expose().as_bytes())
                         .map_err(|e| format!("social.{id}.private_key: {e}"))?,
-                }),
-                _ => return Err(format!("social.{id}: private_key needs team_id and key_id")),
+                })),
+                ("apple", Some(_), _, _) => {
+                    return Err(format!("social.{id}: private_key needs team_id and key_id"))
+                }
+                ("microsoft", Some(pem), None, Some(thumbprint)) => {
+                    if cfg.client_secret.is_some() {
+                        return Err(format!(
+                            "social.{id}: a private_key (certificate credential) or a \
+                             client_secret, not both"
+                        ));
+                    }
+                    Some(Signer::Assertion(AssertionKey {
+                        x5t: x5t(thumbprint)
+                            .ok_or_else(|| format!("social.{id}.key_id: the certificate's SHA-1 thumbprint (40 hex digits)"))?,
+                        key: jsonwebtoken::EncodingKey::from_rsa_pem(pem.expose().as_bytes())
+                            .map_err(|e| format!("social.{id}.private_key: {e}"))?,
+                    }))
+                }
+                ("microsoft", Some(_), _, _) => {
+                    return Err(format!(
+                        "social.{id}: private_key needs key_id (the certificate's thumbprint), not team_id"
+                    ))
+                }
+                (_, Some(_), _, _) => {
+                    return Err(format!(
+                        "social.{id}.private_key: only Apple and Microsoft sign with a key"
+                    ))
+                }
             };
             providers.insert(
                 spec.id,
@@ -218,7 +274,7 @@ impl Social {
                         .clone()
                         .unwrap_or_else(|| format!("{base}/callback/{}", spec.id)),
                     cfg: cfg.clone(),
-                    apple_key,
+                    signer,
                 },
             );
         }
@@ -338,11 +394,19 @@ impl Social {
         mut form: Vec<(&str, &str)>,
     ) -> Result<Tokens, ProviderError> {
         let signed;
-        let secret = match &p.apple_key {
-            Some(k) => {
+        let mut assertion = None;
+        let secret = match &p.signer {
+            Some(Signer::Apple(k)) => {
                 signed = apple_client_secret(k, &p.cfg.client_id)
                     .map_err(|e| ProviderError::Malformed(format!("client secret: {e}")))?;
                 signed.as_str()
+            }
+            Some(Signer::Assertion(k)) => {
+                assertion = Some(
+                    client_assertion(k, &p.cfg.client_id, &p.token_endpoint)
+                        .map_err(|e| ProviderError::Malformed(format!("client assertion: {e}")))?,
+                );
+                ""
             }
             None => p
                 .cfg
@@ -358,7 +422,10 @@ impl Social {
         match p.spec.client_auth {
             ClientAuth::Body => {
                 form.push(("client_id", &p.cfg.client_id));
-                if !secret.is_empty() {
+                if let Some(a) = &assertion {
+                    form.push(("client_assertion_type", JWT_BEARER));
+                    form.push(("client_assertion", a));
+                } else if !secret.is_empty() {
                     form.push(("client_secret", secret));
                 }
             }
@@ -644,6 +711,42 @@ fn apple_client_secret(
     jsonwebtoken::encode(&header, &claims, &k.key)
 }
 
+/// A client assertion (RFC 7523, as Microsoft's certificate credentials take it): RS256,
+/// `x5t` the certificate's thumbprint, from and about the client, for the token endpoint,
+/// single use (`jti`), valid five minutes — made fresh for each token request.
+fn client_assertion(
+    k: &AssertionKey,
+    client_id: &str,
+    token_endpoint: &str,
+) -> Result<String, jsonwebtoken::errors::Error> {
+    let now = Utc::now().timestamp();
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+    header.x5t = Some(k.x5t.clone());
+    let claims = serde_json::json!({
+        "iss": client_id,
+        "sub": client_id,
+        "aud": token_endpoint,
+        "jti": random_token(32),
+        "iat": now,
+        "nbf": now,
+        "exp": now + 300,
+    });
+    jsonwebtoken::encode(&header, &claims, &k.key)
+}
+
+/// The `x5t` of a certificate from its SHA-1 thumbprint as portals show it (40 hex digits,
+/// any case, colons allowed): base64url of the 20 bytes.
+fn x5t(thumbprint: &str) -> Option<String> {
+    let hex: String = thumbprint.chars().filter(|c| *c != ':').collect();
+    if hex.len() != 40 {
+        return None;
+    }
+    let bytes = (0..20)
+        .map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
+
 /// A transport failure with its causes (never the URL, which may carry a token).
 pub(crate) fn transport(e: reqwest::Error) -> ProviderError {
     let e = e.without_url();
@@ -792,7 +895,9 @@ drYMMM7RYiTMuYO8Nnwew/ANysxek1ph1BBfRsg8uu3G3k6jg6aZhex4Wg==
             },
         );
         let s = Social::from_config(&config, "a-secret-of-at-least-thirty-two-bytes!").unwrap();
-        let k = s.get("apple").unwrap().apple_key.as_ref().unwrap();
+        let Some(Signer::Apple(k)) = s.get("apple").unwrap().signer.as_ref() else {
+            panic!("an Apple signer");
+        };
         let jwt = apple_client_secret(k, "com.example.web").unwrap();
         let header = jsonwebtoken::decode_header(&jwt).unwrap();
         assert_eq!(header.alg, jsonwebtoken::Algorithm::ES256);
@@ -813,6 +918,99 @@ drYMMM7RYiTMuYO8Nnwew/ANysxek1ph1BBfRsg8uu3G3k6jg6aZhex4Wg==
         bad.social.get_mut("apple").unwrap().private_key =
             Some(crate::config::Secret::new("not a key"));
         assert!(Social::from_config(&bad, "a-secret-of-at-least-thirty-two-bytes!").is_err());
+    }
+
+    /// A certificate credential's key, made for this test (`openssl genpkey -algorithm RSA`).
+    const RSA_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIIEvgIBADANBgkqhkiG9w0BAQEFAASCBKgwggSkAgEAAoIBAQCVBEzvSa748XSn
+L2qDHAM1/+AETe4fbMqq7qKFRSO59Eq+Ja+AwDsskYc809Je+w3Hy9BTzOYkCtje
+o733j3GSXR17QsdyLT8JWXw2PCAzElEFjKbP3yKDWAd4BSlK654MEOkqsyu+xq3z
+kt4rH44S7UR/5zgGztBU8RxI0qXJ+9O5BCNnlKAVxKXUy5grpQjVkSaq7yqJdLqH
+zAlRjZz0YBTz+Ah9g9t6W7WZYdX7y9ECZXimJH7L47pAssOZynxMuo4IuZ9DxLew
+asm/deEMRNjFywQH3JONuDi+3Nj9sNXJrNNQeiEwvLB9BIxr0+dysazcsjyklE+v
+pLm+4t6fAgMBAAECggEAJOzRYZP5Ev/F362cr4tP8mAKsxZadJgBKlUCmZJ11VzG
+7pIpCHbZ0uPmxnhYjyeXlRQYdcN2naTAc37QklkNk+6V4Ra9lDnI/niZkljYw778
+q6rcJPNOOoykISXqQwHagnPoSyflpZrWvN3+RmJF0sPPbwAs/mbd8cZjM1pbMY7f
+5eXPoRzaeDTogc4fIO7UUowkmlzdxXqteFJ5BOytWQLjiCsKAgL5a2DFb3DSkKXg
+2a4QR3TKuI0a8PN+49Gylm3SnAJErznRq4FIzPX8uYhSM3ElJqCYpLTCO1FSVUfM
+JXP2xD1elUAluJiXI2bw7V1AWWEux7IZOKNlDCldDQKBgQDIglWo4gUxsNKtgG7T
+6Es6OVVg2Fcd5WP4eoH71vA3QhYkqOzsg8eeki4qWLF29SI8aVREPHGSNK666rgW
+32akzA2HL6bpO6aTvxLzLD6syzl76Y96+ws9qZfWbDz23b52e3QBdHnIQUsZ3Epz
++8yfUNWb2k57c53CDw2LQKHowwKBgQC+QdbVh1eF1aDgYW/Fb8hLC62IESNisvym
+2+TBZ0LqUPdBcAZSdo4hE++UF80FsRSUL+gdzpRo/LLXf89fmPwRk0lnxJLquRu8
+73nOCvhvy2WNjyITMaF2uQuBbo68z0m82m7zMnUBCH87jBxNO0HQ+Zp2B/QwqSBY
+UUemLkK09QKBgGEz5gjwQWpceVXJLHEobMe2IbDIUDtbCELeSQNoqJ1xOUDeb7Ud
+EXnLDfxTcPzlS4qT2VkXIEurpIVS4pmcBaugjHJb5IOu+ksn1yzx5xRnlN+AU6Ff
+8IwdGlHFuSxIRVw07wEBkURGevz3cVSW3hTh4BwlEeUBIJqCJ6O5WoR3AoGBAIwL
+yMja3CkOzGH+NxkdJFFhYjYjb2mqmOF2QZe/m/kA6lBH1s+CpzJgC112e5sx8xT1
+gqXWN1ZklHyefxY+dWW2hjUU9JRE988GdCGf36njDXi7IHkCcnkC0x5ONFF1QDD8
+lOj9fjTpfUZm5zpOYS8jXHh/eFcNV1rLUbNYoA+1AoGBAKJq8F5jW4v6YO+nI6yI
+Zmm2ILnGZYup0Yqn3jT4MfZOVq4AzJ/CmteJgUjge+NY4IWcLlKPJFY8MI2wluXF
++2eFVmQS474GqKGl7Hyecio0IilrrFsudTBQUKgS1TNIJvDGXC+uvS2FzcRTZFft
+O9Lu95I1rhIFAXA4f6XWYxzE
+-----END PRIVATE KEY-----
+";
+    const RSA_PUBLIC: &str = "-----BEGIN PUBLIC KEY-----
+MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAlQRM70mu+PF0py9qgxwD
+Nf/gBE3uH2zKqu6ihUUjufRKviWvgMA7LJGHPNPSXvsNx8vQU8zmJArY3qO9949x
+kl0de0LHci0/CVl8NjwgMxJRBYymz98ig1gHeAUpSuueDBDpKrMrvsat85LeKx+O
+Eu1Ef+c4Bs7QVPEcSNKlyfvTuQQjZ5SgFcSl1MuYK6UI1ZEmqu8qiXS6h8wJUY2c
+9GAU8/gIfYPbelu1mWHV+8vRAmV4piR+y+O6QLLDmcp8TLqOCLmfQ8S3sGrJv3Xh
+DETYxcsEB9yTjbg4vtzY/bDVyazTUHohMLywfQSMa9PncrGs3LI8pJRPr6S5vuLe
+nwIDAQAB
+-----END PUBLIC KEY-----
+";
+
+    #[test]
+    fn microsoft_signs_a_client_assertion_with_a_certificate_key() {
+        let mut config = Config::default();
+        let ms = |key: &str, thumb: &str| SocialProviderConfig {
+            client_id: "app-1".into(),
+            key_id: Some(thumb.into()),
+            private_key: Some(crate::config::Secret::new(key)),
+            token_endpoint: Some("https://login.example/t/oauth2/v2.0/token".into()),
+            ..Default::default()
+        };
+        config.social.insert(
+            "microsoft".into(),
+            ms(
+                RSA_KEY,
+                "5D:2C:9A:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:01",
+            ),
+        );
+        let s = Social::from_config(&config, "a-secret-of-at-least-thirty-two-bytes!").unwrap();
+        let p = s.get("microsoft").unwrap();
+        let Some(Signer::Assertion(k)) = p.signer.as_ref() else {
+            panic!("an assertion signer");
+        };
+        let jwt = client_assertion(k, "app-1", &p.token_endpoint).unwrap();
+        let header = jsonwebtoken::decode_header(&jwt).unwrap();
+        assert_eq!(header.alg, jsonwebtoken::Algorithm::RS256);
+        assert_eq!(header.x5t.as_deref(), Some("XSyaABEiM0RVZneImaq7zN3u_wE"));
+        let mut v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+        v.set_audience(&["https://login.example/t/oauth2/v2.0/token"]);
+        v.set_issuer(&["app-1"]);
+        let key = jsonwebtoken::DecodingKey::from_rsa_pem(RSA_PUBLIC.as_bytes()).unwrap();
+        let claims = jsonwebtoken::decode::<Value>(&jwt, &key, &v)
+            .unwrap()
+            .claims;
+        assert_eq!(claims["sub"], "app-1");
+        assert_eq!(claims["jti"].as_str().unwrap().len(), 32);
+        let again = client_assertion(k, "app-1", &p.token_endpoint).unwrap();
+        let jti = |t: &str| decode_claims(t).unwrap()["jti"].clone();
+        assert_ne!(jti(&jwt), jti(&again), "single use: a new jti each time");
+        // Refused at start: a secret too, a bad thumbprint, an EC key, a key for GitHub.
+        let refused = |c: SocialProviderConfig, id: &str| {
+            let mut config = Config::default();
+            config.social.insert(id.into(), c);
+            Social::from_config(&config, "a-secret-of-at-least-thirty-two-bytes!").is_err()
+        };
+        let mut both = ms(RSA_KEY, &"ab".repeat(20));
+        both.client_secret = Some(crate::config::Secret::new("s"));
+        assert!(refused(both, "microsoft"));
+        assert!(refused(ms(RSA_KEY, "not-a-thumbprint"), "microsoft"));
+        assert!(refused(ms(P8, &"ab".repeat(20)), "microsoft"));
+        assert!(refused(ms(RSA_KEY, &"ab".repeat(20)), "github"));
     }
 
     #[test]

@@ -50,6 +50,7 @@ fn peer() -> Option<Peer> {
         .env("CLIENT_SECRET", CLIENT_SECRET)
         .env("REDIRECT_URIS", redirects)
         .env("APPLE_REDIRECT_URI", APPLE_REDIRECT)
+        .env("CERT_JWKS", crate::social::fake_jwks().to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -504,4 +505,98 @@ async fn apple_comes_back_by_form_post_and_signs_in() {
     let session = h.session(&r.cookie_header()).await;
     assert_eq!(session["user"]["email"], "anna@example.com");
     assert_eq!(session["user"]["name"], "Anna Apfel");
+}
+
+/// A key the provider does not know for the certificate client.
+const UNKNOWN_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQDKFxje7Zd/iijw
+osCEWFoCOo/xhPXyH4SEE2MxDmRx0xI2i9qtzCh9WBXTlQoQ8DdRcbsojXD3G6Qt
+zHUjjYJVhdPPI13k5YTQ/fuUMogNRqOz388KTfiK3FwAuI6pa3KZ22kDK3kJPMl8
+Q0Ky8L1nbSjsX65G/5RbeXeJOZJW4Gu9mF6nFtJQl6+/EPgH2ysIHVxjAObLOxKR
+ur9T4kAF0K2lCIG2DVlfGtuxIE/QEhMDEPyJxvTDeLIKac8nyOVR00Em2kL7ce6z
+5wKR4Vbofmxzfkh5zIzx83uyFurKniUgD/686Ob7ZIt2OxPPp4FvYyVqqFI/bLew
+1e9pmZFxAgMBAAECggEAA+y2aC/riwfLGz9B52AS4WuzO3DGWP0pNOpuePerVjWP
+6zzEkq7+E08YX2tLzn/nxx5jENrMWJQyGEyZ8saPAyut7R4l9unJLkjcb6iakU1v
+pPDiA7R3cPTuGXp8FMi4KUpETBI2T8pdLFtfCnwX5ZAOZSbHiuvwPOWLP4A9eg/p
+Uvsuq4fWWsVeujONyz2M+8lwd0NAf7vgeQ8UYJo5c2DpKrQKikscAd32fVLKViUV
+PlZyzbvABgr7qeSX0MF2Wjb4Ui9RvaRWKIU/hGusQEGlto4nKrnwrbrn416sOvST
+qzEldXyNzwiHbmCyjwb1I3X7EfTou2DYtH7oFnXCAQKBgQD2NuiVb9sDFGzN1Yig
+3jli336Hw71yybDcSl0/1U/bodJ7E2NdkGEO89wVIDaa6N4f8uumCczpqnBcy7ts
+LiMUeFhNme0bseWid5RkZ6VGJdJB6/dOa7lhA86E7BTDg8ljv0UbWZjWMOCgjJkA
+Vhl/Tx5WhT1USZgFXFWhHfIigQKBgQDSHz/fMpsfUSQx5qj57PgtKcrhJxbZIbJl
+9jHp9gcxbm4Fl2LRHCObOzquXyza4ZZUOrLPmXXX2VICTMJ1aOwkfOQwt0nLBb+g
+5MuyMdb1XpNun+RcfJRSdubwYdQsR4YI4Rs2iET+a2i4fuchQgl5d+Qnj5X/dhd1
+RAkdMbAW8QKBgCrbxAC/R9Bxbb8mvHHEPRkI7m2TlRa2JSMzjqfd6djBgnIKHfHb
+gAmqSVUkFl1Ay+mjz4FHk3PZR1Xf4PAj19doW3ampK99eAuf5STVJd/gFYmEGbh8
+5/gLQZfBwJuIBTZnxQ/NuN0QBQntb3SviCCxFQbaiqJxbRUBzaYOIGgBAoGAWcAB
+TzvVaG4HMM1eVcpzQw872ioRJ1OuWMDtFwsAjYumsPq1ua30Q4TsDrkWdrOuu3GL
+GQNqg3UPA254DSBw5TD3YxuXCIH/FSFFJGsHby0jejgPmbWYwRSKlhijQPqX9Mj6
+D7PrDGUiiNOjs9/6HgkoygEZx9FQOcWCwxaLKXECgYEA8GhXJ7fjrzR4kqsXLERy
+zJdN37CSOvvJGYxm+o6A8LmHrjMd4aYS7n41/G2btFCkXiFUKpe7rsqa1JDHG9QG
+EEPJ4zITGcGNSDxrlwuxInawifakSQx3fw5WPM1E/QkMKOUVWHCeZkRl2ior35oq
+BSgFLfZdK9I0wZrgx4HSUxQ=
+-----END PRIVATE KEY-----
+";
+
+#[tokio::test]
+async fn microsoft_signs_in_with_a_certificate_credential() {
+    let Some(peer) = peer() else { return };
+    let issuer = peer.issuer.clone();
+    for (key, signs_in) in [(crate::social::FAKE_KEY, true), (UNKNOWN_KEY, false)] {
+        let h = harness_with(|c| {
+            let mut microsoft = provider_config(&issuer);
+            microsoft.client_id = format!("{CLIENT_ID}-cert");
+            microsoft.client_secret = None;
+            microsoft.private_key = Some(Secret::new(key));
+            microsoft.key_id = Some("5D2C9A00112233445566778899AABBCCDDEEFF01".into());
+            microsoft.disable_default_scope = true;
+            microsoft.scopes = ["openid", "profile", "email"].map(String::from).to_vec();
+            c.social.insert("microsoft".into(), microsoft);
+        })
+        .await;
+        let flow = start(
+            &h,
+            "/api/auth/sign-in/social",
+            json!({"provider": "microsoft", "callbackURL": "/dashboard", "errorCallbackURL": "/oops"}),
+            None,
+        )
+        .await;
+        let back = authorize_at_provider(&issuer, &authorize_url(&issuer, &flow), "cora").await;
+        let r = h
+            .get(
+                back.trim_start_matches("http://localhost:3000"),
+                Some(&flow.cookie),
+            )
+            .await;
+        if !signs_in {
+            // The provider refuses the assertion: the code exchange fails.
+            assert_eq!(location(&r), "/oops?error=invalid_code");
+            assert!(h
+                .store
+                .get_user_by_email("cora@example.com")
+                .await
+                .unwrap()
+                .is_none());
+            continue;
+        }
+        assert_eq!(location(&r), "/dashboard", "{}", r.text);
+        let cookie = r.cookie_header();
+        assert_eq!(
+            h.session(&cookie).await["user"]["email"],
+            "cora@example.com"
+        );
+        // A refresh authenticates with a new assertion (the provider refuses a reused jti).
+        for _ in 0..2 {
+            let t = h
+                .post(
+                    "/api/auth/refresh-token",
+                    json!({"providerId": "microsoft"}),
+                    Some(&cookie),
+                )
+                .await
+                .expect(200)
+                .json();
+            assert!(t["accessToken"].as_str().unwrap().len() > 10);
+        }
+    }
 }

@@ -40,7 +40,7 @@ const ID_TOKEN_PROVIDERS: &[&str] = &["apple", "google", "microsoft", "twitch"];
 
 /// The fakes' signing key (made for these tests with `openssl genpkey -algorithm RSA`), and
 /// its public half as the key set they serve.
-const FAKE_KEY: &str = "-----BEGIN PRIVATE KEY-----
+pub(crate) const FAKE_KEY: &str = "-----BEGIN PRIVATE KEY-----
 MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQDiUGdcfnS0lo+1
 hhGBWcOzuzNNVlTvAutyKjCbcewe6aXfQEvpnK4XVDUn2cuvPLwae4kd8dMCZS+/
 nD8gJrwxjtRcrGN3Rz20RSkaDxo/S8GusIrZNE6Tis9p7d4yE3w9MFeO4XdlPIds
@@ -71,7 +71,7 @@ Y+Ig6zsuj9Q3R1wUxn+04D8=
 ";
 const FAKE_KEY_N: &str = "4lBnXH50tJaPtYYRgVnDs7szTVZU7wLrciowm3HsHuml30BL6ZyuF1Q1J9nLrzy8GnuJHfHTAmUvv5w_ICa8MY7UXKxjd0c9tEUpGg8aP0vBrrCK2TROk4rPae3eMhN8PTBXjuF3ZTyHbFUZdRYCh00YnxorxJNwxNMI4hQP8vRMPPioeh8hODGt3pxO1KXNyvQfX3L0ldMB-H15g6NSpH2uipRcIt4TA5qvfPCGyIK82cx44QLt_vCNGhY2p9OZzShwa94jfHlTG6Qw3PoHtLm2O8B1tVp2vGHamdj1AR8WTSP7HAmk5EOPh6qP4IB641TZ3scrDSUGmcp48wgLGw";
 
-fn fake_jwks() -> Value {
+pub(crate) fn fake_jwks() -> Value {
     json!({"keys": [{"kty": "RSA", "kid": "fake-1", "use": "sig", "alg": "RS256", "n": FAKE_KEY_N, "e": "AQAB"}]})
 }
 

@@ -3,7 +3,9 @@
 // Listens on a free loopback port and prints `OIDC_ISSUER=<url>` once it is ready.
 // Environment: CLIENT_ID, CLIENT_SECRET, REDIRECT_URIS (comma-separated); APPLE_REDIRECT_URI
 // adds an Apple-like client (`${CLIENT_ID}-apple`: `code id_token` answered by form_post; a
-// native client, so that an http loopback redirect URI is allowed).
+// native client, so that an http loopback redirect URI is allowed). CERT_JWKS (a JSON key set)
+// adds a client that authenticates with a client assertion (`${CLIENT_ID}-cert`,
+// private_key_jwt, Microsoft's certificate credentials) for the microsoft callback.
 import http from 'node:http';
 import Provider from 'oidc-provider';
 
@@ -28,6 +30,18 @@ if (process.env.APPLE_REDIRECT_URI) {
     response_types: ['code id_token'],
     application_type: 'native',
     token_endpoint_auth_method: 'client_secret_post',
+  });
+}
+
+if (process.env.CERT_JWKS) {
+  clients.push({
+    client_id: `${process.env.CLIENT_ID}-cert`,
+    redirect_uris: process.env.REDIRECT_URIS.split(','),
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    token_endpoint_auth_method: 'private_key_jwt',
+    token_endpoint_auth_signing_alg: 'RS256',
+    jwks: JSON.parse(process.env.CERT_JWKS),
   });
 }
 
