@@ -7,6 +7,7 @@
 pub mod catalog;
 pub mod id_token;
 pub mod profile;
+mod token;
 
 use crate::config::{Config, SocialProviderConfig};
 use base64::Engine;
@@ -357,18 +358,12 @@ impl Social {
         code_verifier: &str,
         device_id: Option<&str>,
     ) -> Result<Tokens, ProviderError> {
-        let mut form: Vec<(&str, &str)> = vec![
-            ("grant_type", "authorization_code"),
-            ("code", code),
-            ("redirect_uri", &p.redirect_uri),
-        ];
-        if p.spec.sends_verifier {
-            form.push(("code_verifier", code_verifier));
-        }
-        if let Some(d) = device_id {
-            form.push(("device_id", d));
-        }
-        self.token_request(p, form).await
+        let grant = token::Grant::Code {
+            code,
+            verifier: p.spec.sends_verifier.then_some(code_verifier),
+            device_id,
+        };
+        token::request(&self.http, p, self.credential(p)?, grant).await
     }
 
     /// Trades a refresh token for new tokens.
@@ -377,126 +372,35 @@ impl Social {
         p: &Provider,
         refresh_token: &str,
     ) -> Result<Tokens, ProviderError> {
-        let scopes = p.scopes(&[]).join(" ");
-        let mut form: Vec<(&str, &str)> = vec![
-            ("grant_type", "refresh_token"),
-            ("refresh_token", refresh_token),
-        ];
-        if p.spec.id == "microsoft" {
-            form.push(("scope", &scopes));
-        }
-        self.token_request(p, form).await
+        let grant = token::Grant::Refresh {
+            token: refresh_token,
+            // Microsoft asks for its scopes again.
+            scopes: if p.spec.id == "microsoft" {
+                p.scopes(&[])
+            } else {
+                Vec::new()
+            },
+        };
+        token::request(&self.http, p, self.credential(p)?, grant).await
     }
 
-    async fn token_request(
-        &self,
-        p: &Provider,
-        mut form: Vec<(&str, &str)>,
-    ) -> Result<Tokens, ProviderError> {
-        let signed;
-        let mut assertion = None;
-        let secret = match &p.signer {
-            Some(Signer::Apple(k)) => {
-                signed = apple_client_secret(k, &p.cfg.client_id)
-                    .map_err(|e| ProviderError::Malformed(format!("client secret: {e}")))?;
-                signed.as_str()
-            }
-            Some(Signer::Assertion(k)) => {
-                assertion = Some(
-                    client_assertion(k, &p.cfg.client_id, &p.token_endpoint)
-                        .map_err(|e| ProviderError::Malformed(format!("client assertion: {e}")))?,
-                );
-                ""
-            }
-            None => p
-                .cfg
-                .client_secret
-                .as_ref()
-                .map(|s| s.expose())
-                .unwrap_or_default(),
+    /// The client's credential for one token request: the configured secret, or one signed
+    /// now from the configured key.
+    fn credential(&self, p: &Provider) -> Result<token::Credential, ProviderError> {
+        let signing = |e: jsonwebtoken::errors::Error| {
+            ProviderError::Malformed(format!("client credential: {e}"))
         };
-        let mut req = self
-            .http
-            .post(&p.token_endpoint)
-            .header(reqwest::header::ACCEPT, "application/json");
-        match p.spec.client_auth {
-            ClientAuth::Body => {
-                form.push(("client_id", &p.cfg.client_id));
-                if let Some(a) = &assertion {
-                    form.push(("client_assertion_type", JWT_BEARER));
-                    form.push(("client_assertion", a));
-                } else if !secret.is_empty() {
-                    form.push(("client_secret", secret));
-                }
-            }
-            ClientAuth::ClientKey => {
-                form.push(("client_key", &p.cfg.client_id));
-                form.push(("client_secret", secret));
-            }
-            ClientAuth::Basic => {
-                let enc = |s: &str| {
-                    url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
-                };
-                let basic = base64::engine::general_purpose::STANDARD.encode(format!(
-                    "{}:{}",
-                    enc(&p.cfg.client_id),
-                    enc(secret)
-                ));
-                req = req.header(reqwest::header::AUTHORIZATION, format!("Basic {basic}"));
-            }
-        }
-        let body = url::form_urlencoded::Serializer::new(String::new())
-            .extend_pairs(form)
-            .finish();
-        let resp = req
-            .header(
-                reqwest::header::CONTENT_TYPE,
-                "application/x-www-form-urlencoded",
-            )
-            .body(body)
-            .send()
-            .await
-            .map_err(transport)?;
-        let status = resp.status().as_u16();
-        let json: Value = resp
-            .json()
-            .await
-            .map_err(|e| ProviderError::Malformed(e.without_url().to_string()))?;
-        // GitHub answers a bad code with 200 and an `error` member.
-        if status != 200 || json.get("error").is_some_and(|e| !e.is_null()) {
-            let mut error = profile::s(&json, &["error"]).unwrap_or_else(|| "unknown".into());
-            if let Some(d) = profile::s(&json, &["error_description"]) {
-                error = format!("{error}: {d}");
-            }
-
-            return Err(ProviderError::Refused { status, error });
-        }
-        let now = Utc::now();
-        let seconds = |k: &str| {
-            json.get(k)
-                .and_then(|v| v.as_i64().or_else(|| v.as_str()?.parse().ok()))
-                .map(|n| now + chrono::Duration::seconds(n))
-        };
-        let scopes = match json.get("scope") {
-            Some(Value::String(s)) => s.split_whitespace().map(str::to_owned).collect(),
-            Some(Value::Array(a)) => a
-                .iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect(),
-            _ => Vec::new(),
-        };
-        let tokens = Tokens {
-            access_token: profile::s(&json, &["access_token"]),
-            refresh_token: profile::s(&json, &["refresh_token"]),
-            id_token: profile::s(&json, &["id_token"]),
-            access_token_expires_at: seconds("expires_in"),
-            refresh_token_expires_at: seconds("refresh_token_expires_in"),
-            scopes,
-        };
-        if tokens.access_token.is_none() && tokens.id_token.is_none() {
-            return Err(ProviderError::Malformed("no access_token".into()));
-        }
-        Ok(tokens)
+        Ok(match &p.signer {
+            Some(Signer::Apple(k)) => token::Credential::Secret(Some(
+                apple_client_secret(k, &p.cfg.client_id).map_err(signing)?,
+            )),
+            Some(Signer::Assertion(k)) => token::Credential::Assertion(
+                client_assertion(k, &p.cfg.client_id, &p.token_endpoint).map_err(signing)?,
+            ),
+            None => token::Credential::Secret(
+                p.cfg.client_secret.as_ref().map(|s| s.expose().to_owned()),
+            ),
+        })
     }
 
     /// The user behind `tokens`, and the provider's raw profile. `apple_user`: the `user`
