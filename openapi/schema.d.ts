@@ -2512,6 +2512,13 @@ export interface components {
         };
         /** SignInSocialBody */
         SignInSocialBody: {
+            /**
+             * @description better-auth 1.7 hands this to its server-side hooks; Gatehouse has none, so it is
+             *     accepted (a better-auth client may send it) and not used.
+             */
+            additionalData?: {
+                [key: string]: unknown;
+            } | null;
             /** @description Extra parameters of the authorize URL (not the ones the flow sets itself). */
             additionalParams?: {
                 [key: string]: string;

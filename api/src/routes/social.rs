@@ -65,6 +65,9 @@ struct SignInSocialBody {
     request_sign_up: Option<bool>,
     /// Extra parameters of the authorize URL (not the ones the flow sets itself).
     additional_params: Option<BTreeMap<String, String>>,
+    /// better-auth 1.7 hands this to its server-side hooks; Gatehouse has none, so it is
+    /// accepted (a better-auth client may send it) and not used.
+    additional_data: Option<BTreeMap<String, serde_json::Value>>,
     /// Sign in with an id token the client got from the provider (Google, Apple, Microsoft,
     /// Facebook): verified here, then the user is signed in at once (no redirect).
     id_token: Option<IdTokenBody>,

@@ -748,6 +748,24 @@ async fn sign_in_requests_are_checked() {
         .await
         .expect(400);
     assert_eq!(r.code(), "VALIDATION_ERROR");
+    // better-auth's client may send `additionalData` (for its server hooks): accepted; a
+    // value that is not an object is not.
+    h.post(
+        "/api/auth/sign-in/social",
+        json!({"provider": "github", "additionalData": {"plan": "pro", "seats": 3}}),
+        None,
+    )
+    .await
+    .expect(200);
+    let r = h
+        .post(
+            "/api/auth/sign-in/social",
+            json!({"provider": "github", "additionalData": "pro"}),
+            None,
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "VALIDATION_ERROR");
     // Providers without id-token sign-in.
     let r = h
         .post(
