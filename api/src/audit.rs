@@ -124,21 +124,12 @@ impl Event {
                 .and_then(|v| v.to_str().ok())
                 .map(|s| s.chars().take(max).collect::<String>())
         };
-        Self(AuditEvent {
-            id: storage::random_string(20),
-            at: chrono::Utc::now(),
-            action: action.to_owned(),
-            outcome: AuditOutcome::Success,
-            reason: None,
-            actor_id: None,
-            user_id: None,
-            organization_id: None,
-            target: None,
-            ip_address: origin.ip.map(|ip| ip.to_string()),
-            user_agent: text(&origin.user_agent, 512),
-            request_id: text(&origin.request_id, 128),
-            details: Default::default(),
-        })
+        // Stamped with the server's clock when it is recorded (`AppState::audit`).
+        let mut e = AuditEvent::new(action, chrono::DateTime::UNIX_EPOCH);
+        e.ip_address = origin.ip.map(|ip| ip.to_string());
+        e.user_agent = text(&origin.user_agent, 512);
+        e.request_id = text(&origin.request_id, 128);
+        Self(e)
     }
 
     /// Who acted.

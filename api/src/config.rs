@@ -397,6 +397,11 @@ impl AuditConfig {
     pub fn retention(&self) -> std::time::Duration {
         std::time::Duration::from_secs(u64::from(self.retention_days) * 86_400)
     }
+
+    /// The oldest instant still kept at `now`: reads never reach further back.
+    pub fn oldest_kept(&self, now: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
+        now - chrono::Duration::days(i64::from(self.retention_days))
+    }
 }
 
 /// Connection limits of the HTTP server (see `api/src/server.rs`).

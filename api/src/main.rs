@@ -324,8 +324,7 @@ async fn audit_export(
 ) -> CommandResult {
     use std::io::Write;
     let now = chrono::Utc::now();
-    let kept = chrono::Duration::days(i64::from(config.audit.retention_days));
-    let since = instant(since, now)?.max(now - kept);
+    let since = instant(since, now)?.max(config.audit.oldest_kept(now));
     let until = match until {
         Some(u) => instant(u, now)?,
         None => now + chrono::Duration::seconds(1),

@@ -36,6 +36,27 @@ pub struct AuditEvent {
     pub details: BTreeMap<String, String>,
 }
 
+impl AuditEvent {
+    /// A successful `action` at `at`, with a fresh id and nothing else known yet.
+    pub fn new(action: &str, at: DateTime<Utc>) -> Self {
+        Self {
+            id: crate::random_string(20),
+            at,
+            action: action.to_owned(),
+            outcome: AuditOutcome::Success,
+            reason: None,
+            actor_id: None,
+            user_id: None,
+            organization_id: None,
+            target: None,
+            ip_address: None,
+            user_agent: None,
+            request_id: None,
+            details: BTreeMap::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AuditOutcome {
@@ -61,8 +82,8 @@ impl AuditOutcome {
 }
 
 /// Which events to read: those in `[since, until)`, of one user (as actor or subject), of one
-/// organization and/or of one action (`member` also matches `member.added`), one page at a
-/// time. The range must be bounded: a partitioned backend reads one time bucket after another.
+/// organization, of one action (`member` also matches `member.added`) and/or of one outcome,
+/// one page at a time. The range must be bounded: a partitioned backend reads one time bucket after another.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditQuery {
     pub since: DateTime<Utc>,
@@ -70,6 +91,7 @@ pub struct AuditQuery {
     pub user: Option<UserId>,
     pub organization: Option<OrgId>,
     pub action: Option<String>,
+    pub outcome: Option<AuditOutcome>,
     /// The cursor a previous page returned.
     pub after: Option<String>,
     pub limit: u32,
@@ -86,6 +108,7 @@ impl AuditQuery {
             user: None,
             organization: None,
             action: None,
+            outcome: None,
             after: None,
             limit,
             oldest_first: false,
@@ -108,6 +131,7 @@ impl AuditQuery {
                 .action
                 .as_deref()
                 .is_none_or(|a| action_matches(a, &e.action))
+            && self.outcome.is_none_or(|o| e.outcome == o)
     }
 
     /// The (milliseconds, id) the page starts after, if a cursor was given.
@@ -171,21 +195,11 @@ mod tests {
 
     #[test]
     fn cursors_round_trip() {
-        let e = AuditEvent {
-            id: "abc".into(),
-            at: DateTime::from_timestamp_millis(1_700_000_000_123).unwrap(),
-            action: "user.sign-in".into(),
-            outcome: AuditOutcome::Success,
-            reason: None,
-            actor_id: None,
-            user_id: None,
-            organization_id: None,
-            target: None,
-            ip_address: None,
-            user_agent: None,
-            request_id: None,
-            details: BTreeMap::new(),
-        };
+        let mut e = AuditEvent::new(
+            "user.sign-in",
+            DateTime::from_timestamp_millis(1_700_000_000_123).unwrap(),
+        );
+        e.id = "abc".into();
         assert_eq!(
             parse_audit_cursor(&audit_cursor(&e)).unwrap(),
             (1_700_000_000_123, "abc".into())

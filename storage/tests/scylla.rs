@@ -86,7 +86,7 @@ async fn an_unreachable_cluster_is_unavailable_not_a_panic() {
 
 #[tokio::test]
 async fn audit_events_expire_with_their_retention() {
-    use storage::{AuditEvent, AuditOutcome, AuditQuery};
+    use storage::{AuditEvent, AuditQuery};
     let Some((s, _drop)) = fresh().await else {
         return;
     };
@@ -94,21 +94,10 @@ async fn audit_events_expire_with_their_retention() {
     let now =
         chrono::DateTime::from_timestamp_millis(chrono::Utc::now().timestamp_millis()).unwrap();
     let user = storage::UserId::generate();
-    let e = AuditEvent {
-        id: storage::random_string(20),
-        at: now,
-        action: "user.sign-in".into(),
-        outcome: AuditOutcome::Success,
-        reason: None,
-        actor_id: Some(user.clone()),
-        user_id: Some(user.clone()),
-        organization_id: Some(storage::OrgId::generate()),
-        target: None,
-        ip_address: None,
-        user_agent: None,
-        request_id: None,
-        details: Default::default(),
-    };
+    let mut e = AuditEvent::new("user.sign-in", now);
+    e.actor_id = Some(user.clone());
+    e.user_id = Some(user.clone());
+    e.organization_id = Some(storage::OrgId::generate());
     s.append_audit(&e, std::time::Duration::from_secs(1))
         .await
         .unwrap();

@@ -90,6 +90,10 @@ impl AuditStore for SqliteStore {
                 args.push((a.chars().count() as i64 + 1).into());
                 args.push(format!("{a}.").into());
             }
+            if let Some(o) = q.outcome {
+                sql.push_str(" AND outcome = ?");
+                args.push(o.as_str().to_owned().into());
+            }
             if let Some((at, id)) = position {
                 sql.push_str(if q.oldest_first {
                     " AND (at, id) > (?, ?)"

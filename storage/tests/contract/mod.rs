@@ -1313,21 +1313,12 @@ pub async fn list_users_search_filter_sort_page(s: S) {
 }
 
 fn audit_event(action: &str, at: chrono::DateTime<Utc>) -> AuditEvent {
-    AuditEvent {
-        id: random_string(20),
-        at,
-        action: action.into(),
-        outcome: AuditOutcome::Success,
-        reason: None,
-        actor_id: None,
-        user_id: None,
-        organization_id: None,
-        target: None,
-        ip_address: Some("192.0.2.7".into()),
-        user_agent: Some("contract".into()),
-        request_id: Some(random_string(8)),
-        details: [("role".to_owned(), "admin".to_owned())].into(),
-    }
+    let mut e = AuditEvent::new(action, at);
+    e.ip_address = Some("192.0.2.7".into());
+    e.user_agent = Some("contract".into());
+    e.request_id = Some(random_string(8));
+    e.details = [("role".to_owned(), "admin".to_owned())].into();
+    e
 }
 
 /// Every page of `q`, in order.
@@ -1452,6 +1443,25 @@ pub async fn audit_log(s: S) {
     let failed = audit_pages(&s, q).await;
     assert_eq!(failed.len(), 1);
     assert_eq!(failed[0].outcome, AuditOutcome::Failure);
+    // By outcome: every page full, however few the failures among the events.
+    let q = AuditQuery {
+        outcome: Some(AuditOutcome::Failure),
+        limit: 1,
+        ..range.clone()
+    };
+    let failures = pick(&|e| e.outcome == AuditOutcome::Failure);
+    assert!(!failures.is_empty());
+    let first = s.list_audit(&q).await.unwrap();
+    assert_eq!(first.items.len(), 1, "a page of failures, not of events");
+    assert_eq!(audit_pages(&s, q).await, failures);
+    let q = AuditQuery {
+        outcome: Some(AuditOutcome::Success),
+        ..range.clone()
+    };
+    assert_eq!(
+        audit_pages(&s, q).await,
+        pick(&|e| e.outcome == AuditOutcome::Success)
+    );
     assert_eq!(
         failed[0].reason.as_deref(),
         Some("INVALID_EMAIL_OR_PASSWORD")
