@@ -28,7 +28,7 @@ use std::time::Duration;
 use storage::{Clock, DynStore, StoreError};
 
 pub use admin::{AdminAction, AdminUpdate, Caller};
-pub use org::{Acting, OrgHandle, OrgPatch, RoleChange, TeamChange};
+pub use org::{Acting, OrgHandle, OrgPatch, RoleChange, TeamChange, TeamOutcome};
 pub use reader::Reader;
 pub use social::{SocialSignIn, SocialUser};
 pub use user::{

@@ -86,6 +86,8 @@ codes! {
     NotAllowedToCancelInvitation => ("YOU_ARE_NOT_ALLOWED_TO_CANCEL_THIS_INVITATION", FORBIDDEN, "You are not allowed to cancel this invitation"),
     NotAllowedToCreateTeams => ("YOU_ARE_NOT_ALLOWED_TO_CREATE_TEAMS_IN_THIS_ORGANIZATION", FORBIDDEN, "You are not allowed to create teams in this organization"),
     NotAllowedToUpdateTeam => ("YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_TEAM", FORBIDDEN, "You are not allowed to update this team"),
+    NotAllowedToCreateTeamMember => ("YOU_ARE_NOT_ALLOWED_TO_CREATE_A_NEW_TEAM_MEMBER", FORBIDDEN, "You are not allowed to create a new member"),
+    NotAllowedToRemoveTeamMember => ("YOU_ARE_NOT_ALLOWED_TO_REMOVE_A_TEAM_MEMBER", FORBIDDEN, "You are not allowed to remove a team member"),
     NotAllowedToDeleteTeam => ("YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_TEAM", FORBIDDEN, "You are not allowed to delete this team"),
     NotAllowedToDeleteRole => ("YOU_ARE_NOT_ALLOWED_TO_DELETE_A_ROLE", FORBIDDEN, "You are not allowed to delete a role"),
     NotAllowedToReadRole => ("YOU_ARE_NOT_ALLOWED_TO_READ_A_ROLE", FORBIDDEN, "You are not allowed to read a role"),

@@ -1,5 +1,5 @@
 //! The typed handle through which every change of one organization is asked of its actor.
-use super::{Acting, OrgActor, OrgMsg, OrgPatch, Reply, RoleChange, TeamChange};
+use super::{Acting, OrgActor, OrgMsg, OrgPatch, Reply, RoleChange, TeamChange, TeamOutcome};
 use crate::{ActorError, Actors};
 use policy::Permissions;
 use storage::{
@@ -115,6 +115,15 @@ impl OrgHandle {
     }
 
     pub async fn team(&self, acting: Acting, change: TeamChange) -> Result<Team, ActorError> {
+        Ok(self.team_change(acting, change).await?.team)
+    }
+
+    /// As [`OrgHandle::team`], with the team member the change added (if it added one).
+    pub async fn team_change(
+        &self,
+        acting: Acting,
+        change: TeamChange,
+    ) -> Result<TeamOutcome, ActorError> {
         self.call(|r| OrgMsg::Team(acting.clone(), change.clone(), r))
             .await
     }

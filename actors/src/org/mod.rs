@@ -44,6 +44,13 @@ pub enum Acting {
     Server,
 }
 
+/// The team a change was about, and the team member it added, if it added one.
+#[derive(Debug, Clone)]
+pub struct TeamOutcome {
+    pub team: Team,
+    pub member: Option<storage::TeamMember>,
+}
+
 /// A change of the organization's teams.
 #[derive(Debug, Clone)]
 pub enum TeamChange {
@@ -131,7 +138,7 @@ pub(crate) enum OrgMsg {
         invitation: InvitationId,
         reply: Reply<Invitation>,
     },
-    Team(Acting, TeamChange, Reply<Team>),
+    Team(Acting, TeamChange, Reply<TeamOutcome>),
     Role(Acting, RoleChange, Reply<OrganizationRole>),
 }
 

@@ -1,5 +1,5 @@
 //! Teams: create, rename, remove (never the last one unless allowed), and their members.
-use super::{guarded, Acting, Decision, OrgActor, OrgState, TeamChange};
+use super::{guarded, Acting, Decision, OrgActor, OrgState, TeamChange, TeamOutcome};
 use crate::{ActorError, Rule};
 use storage::{OrgChange, Team, TeamId, TeamMember, TeamMemberId};
 
@@ -29,7 +29,8 @@ impl OrgActor {
         state: &mut OrgState,
         acting: &Acting,
         change: &TeamChange,
-    ) -> Result<Team, ActorError> {
+    ) -> Result<TeamOutcome, ActorError> {
+        let only = |team: Team| TeamOutcome { team, member: None };
         guarded!(self, state, |org| async {
             let store = &self.shared.store;
             let now = self.shared.clock.now();
@@ -40,7 +41,7 @@ impl OrgActor {
                     Ok(Decision::on(
                         org,
                         vec![OrgChange::CreateTeam(team.clone())],
-                        team,
+                        only(team),
                     ))
                 }
                 TeamChange::CreateWithMember { name, user } => {
@@ -59,9 +60,12 @@ impl OrgActor {
                         org,
                         vec![
                             OrgChange::CreateTeam(team.clone()),
-                            OrgChange::AddTeamMember(tm),
+                            OrgChange::AddTeamMember(tm.clone()),
                         ],
-                        team,
+                        TeamOutcome {
+                            team,
+                            member: Some(tm),
+                        },
                     ))
                 }
                 TeamChange::Rename { team, name } => {
@@ -69,7 +73,11 @@ impl OrgActor {
                     let mut t = self.own_team(state, team).await?;
                     t.name = name.clone();
                     t.updated_at = Some(now);
-                    Ok(Decision::on(org, vec![OrgChange::UpdateTeam(t.clone())], t))
+                    Ok(Decision::on(
+                        org,
+                        vec![OrgChange::UpdateTeam(t.clone())],
+                        only(t),
+                    ))
                 }
                 TeamChange::Remove {
                     team,
@@ -83,7 +91,7 @@ impl OrgActor {
                     Ok(Decision::on(
                         org,
                         vec![OrgChange::DeleteTeam(t.id.clone())],
-                        t,
+                        only(t),
                     ))
                 }
                 TeamChange::AddMember { team, user } => {
@@ -98,7 +106,14 @@ impl OrgActor {
                         user_id: user.clone(),
                         created_at: now,
                     };
-                    Ok(Decision::on(org, vec![OrgChange::AddTeamMember(tm)], t))
+                    Ok(Decision::on(
+                        org,
+                        vec![OrgChange::AddTeamMember(tm.clone())],
+                        TeamOutcome {
+                            team: t,
+                            member: Some(tm),
+                        },
+                    ))
                 }
                 TeamChange::RemoveMember { team, user } => {
                     let leaving_self = matches!(acting, Acting::User(u) if u == user);
@@ -118,7 +133,7 @@ impl OrgActor {
                         team: t.id.clone(),
                         user: user.clone(),
                     };
-                    Ok(Decision::on(org, vec![change], t))
+                    Ok(Decision::on(org, vec![change], only(t)))
                 }
             }
         })

@@ -806,18 +806,21 @@ impl AdminApi {
         let (session, user) = state
             .audited_with(ev, started, |ev, (s, _)| ev.target(s.id.0.clone()))
             .await?;
+        let n = &state.cookies;
         if let Some(admin) = &who.session {
-            let n = &state.cookies;
-            let left = (admin.session.expires_at - state.clock.now())
-                .num_seconds()
-                .max(0) as u64;
+            // As 1.7: the configured session lifetime (the admin's session may end sooner;
+            // then the cookie names a session that no longer resolves).
             who.cookies.push(Some(n.set(
                 &n.admin_session,
                 &state.signer.sign(&admin.session.token),
-                Some(left),
+                Some(state.config.session.expires_in),
             )));
         }
         let authed = Authed { session, user };
+        if !state.config.session.cookie_cache.enabled {
+            // No cached copy of the admin's session may outlive the switch.
+            who.cookies.push(Some(n.set(&n.session_data, "", Some(0))));
+        }
         who.cookies.push(state.session_cookies(&authed, true));
         tracing::info!(admin = ?who.caller_id(), user = %authed.user.id, "impersonation started");
         Ok(Json(SessionWithUser {

@@ -949,6 +949,8 @@ fn every_error_code_has_its_pinned_status() {
             403,
         ),
         ("YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_TEAM", 403),
+        ("YOU_ARE_NOT_ALLOWED_TO_CREATE_A_NEW_TEAM_MEMBER", 403),
+        ("YOU_ARE_NOT_ALLOWED_TO_REMOVE_A_TEAM_MEMBER", 403),
         ("YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_TEAM", 403),
         ("YOU_ARE_NOT_ALLOWED_TO_DELETE_A_ROLE", 403),
         ("YOU_ARE_NOT_ALLOWED_TO_READ_A_ROLE", 403),

@@ -16,6 +16,47 @@ use std::process::{Child, Command, Stdio};
 /// better-auth" lists the same.
 const DELIBERATE: &[(&str, &str, &str)] = &[
     (
+        "create-role",
+        "body.roleData.updatedAt: extra key",
+        "custom roles carry updatedAt, as teams do",
+    ),
+    (
+        "update-role",
+        "body.roleData.updatedAt: extra key",
+        "custom roles carry updatedAt",
+    ),
+    (
+        "list-roles",
+        "body[].updatedAt: extra key",
+        "custom roles carry updatedAt",
+    ),
+    (
+        "get-role",
+        "body.updatedAt: extra key",
+        "custom roles carry updatedAt",
+    ),
+    (
+        "get-access-token-no-account",
+        "status 400 ACCOUNT_NOT_FOUND vs 400 VALIDATION_ERROR",
+        "the token routes take SPEC.md's {providerId} as well as 1.7's {accountId} (1.7 refuses \
+         providerId as an unknown key)",
+    ),
+    (
+        "refresh-token-no-account",
+        "status 400 ACCOUNT_NOT_FOUND vs 400 VALIDATION_ERROR",
+        "the token routes take SPEC.md's {providerId} as well",
+    ),
+    (
+        "forget-password",
+        "status 200 - vs 404 -",
+        "SPEC.md's forget-password (1.2's name of request-password-reset) stays for 1.2 clients",
+    ),
+    (
+        "set-password-has-one",
+        "status 404 NOT_FOUND vs 404 -",
+        "set-password is for the server (as in 1.7); every error is {code, message}",
+    ),
+    (
         "sign-up-taken",
         "status 422 USER_ALREADY_EXISTS vs 422 USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL",
         "SPEC.md's wording ('user already exists'), which better-auth 1.2 answered",
@@ -122,6 +163,15 @@ struct Side {
     mail: Mail,
     /// Links already followed (each mail once).
     followed: BTreeSet<String>,
+    /// How a user is made an administrator.
+    promote: Promote,
+}
+
+enum Promote {
+    /// `gatehouse user set-role` on the server's data directory (another process, one store).
+    Cli(std::path::PathBuf),
+    /// better-auth's test route `/__set-role`.
+    Route(String),
 }
 
 enum Mail {
@@ -183,12 +233,13 @@ fn cookie_attrs(headers: &reqwest::header::HeaderMap) -> BTreeMap<String, String
 }
 
 impl Side {
-    fn new(name: &'static str, api: String, origin: String, mail: Mail) -> Self {
+    fn new(name: &'static str, api: String, origin: String, mail: Mail, promote: Promote) -> Self {
         Side {
             name,
             api,
             origin,
             mail,
+            promote,
             followed: BTreeSet::new(),
             http: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
@@ -245,7 +296,44 @@ impl Side {
         out
     }
 
+    /// Makes `email` an administrator, out of band.
+    async fn make_admin(&self, email: &str) {
+        match &self.promote {
+            Promote::Cli(dir) => {
+                let out = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+                    .args(["user", "set-role", email, "admin"])
+                    .env("GATEHOUSE_DATA_DIR", dir)
+                    .env("RUST_LOG", "warn")
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{out:?}");
+            }
+            Promote::Route(url) => {
+                let r = self
+                    .http
+                    .post(url)
+                    .json(&json!({"email": email, "role": "admin"}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+            }
+        }
+    }
+
     async fn send(&mut self, step: &Step) -> Seen {
+        if let Some(email) = step.path.strip_prefix("@promote:") {
+            self.make_admin(email).await;
+            return Seen {
+                status: 200,
+                code: None,
+                message: None,
+                shape: Value::Null,
+                cookies: BTreeMap::new(),
+                location: None,
+                json: Value::Null,
+            };
+        }
         let path = match step.follow {
             Some((kind, to)) => self.mailed_link(kind, to).await,
             None => self.fill(step.path),
@@ -447,6 +535,8 @@ fn compare(ours: &Seen, theirs: &Seen) -> Vec<String> {
 fn scenario() -> Vec<Step> {
     let ann = Some("ann");
     let bob = Some("bob");
+    let root = Some("root");
+    let made = Some("made");
     let pw = "correct-horse-battery";
     let sign_up = |email: &str| json!({"name": "N", "email": email, "password": pw});
     let mut s = vec![
@@ -833,13 +923,16 @@ fn scenario() -> Vec<Step> {
             "/organization/list-invitations",
             None,
         ),
-        step(
-            "bob-sign-up",
-            bob,
-            "POST",
-            "/sign-up/email",
-            Some(sign_up("bob@compat.io")),
-        ),
+        Step {
+            save: vec![("bob_id", "/user/id")],
+            ..step(
+                "bob-sign-up",
+                bob,
+                "POST",
+                "/sign-up/email",
+                Some(sign_up("bob@compat.io")),
+            )
+        },
         step(
             "list-user-invitations-unverified",
             bob,
@@ -890,6 +983,93 @@ fn scenario() -> Vec<Step> {
             Some(json!({"organizationId": "{org}"})),
         ),
         step(
+            "add-team-member",
+            ann,
+            "POST",
+            "/organization/add-team-member",
+            Some(json!({"teamId": "{team}", "userId": "{bob_id}"})),
+        ),
+        step(
+            "add-team-member-not-allowed",
+            bob,
+            "POST",
+            "/organization/add-team-member",
+            Some(json!({"teamId": "{team}", "userId": "{ann_id}"})),
+        ),
+        step(
+            "remove-team-member-not-allowed",
+            bob,
+            "POST",
+            "/organization/remove-team-member",
+            Some(json!({"teamId": "{team}", "userId": "{ann_id}"})),
+        ),
+        step(
+            "remove-team-member",
+            ann,
+            "POST",
+            "/organization/remove-team-member",
+            Some(json!({"teamId": "{team}", "userId": "{bob_id}"})),
+        ),
+        step(
+            "create-role",
+            ann,
+            "POST",
+            "/organization/create-role",
+            Some(json!({"role": "auditor", "permission": {"member": ["create"]}})),
+        ),
+        step(
+            "create-role-taken",
+            ann,
+            "POST",
+            "/organization/create-role",
+            Some(json!({"role": "auditor", "permission": {"member": ["create"]}})),
+        ),
+        step(
+            "create-role-not-allowed",
+            bob,
+            "POST",
+            "/organization/create-role",
+            Some(json!({"role": "spy", "permission": {"member": ["create"]}})),
+        ),
+        step("list-roles", ann, "GET", "/organization/list-roles", None),
+        step(
+            "get-role",
+            ann,
+            "GET",
+            "/organization/get-role?roleName=auditor",
+            None,
+        ),
+        step(
+            "get-role-unknown",
+            ann,
+            "GET",
+            "/organization/get-role?roleName=nobody",
+            None,
+        ),
+        step(
+            "update-role",
+            ann,
+            "POST",
+            "/organization/update-role",
+            Some(
+                json!({"roleName": "auditor", "data": {"permission": {"member": ["create", "update"]}}}),
+            ),
+        ),
+        step(
+            "delete-role",
+            ann,
+            "POST",
+            "/organization/delete-role",
+            Some(json!({"roleName": "auditor"})),
+        ),
+        step(
+            "delete-role-unknown",
+            ann,
+            "POST",
+            "/organization/delete-role",
+            Some(json!({"roleName": "auditor"})),
+        ),
+        step(
             "remove-team",
             ann,
             "POST",
@@ -919,6 +1099,242 @@ fn scenario() -> Vec<Step> {
             "POST",
             "/organization/reject-invitation",
             Some(json!({"invitationId": "{invitation2}"})),
+        ),
+        Step {
+            save: vec![("root_id", "/user/id")],
+            ..step(
+                "root-sign-up",
+                root,
+                "POST",
+                "/sign-up/email",
+                Some(sign_up("root@compat.io")),
+            )
+        },
+        step(
+            "admin-create-user-not-admin",
+            root,
+            "POST",
+            "/admin/create-user",
+            Some(json!({"email": "made@compat.io", "password": pw, "name": "Made"})),
+        ),
+        step("promote", root, "POST", "@promote:root@compat.io", None),
+        Step {
+            save: vec![("made_id", "/user/id")],
+            ..step(
+                "admin-create-user",
+                root,
+                "POST",
+                "/admin/create-user",
+                Some(
+                    json!({"email": "made@compat.io", "password": pw, "name": "Made", "role": "user"}),
+                ),
+            )
+        },
+        step(
+            "admin-create-user-taken",
+            root,
+            "POST",
+            "/admin/create-user",
+            Some(json!({"email": "made@compat.io", "password": pw, "name": "Made"})),
+        ),
+        step(
+            "admin-get-user",
+            root,
+            "GET",
+            "/admin/get-user?id={made_id}",
+            None,
+        ),
+        step(
+            "admin-get-user-unknown",
+            root,
+            "GET",
+            "/admin/get-user?id=no-such-user",
+            None,
+        ),
+        step(
+            "admin-update-user",
+            root,
+            "POST",
+            "/admin/update-user",
+            Some(json!({"userId": "{made_id}", "data": {"name": "Made Again"}})),
+        ),
+        step(
+            "admin-set-role",
+            root,
+            "POST",
+            "/admin/set-role",
+            Some(json!({"userId": "{made_id}", "role": "admin"})),
+        ),
+        step(
+            "admin-set-role-back",
+            root,
+            "POST",
+            "/admin/set-role",
+            Some(json!({"userId": "{made_id}", "role": "user"})),
+        ),
+        step(
+            "made-sign-in",
+            made,
+            "POST",
+            "/sign-in/email",
+            Some(json!({"email": "made@compat.io", "password": pw})),
+        ),
+        Step {
+            save: vec![("made_session", "/sessions/0/token")],
+            ..step(
+                "admin-list-user-sessions",
+                root,
+                "POST",
+                "/admin/list-user-sessions",
+                Some(json!({"userId": "{made_id}"})),
+            )
+        },
+        step(
+            "admin-revoke-user-session",
+            root,
+            "POST",
+            "/admin/revoke-user-session",
+            Some(json!({"sessionToken": "{made_session}"})),
+        ),
+        step(
+            "admin-revoke-user-sessions",
+            root,
+            "POST",
+            "/admin/revoke-user-sessions",
+            Some(json!({"userId": "{made_id}"})),
+        ),
+        step(
+            "admin-ban-user",
+            root,
+            "POST",
+            "/admin/ban-user",
+            Some(json!({"userId": "{made_id}", "banReason": "spam"})),
+        ),
+        step(
+            "banned-sign-in",
+            made,
+            "POST",
+            "/sign-in/email",
+            Some(json!({"email": "made@compat.io", "password": pw})),
+        ),
+        step(
+            "admin-unban-user",
+            root,
+            "POST",
+            "/admin/unban-user",
+            Some(json!({"userId": "{made_id}"})),
+        ),
+        step(
+            "admin-set-user-password",
+            root,
+            "POST",
+            "/admin/set-user-password",
+            Some(json!({"userId": "{made_id}", "newPassword": "another-password-1"})),
+        ),
+        step(
+            "admin-has-permission",
+            root,
+            "POST",
+            "/admin/has-permission",
+            Some(json!({"permissions": {"user": ["create"]}})),
+        ),
+        step(
+            "admin-has-permission-user",
+            bob,
+            "POST",
+            "/admin/has-permission",
+            Some(json!({"permissions": {"user": ["create"]}})),
+        ),
+        step(
+            "admin-impersonate-user",
+            root,
+            "POST",
+            "/admin/impersonate-user",
+            Some(json!({"userId": "{made_id}"})),
+        ),
+        step(
+            "impersonated-get-session",
+            root,
+            "GET",
+            "/get-session",
+            None,
+        ),
+        step(
+            "admin-stop-impersonating",
+            root,
+            "POST",
+            "/admin/stop-impersonating",
+            Some(json!({})),
+        ),
+        step(
+            "admin-remove-user",
+            root,
+            "POST",
+            "/admin/remove-user",
+            Some(json!({"userId": "{made_id}"})),
+        ),
+        step(
+            "admin-remove-user-again",
+            root,
+            "POST",
+            "/admin/remove-user",
+            Some(json!({"userId": "{made_id}"})),
+        ),
+        step(
+            "sign-in-social-unknown-provider",
+            None,
+            "POST",
+            "/sign-in/social",
+            Some(json!({"provider": "github", "callbackURL": "/"})),
+        ),
+        step(
+            "link-social-unknown-provider",
+            ann,
+            "POST",
+            "/link-social",
+            Some(json!({"provider": "github", "callbackURL": "/"})),
+        ),
+        step(
+            "get-access-token-no-account",
+            ann,
+            "POST",
+            "/get-access-token",
+            Some(json!({"providerId": "github"})),
+        ),
+        step(
+            "refresh-token-no-account",
+            ann,
+            "POST",
+            "/refresh-token",
+            Some(json!({"providerId": "github"})),
+        ),
+        step(
+            "account-info-no-account",
+            ann,
+            "GET",
+            "/account-info?accountId=no-such-account",
+            None,
+        ),
+        step(
+            "callback-without-state",
+            None,
+            "GET",
+            "/callback/github?code=x",
+            None,
+        ),
+        step(
+            "forget-password",
+            None,
+            "POST",
+            "/forget-password",
+            Some(json!({"email": "ann@compat.io", "redirectTo": "/reset"})),
+        ),
+        step(
+            "set-password-has-one",
+            ann,
+            "POST",
+            "/set-password",
+            Some(json!({"newPassword": "another-password-1"})),
         ),
         step("get-on-post-route", None, "GET", "/sign-in/email", None),
         step(
@@ -964,6 +1380,27 @@ fn scenario() -> Vec<Step> {
             "/sign-out",
             Some(json!({})),
         ),
+        step(
+            "sign-in-again",
+            Some("ann4"),
+            "POST",
+            "/sign-in/email",
+            Some(json!({"email": "ann@compat.io", "password": "another-password-1"})),
+        ),
+        step(
+            "revoke-sessions",
+            Some("ann4"),
+            "POST",
+            "/revoke-sessions",
+            Some(json!({})),
+        ),
+        step(
+            "get-session-after-revoke-sessions",
+            Some("ann4"),
+            "GET",
+            "/get-session",
+            None,
+        ),
     ];
     s.retain(|st| !st.label.is_empty());
     s
@@ -1007,12 +1444,14 @@ async fn answers_match_better_auth_side_by_side() {
         server.base.clone(),
         "http://localhost:3000".into(),
         Mail::Outbox(dir.path().join("outbox")),
+        Promote::Cli(dir.path().to_path_buf()),
     );
     let mut theirs = Side::new(
         "better-auth",
         format!("http://{ref_addr}/api/auth"),
         format!("http://localhost:{port}"),
         Mail::Route(format!("http://{ref_addr}/__mail")),
+        Promote::Route(format!("http://{ref_addr}/__set-role")),
     );
     let mut found: Vec<(String, String)> = Vec::new();
     let mut transcript = String::new();

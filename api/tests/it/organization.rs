@@ -1525,7 +1525,12 @@ async fn custom_roles_at_runtime() {
         )
         .await
         .expect(200);
-    assert_eq!(r.json()["permission"], json!({"member": ["create"]}));
+    assert_eq!(r.json()["success"], true);
+    assert_eq!(
+        r.json()["roleData"]["permission"],
+        json!({"member": ["create"]})
+    );
+    assert_eq!(r.json()["statements"], json!({"member": ["create"]}));
     h.post(
         "/api/auth/organization/create-role",
         json!({"organizationId": org_id, "role": "x", "permission": {}}),

@@ -9,6 +9,7 @@ import { betterAuth } from "better-auth";
 import { toNodeHandler } from "better-auth/node";
 import { memoryAdapter } from "better-auth/adapters/memory";
 import { organization, admin } from "better-auth/plugins";
+import { defaultAc, defaultRoles } from "better-auth/plugins/organization/access";
 
 // Every model's rows (the adapter clones this object, so a plain one).
 const tables = Object.fromEntries(
@@ -16,6 +17,8 @@ const tables = Object.fromEntries(
    "team", "teamMember", "organizationRole"].map((t) => [t, []]),
 );
 // Mail is recorded, never sent: GET /__mail?to=<address> answers the links sent there.
+// POST /__set-role {email, role} makes a user an administrator (the test's `gatehouse user
+// set-role`).
 const mail = [];
 const remember = (kind, to, url) => mail.push({ kind, to: String(to).toLowerCase(), url });
 
@@ -53,6 +56,10 @@ server.listen(0, "127.0.0.1", () => {
     plugins: [
       organization({
         teams: { enabled: true },
+        // Custom roles per organization over the default statements and roles.
+        ac: defaultAc,
+        roles: defaultRoles,
+        dynamicAccessControl: { enabled: true },
         sendInvitationEmail: async ({ email, id }) => remember("invitation", email, id),
       }),
       admin(),
@@ -65,6 +72,25 @@ server.listen(0, "127.0.0.1", () => {
       const to = (url.searchParams.get("to") || "").toLowerCase();
       res.setHeader("content-type", "application/json");
       res.end(JSON.stringify(mail.filter((m) => m.to === to)));
+      return;
+    }
+    if (url.pathname === "/__set-role" && req.method === "POST") {
+      // Makes a user an administrator out of band (as `gatehouse user set-role` does).
+      let body = "";
+      req.on("data", (c) => { body += c; });
+      req.on("end", async () => {
+        const { email, role } = JSON.parse(body);
+        const ctx = await auth.$context;
+        const user = await ctx.internalAdapter.findUserByEmail(email);
+        if (!user) {
+          res.statusCode = 404;
+          res.end("{}");
+          return;
+        }
+        await ctx.internalAdapter.updateUser(user.user.id, { role });
+        res.setHeader("content-type", "application/json");
+        res.end("{}");
+      });
       return;
     }
     handle(req, res);

@@ -114,7 +114,13 @@ it("invitations: validates the address and shows the server's refusal", async ()
 
 it("roles: the editor offers the catalogue's resource × action checkboxes", async () => {
   const { sent } = orgServer(() => true, {
-    "POST /organization/create-role": () => ({ body: { id: "r1", organizationId: "o1", role: "recruiter", permission: { invitation: ["create"] }, createdAt: "2026-11-01T10:00:00.000Z", updatedAt: null } }),
+    "POST /organization/create-role": () => ({
+      body: {
+        success: true,
+        roleData: { id: "r1", organizationId: "o1", role: "recruiter", permission: { invitation: ["create"] }, createdAt: "2026-11-01T10:00:00.000Z", updatedAt: null },
+        statements: { invitation: ["create"] },
+      },
+    }),
   });
   renderAt("/organizations/o1/roles", orgRoutes);
   await userEvent.click(await screen.findByRole("button", { name: "New role" }));

@@ -30,6 +30,31 @@ struct RoleDto {
     updated_at: Option<String>,
 }
 
+/// A created role, and the permissions it was given (as better-auth 1.7 answers).
+#[derive(Debug, Object)]
+#[oai(rename = "CreatedOrganizationRole", rename_all = "camelCase")]
+struct RoleCreated {
+    success: bool,
+    role_data: RoleDto,
+    /// `{resource: [action, …]}`.
+    statements: BTreeMap<String, Vec<String>>,
+}
+
+/// An updated role.
+#[derive(Debug, Object)]
+#[oai(rename = "UpdatedOrganizationRole", rename_all = "camelCase")]
+struct RoleUpdated {
+    success: bool,
+    role_data: RoleDto,
+}
+
+/// A deleted role.
+#[derive(Debug, Object)]
+#[oai(rename = "DeletedOrganizationRole")]
+struct RoleDeleted {
+    success: bool,
+}
+
 impl From<&OrganizationRole> for RoleDto {
     fn from(r: &OrganizationRole) -> Self {
         Self {
@@ -184,7 +209,7 @@ impl RoleApi {
         state: Data<&AppState>,
         auth: Principal,
         body: Json<CreateRoleBody>,
-    ) -> ApiResult<Json<RoleDto>> {
+    ) -> ApiResult<Json<RoleCreated>> {
         let org = auth.org_id(text(&body.0.organization_id))?;
         let permission = perms(body.0.permission);
         let change = RoleChange::Create {
@@ -197,7 +222,12 @@ impl RoleApi {
             .target(body.0.role.0.clone());
         let r = state.actors.org(org).role(auth.acting(), change).await;
         let r = state.audited(ev, r.map_err(ApiError::from)).await?;
-        Ok(Json(RoleDto::from(&r)))
+        let role_data = RoleDto::from(&r);
+        Ok(Json(RoleCreated {
+            success: true,
+            statements: role_data.permission.clone(),
+            role_data,
+        }))
     }
 
     /// Update a custom role
@@ -209,7 +239,7 @@ impl RoleApi {
         state: Data<&AppState>,
         auth: Principal,
         body: Json<UpdateRoleBody>,
-    ) -> ApiResult<Json<RoleDto>> {
+    ) -> ApiResult<Json<RoleUpdated>> {
         let org = auth.org_id(text(&body.0.organization_id))?;
         let permission = body.0.data.permission.map(perms);
         let change = RoleChange::Update {
@@ -226,7 +256,10 @@ impl RoleApi {
         }
         let r = state.actors.org(org).role(auth.acting(), change).await;
         let r = state.audited(ev, r.map_err(ApiError::from)).await?;
-        Ok(Json(RoleDto::from(&r)))
+        Ok(Json(RoleUpdated {
+            success: true,
+            role_data: RoleDto::from(&r),
+        }))
     }
 
     /// Delete a custom role
@@ -238,7 +271,7 @@ impl RoleApi {
         state: Data<&AppState>,
         auth: Principal,
         body: Json<DeleteRoleBody>,
-    ) -> ApiResult<Json<RoleDto>> {
+    ) -> ApiResult<Json<RoleDeleted>> {
         let org = auth.org_id(text(&body.0.organization_id))?;
         let change = RoleChange::Delete {
             role: body.0.role_name.0.clone(),
@@ -248,8 +281,8 @@ impl RoleApi {
             .org(&org)
             .target(body.0.role_name.0.clone());
         let r = state.actors.org(org).role(auth.acting(), change).await;
-        let r = state.audited(ev, r.map_err(ApiError::from)).await?;
-        Ok(Json(RoleDto::from(&r)))
+        state.audited(ev, r.map_err(ApiError::from)).await?;
+        Ok(Json(RoleDeleted { success: true }))
     }
 
     /// List custom roles

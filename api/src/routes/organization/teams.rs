@@ -45,6 +45,25 @@ struct TeamMemberDto {
     created_at: String,
 }
 
+impl From<&storage::TeamMember> for TeamMemberDto {
+    fn from(m: &storage::TeamMember) -> Self {
+        Self {
+            id: m.id.0.clone(),
+            team_id: m.team_id.0.clone(),
+            user_id: m.user_id.0.clone(),
+            created_at: iso(&m.created_at),
+        }
+    }
+}
+
+/// A refusal to change a team's members, with better-auth's code for it.
+fn team_member_refusal(e: actors::ActorError, code: Code) -> ApiError {
+    match e {
+        actors::ActorError::Refused(actors::Rule::Forbidden("team", "update")) => code.into(),
+        e => e.into(),
+    }
+}
+
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 struct CreateTeamBody {
@@ -269,14 +288,20 @@ impl TeamApi {
         state: Data<&AppState>,
         auth: Principal,
         body: Json<TeamMemberBody>,
-    ) -> ApiResult<Json<TeamDto>> {
+    ) -> ApiResult<Json<TeamMemberDto>> {
         let org = auth.org_id(text(&body.0.organization_id))?;
         let change = TeamChange::AddMember {
             team: TeamId(body.0.team_id.0.clone()),
             user: UserId(body.0.user_id.0.clone()),
         };
-        let t = state.actors.org(org).team(auth.acting(), change).await?;
-        Ok(Json(TeamDto::from(&t)))
+        let outcome = state
+            .actors
+            .org(org)
+            .team_change(auth.acting(), change)
+            .await
+            .map_err(|e| team_member_refusal(e, Code::NotAllowedToCreateTeamMember))?;
+        let added = outcome.member.ok_or(Code::TeamNotFound)?;
+        Ok(Json(TeamMemberDto::from(&added)))
     }
 
     /// Remove a member from a team
@@ -298,7 +323,12 @@ impl TeamApi {
             team: TeamId(body.0.team_id.0.clone()),
             user: UserId(body.0.user_id.0.clone()),
         };
-        state.actors.org(org).team(auth.acting(), change).await?;
+        state
+            .actors
+            .org(org)
+            .team(auth.acting(), change)
+            .await
+            .map_err(|e| team_member_refusal(e, Code::NotAllowedToRemoveTeamMember))?;
         Ok(Json(Removed {
             message: "Team member removed successfully.".into(),
         }))
@@ -331,16 +361,6 @@ impl TeamApi {
         if !members.iter().any(|m| m.user_id == auth.user.id) {
             return Err(Code::NotATeamMemberToList.into());
         }
-        Ok(Json(
-            members
-                .iter()
-                .map(|m| TeamMemberDto {
-                    id: m.id.0.clone(),
-                    team_id: m.team_id.0.clone(),
-                    user_id: m.user_id.0.clone(),
-                    created_at: iso(&m.created_at),
-                })
-                .collect(),
-        ))
+        Ok(Json(members.iter().map(TeamMemberDto::from).collect()))
     }
 }
