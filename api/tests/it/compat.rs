@@ -16,6 +16,21 @@ use std::process::{Child, Command, Stdio};
 /// better-auth" lists the same.
 const DELIBERATE: &[(&str, &str, &str)] = &[
     (
+        "add-member-from-a-browser",
+        "status 404 NOT_FOUND vs 404 -",
+        "add-member is for the server (as in 1.7); every error is {code, message}",
+    ),
+    (
+        "callback-form-post",
+        "status 415 UNSUPPORTED_MEDIA_TYPE vs 302 -",
+        "a POSTed callback must be a form (Apple's form_post); 1.7 redirects any body to the GET",
+    ),
+    (
+        "callback-form-post",
+        "location None vs Some(\"/api/auth/callback/github?\")",
+        "a POSTed callback must be a form",
+    ),
+    (
         "create-role",
         "body.roleData.updatedAt: extra key",
         "custom roles carry updatedAt, as teams do",
@@ -1336,6 +1351,18 @@ fn scenario() -> Vec<Step> {
             "/set-password",
             Some(json!({"newPassword": "another-password-1"})),
         ),
+        step("ok", None, "GET", "/ok", None),
+        step("token", ann, "GET", "/token", None),
+        step("token-signed-out", None, "GET", "/token", None),
+        step("jwks", None, "GET", "/jwks", None),
+        step(
+            "add-member-from-a-browser",
+            ann,
+            "POST",
+            "/organization/add-member",
+            Some(json!({"userId": "{bob_id}", "role": "member"})),
+        ),
+        step("callback-form-post", None, "POST", "/callback/github", None),
         step("get-on-post-route", None, "GET", "/sign-in/email", None),
         step(
             "post-get-session",

@@ -1,5 +1,6 @@
 // better-auth 1.7 itself, on loopback, configured like Gatehouse's defaults (email and
-// password, the organization plugin with teams, the admin plugin), on its in-memory adapter:
+// password, the organization plugin with teams and custom roles, the admin and jwt plugins), on
+// its in-memory adapter:
 // the side-by-side compatibility test (tests/it/compat.rs) asks it and Gatehouse the same
 // questions and compares the answers. Written from better-auth's documented options.
 //
@@ -8,13 +9,13 @@ import http from "node:http";
 import { betterAuth } from "better-auth";
 import { toNodeHandler } from "better-auth/node";
 import { memoryAdapter } from "better-auth/adapters/memory";
-import { organization, admin } from "better-auth/plugins";
+import { organization, admin, jwt } from "better-auth/plugins";
 import { defaultAc, defaultRoles } from "better-auth/plugins/organization/access";
 
 // Every model's rows (the adapter clones this object, so a plain one).
 const tables = Object.fromEntries(
   ["user", "session", "account", "verification", "organization", "member", "invitation",
-   "team", "teamMember", "organizationRole"].map((t) => [t, []]),
+   "team", "teamMember", "organizationRole", "jwks"].map((t) => [t, []]),
 );
 // Mail is recorded, never sent: GET /__mail?to=<address> answers the links sent there.
 // POST /__set-role {email, role} makes a user an administrator (the test's `gatehouse user
@@ -63,6 +64,7 @@ server.listen(0, "127.0.0.1", () => {
         sendInvitationEmail: async ({ email, id }) => remember("invitation", email, id),
       }),
       admin(),
+      jwt(),
     ],
   });
   const handle = toNodeHandler(auth);
