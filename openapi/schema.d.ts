@@ -2414,7 +2414,6 @@ export interface components {
         ProviderUser: {
             email?: string | null;
             emailVerified: boolean;
-            id?: string | null;
             image?: string | null;
             name: string;
         };

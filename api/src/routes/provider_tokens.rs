@@ -66,8 +66,6 @@ struct RefreshResponse {
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 struct ProviderUser {
-    #[oai(skip_serializing_if_is_none)]
-    id: Option<String>,
     name: String,
     email: Option<String>,
     image: Option<String>,
@@ -327,9 +325,17 @@ impl ProviderTokenApi {
                 return Err(Code::FailedToGetUserInfo.into());
             }
         };
+        let mut raw = raw;
+        // GitHub lists addresses apart from the profile: as 1.7, `data.email` is the one used.
+        if p.id() == "github" {
+            if let (serde_json::Value::Object(map), Some(email)) = (&mut raw, &info.email) {
+                if map.get("email").is_none_or(serde_json::Value::is_null) {
+                    map.insert("email".into(), serde_json::Value::String(email.clone()));
+                }
+            }
+        }
         Ok(Json(AccountInfoResponse {
             user: ProviderUser {
-                id: Some(info.id),
                 name: info.name,
                 email: info.email,
                 image: info.image,

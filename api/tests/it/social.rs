@@ -1156,6 +1156,8 @@ async fn provider_tokens_are_answered_refreshed_and_used() {
     let info = r.json();
     assert_eq!(info["user"]["email"], "octocat@example.com");
     assert_eq!(info["data"]["login"], "octocat");
+    // GitHub's profile has no address; the listed primary one is filled in, as 1.7 does.
+    assert_eq!(info["data"]["email"], "octocat@example.com");
     assert_eq!(info["account"]["accountId"], "1");
 
     // Errors: the password credential, an unknown account, no caller.

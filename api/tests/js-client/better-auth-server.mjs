@@ -19,9 +19,55 @@ const tables = Object.fromEntries(
 );
 // Mail is recorded, never sent: GET /__mail?to=<address> answers the links sent there.
 // POST /__set-role {email, role} makes a user an administrator (the test's `gatehouse user
-// set-role`).
+// set-role`). /__github/... is the fake GitHub below, for Gatehouse.
 const mail = [];
 const remember = (kind, to, url) => mail.push({ kind, to: String(to).toLowerCase(), url });
+
+// A fake GitHub with one user, answering as GitHub documents its OAuth app endpoints: the code
+// `good` is exchanged for tokens (any other code: HTTP 200 with an `error`, as GitHub does), a
+// refresh token for new ones, `/user` and `/user/emails` for a bearer token it issued. Asked by
+// better-auth (its fetch of github.com is answered here) and by Gatehouse over HTTP
+// (`/__github/...`), so both servers see the same provider.
+const issued = new Set();
+const fakeGithub = (method, path, params, authorization) => {
+  const token = () => {
+    const t = `gho_${Math.random().toString(36).slice(2)}${Date.now()}`;
+    issued.add(t);
+    return {
+      access_token: t, token_type: "bearer", scope: "read:user,user:email",
+      expires_in: 28800, refresh_token: `ghr_${t}`, refresh_token_expires_in: 15811200,
+    };
+  };
+  if (method === "POST" && path === "/login/oauth/access_token") {
+    if (params.get("grant_type") === "refresh_token") {
+      return params.get("refresh_token")?.startsWith("ghr_") ? [200, token()]
+        : [200, { error: "bad_refresh_token", error_description: "The refresh token passed is incorrect or expired." }];
+    }
+    return params.get("code") === "good" ? [200, token()]
+      : [200, { error: "bad_verification_code", error_description: "The code passed is incorrect or expired." }];
+  }
+  const bearer = (authorization || "").replace(/^(Bearer|token) /i, "");
+  if (!issued.has(bearer)) return [401, { message: "Bad credentials" }];
+  if (method === "GET" && path === "/user") {
+    return [200, { login: "octo", id: 4242, name: "Octo Cat", email: null, avatar_url: "https://avatars.example/u/4242" }];
+  }
+  if (method === "GET" && path === "/user/emails") {
+    return [200, [{ email: "gh@compat.io", primary: true, verified: true, visibility: "public" }]];
+  }
+  return [404, { message: "Not Found" }];
+};
+const realFetch = globalThis.fetch;
+globalThis.fetch = async (input, init = {}) => {
+  const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
+  if (url.hostname !== "github.com" && url.hostname !== "api.github.com") return realFetch(input, init);
+  const headers = new Headers(init.headers || (input instanceof Request ? input.headers : undefined));
+  const body = init.body === undefined ? "" : String(init.body);
+  const params = headers.get("content-type")?.includes("json")
+    ? new URLSearchParams(Object.entries(JSON.parse(body || "{}")))
+    : new URLSearchParams(body);
+  const [status, json] = fakeGithub(init.method || "GET", url.pathname, params, headers.get("authorization"));
+  return new Response(JSON.stringify(json), { status, headers: { "content-type": "application/json" } });
+};
 
 const server = http.createServer();
 server.listen(0, "127.0.0.1", () => {
@@ -35,6 +81,9 @@ server.listen(0, "127.0.0.1", () => {
     database: memoryAdapter(tables),
     telemetry: { enabled: false },
     rateLimit: { enabled: false },
+    socialProviders: {
+      github: { clientId: "compat-github", clientSecret: "compat-github-secret" },
+    },
     emailAndPassword: {
       enabled: true,
       sendResetPassword: async ({ user, url }) => remember("reset-password", user.email, url),
@@ -74,6 +123,20 @@ server.listen(0, "127.0.0.1", () => {
       const to = (url.searchParams.get("to") || "").toLowerCase();
       res.setHeader("content-type", "application/json");
       res.end(JSON.stringify(mail.filter((m) => m.to === to)));
+      return;
+    }
+    if (url.pathname.startsWith("/__github/")) {
+      let body = "";
+      req.on("data", (c) => { body += c; });
+      req.on("end", () => {
+        const [status, json] = fakeGithub(
+          req.method, url.pathname.slice("/__github".length), new URLSearchParams(body),
+          req.headers.authorization,
+        );
+        res.statusCode = status;
+        res.setHeader("content-type", "application/json");
+        res.end(JSON.stringify(json));
+      });
       return;
     }
     if (url.pathname === "/__set-role" && req.method === "POST") {
