@@ -609,8 +609,9 @@ impl UserActor {
         .await
     }
 
-    /// Accepts an invitation (through the organization's actor) and makes the organization the
-    /// active one of the session that accepted: one request, one message.
+    /// Accepts an invitation (through the organization's actor) and makes the organization (and
+    /// the invitation's team) the active one of the session that accepted: one request, one
+    /// message.
     async fn accept_invitation(
         &self,
         user: &UserId,
@@ -623,7 +624,18 @@ impl UserActor {
             .org(org.clone())
             .respond_invitation(user.clone(), invitation, true)
             .await?;
-        let session = self.set_active(user, token, Some(org)).await?;
+        // An invitation to a team also makes that team the active one (as better-auth).
+        let team = invitation.team_id.clone();
+        let session = self
+            .change_own_session(user, token, |s| {
+                if team.is_some() {
+                    s.active_team_id = team;
+                } else if s.active_organization_id.as_ref() != Some(&org) {
+                    s.active_team_id = None;
+                }
+                s.active_organization_id = Some(org);
+            })
+            .await?;
         Ok(Accepted {
             invitation,
             member,

@@ -191,7 +191,12 @@ impl InvitationApi {
                 .detail("invitation", accepted.invitation.id.0.clone());
             state.audit(ev).await;
         }
-        state.reissue_cache(&auth.cookies, &auth.user, accepted.session);
+        if accepted.invitation.team_id.is_some() {
+            // The session's active team changed: its cookie is issued again (as 1.7).
+            state.reissue_session(&auth, &auth.user, accepted.session);
+        } else {
+            state.reissue_cache(&auth.cookies, &auth.user, accepted.session);
+        }
         let (inv, member) = (accepted.invitation, accepted.member);
         let member = match &member {
             Some(m) => Some(state.member_dto(m).await?),
