@@ -41,6 +41,9 @@ reads! {
     /// `limit` members after the first `offset`, oldest first.
     list_members_window(org: &OrgId, offset: u32, limit: u32) -> Vec<Member>;
     count_members(org: &OrgId) -> u64;
+    /// An organization, the viewer's membership, a window of members with their users and
+    /// (with `details`) its invitations and teams, in one round trip where the store can.
+    organization_view(org: &OrgId, q: &ViewQuery) -> Option<OrganizationView>;
     get_invitation(id: &InvitationId) -> Option<Invitation>;
     list_invitations(org: &OrgId) -> Vec<Invitation>;
     list_invitations_by_email(email: &str) -> Vec<Invitation>;

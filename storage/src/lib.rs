@@ -275,6 +275,13 @@ pub trait MemberStore: Send + Sync {
         limit: u32,
     ) -> StoreResult<Page<Member>>;
     async fn count_members(&self, org: &OrgId) -> StoreResult<u64>;
+    /// What an organization's pages show, read at once (one round trip where the backend
+    /// can): `None` when there is no such organization.
+    async fn organization_view(
+        &self,
+        org: &OrgId,
+        q: &ViewQuery,
+    ) -> StoreResult<Option<OrganizationView>>;
 
     /// Every member, oldest first.
     async fn list_all_members(&self, org: &OrgId) -> StoreResult<Vec<Member>> {
@@ -305,6 +312,87 @@ pub trait MemberStore: Send + Sync {
         }
         Ok(out)
     }
+}
+
+/// What [`MemberStore::organization_view`] reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewQuery {
+    /// Whose membership is looked up ([`OrganizationView::viewer`]).
+    pub viewer: UserId,
+    /// The window of members, oldest first: `limit` after the first `offset`.
+    pub offset: u32,
+    pub limit: u32,
+    /// Invitations and teams too.
+    pub details: bool,
+}
+
+/// An organization as its pages show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrganizationView {
+    pub organization: Organization,
+    /// The viewer's own membership (`None`: not a member).
+    pub viewer: Option<Member>,
+    /// The window of members with their users (`None`: a user gone meanwhile).
+    pub members: Vec<(Member, Option<User>)>,
+    pub total_members: u64,
+    /// With `details`: every invitation, oldest first.
+    pub invitations: Vec<Invitation>,
+    /// With `details`: every team, oldest first, with how many members it has.
+    pub teams: Vec<(Team, u32)>,
+}
+
+/// [`MemberStore::organization_view`] from single reads, for a backend without a cheaper way:
+/// the reads that do not depend on each other run side by side.
+pub async fn compose_organization_view<S>(
+    s: &S,
+    org: &OrgId,
+    q: &ViewQuery,
+) -> StoreResult<Option<OrganizationView>>
+where
+    S: OrganizationStore + MemberStore + UserStore + InvitationStore + TeamStore + ?Sized,
+{
+    let (organization, viewer, members, total) = futures::try_join!(
+        s.get_organization(org),
+        s.get_member(org, &q.viewer),
+        s.list_members_window(org, q.offset, q.limit),
+        s.count_members(org),
+    )?;
+    let Some(organization) = organization else {
+        return Ok(None);
+    };
+    let ids: Vec<UserId> = members.iter().map(|m| m.user_id.clone()).collect();
+    let details = async {
+        if !q.details {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let (invitations, teams) = futures::try_join!(s.list_invitations(org), s.list_teams(org))?;
+        let counts =
+            futures::future::try_join_all(teams.iter().map(|t| s.list_team_members(t))).await?;
+        let teams = teams
+            .into_iter()
+            .zip(counts)
+            .map(|(t, m)| (t, m.len() as u32))
+            .collect();
+        StoreResult::Ok((invitations, teams))
+    };
+    let (users, (invitations, teams)) = futures::try_join!(s.get_users(&ids), details)?;
+    let mut users: std::collections::HashMap<UserId, User> =
+        users.into_iter().map(|u| (u.id.clone(), u)).collect();
+    let members = members
+        .into_iter()
+        .map(|m| {
+            let u = users.remove(&m.user_id);
+            (m, u)
+        })
+        .collect();
+    Ok(Some(OrganizationView {
+        organization,
+        viewer,
+        members,
+        total_members: total,
+        invitations,
+        teams,
+    }))
 }
 
 /// The cursor of the page that follows `m` (creation time in milliseconds, then id).

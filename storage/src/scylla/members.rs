@@ -33,6 +33,15 @@ impl MemberStore for ScyllaStore {
     async fn list_all_members(&self, org: &OrgId) -> StoreResult<Vec<Member>> {
         Ok(self.rows_of_kind(org, "member").await?.members)
     }
+    async fn organization_view(
+        &self,
+        org: &OrgId,
+        q: &ViewQuery,
+    ) -> StoreResult<Option<OrganizationView>> {
+        // Partitions of their own: read side by side.
+        compose_organization_view(self, org, q).await
+    }
+
     async fn count_members(&self, org: &OrgId) -> StoreResult<u64> {
         // The counter every membership change compare-and-sets.
         Ok(self

@@ -63,6 +63,97 @@ impl MemberStore for SqliteStore {
             .await?;
         Ok(Page::from_overfetch(items, limit, member_cursor))
     }
+    async fn organization_view(
+        &self,
+        org: &OrgId,
+        q: &ViewQuery,
+    ) -> StoreResult<Option<OrganizationView>> {
+        let (o, q) = (org.0.clone(), q.clone());
+        // One trip: every statement on one reader connection (a window of at most `limit`
+        // members, and an organization's invitations and teams).
+        self.point_read(move |c| {
+            let Some(organization) = one(
+                c,
+                &format!("SELECT {ORG_COLS} FROM organizations WHERE id = ?1"),
+                [&o],
+                org_row,
+            )?
+            else {
+                return Ok(None);
+            };
+            let viewer = one(
+                c,
+                &format!(
+                    "SELECT {MEMBER_COLS} FROM members WHERE organization_id = ?1 AND user_id = ?2"
+                ),
+                [&o, &q.viewer.0],
+                member_row,
+            )?;
+            let members = all(
+                c,
+                &format!(
+                    "SELECT {MEMBER_COLS} FROM members WHERE organization_id = ?1 \
+                     ORDER BY created_at, id LIMIT ?2 OFFSET ?3"
+                ),
+                params![o, i64::from(q.limit), i64::from(q.offset)],
+                member_row,
+            )?;
+            let mut users: std::collections::HashMap<String, User> = Default::default();
+            let ids: Vec<&str> = members.iter().map(|m| m.user_id.0.as_str()).collect();
+            for chunk in ids.chunks(100) {
+                let marks = vec!["?"; chunk.len()].join(",");
+                let sql = format!("SELECT {USER_COLS} FROM users WHERE id IN ({marks})");
+                for u in all(c, &sql, rusqlite::params_from_iter(chunk), user_row)? {
+                    users.insert(u.id.0.clone(), u);
+                }
+            }
+            let total_members = c
+                .prepare_cached("SELECT COUNT(*) FROM members WHERE organization_id = ?1")
+                .and_then(|mut st| st.query_row([&o], |r| r.get::<_, i64>(0)))
+                .map_err(map_err)? as u64;
+            let (invitations, teams) = if q.details {
+                let invitations = all(
+                    c,
+                    &format!(
+                        "SELECT {INVITATION_COLS} FROM invitations WHERE organization_id = ?1 \
+                         ORDER BY created_at, id"
+                    ),
+                    [&o],
+                    invitation_row,
+                )?;
+                let teams = all(
+                    c,
+                    &format!(
+                        "SELECT {TEAM_COLS}, (SELECT COUNT(*) FROM team_members tm \
+                         WHERE tm.team_id = teams.id) FROM teams WHERE organization_id = ?1 \
+                         ORDER BY created_at, id"
+                    ),
+                    [&o],
+                    |r| Ok((team_row(r)?, r.get::<_, i64>(TEAM_COL_COUNT)? as u32)),
+                )?;
+                (invitations, teams)
+            } else {
+                (Vec::new(), Vec::new())
+            };
+            let members = members
+                .into_iter()
+                .map(|m| {
+                    let u = users.remove(&m.user_id.0);
+                    (m, u)
+                })
+                .collect();
+            Ok(Some(OrganizationView {
+                organization,
+                viewer,
+                members,
+                total_members,
+                invitations,
+                teams,
+            }))
+        })
+        .await
+    }
+
     async fn count_members(&self, org: &OrgId) -> StoreResult<u64> {
         let o = org.0.clone();
         self.read(move |c| {

@@ -172,6 +172,8 @@ pub(super) fn invitation_row(r: &Row) -> rusqlite::Result<Invitation> {
 }
 
 pub(super) const TEAM_COLS: &str = "id, name, organization_id, created_at, updated_at";
+/// The index of a column selected after [`TEAM_COLS`].
+pub(super) const TEAM_COL_COUNT: usize = 5;
 
 pub(super) fn team_row(r: &Row) -> rusqlite::Result<Team> {
     Ok(Team {

@@ -1500,6 +1500,129 @@ pub async fn audit_log(s: S) {
 
 /// A range longer than one read walks (a partitioned backend reads it in pieces, some pages
 /// empty but with a cursor): every event comes once, in order, whichever the direction.
+/// An organization's view in one read: the same as its single reads, whichever the backend.
+pub async fn organization_view_is_its_single_reads(s: S) {
+    let owner = user("view-owner@example.com");
+    s.create_user(&owner, None).await.unwrap();
+    let o = org("view");
+    let om = member(&o, &owner, "owner");
+    s.create_organization(&o, &om, None).await.unwrap();
+    let (mut users, mut members) = (Vec::new(), Vec::new());
+    for i in 0..5 {
+        let u = user(&format!("view-{i}@example.com"));
+        s.create_user(&u, None).await.unwrap();
+        members.push(Member {
+            created_at: om.created_at + Duration::milliseconds(i + 1),
+            ..member(&o, &u, "member")
+        });
+        users.push(u);
+    }
+    let teams: Vec<Team> = (0..2)
+        .map(|i| Team {
+            id: TeamId::generate(),
+            name: format!("T{i}"),
+            organization_id: o.id.clone(),
+            created_at: now() + Duration::milliseconds(i),
+            updated_at: None,
+        })
+        .collect();
+    let inv = Invitation {
+        id: InvitationId::generate(),
+        organization_id: o.id.clone(),
+        email: "invited@example.com".into(),
+        role: "member".into(),
+        status: InvitationStatus::Pending,
+        team_id: None,
+        inviter_id: owner.id.clone(),
+        expires_at: now() + Duration::days(1),
+        created_at: now(),
+    };
+    let mut changes: Vec<OrgChange> = members.iter().cloned().map(OrgChange::AddMember).collect();
+    changes.extend(teams.iter().cloned().map(OrgChange::CreateTeam));
+    changes.push(OrgChange::Invite(inv.clone()));
+    for u in &users[..3] {
+        changes.push(OrgChange::AddTeamMember(TeamMember {
+            id: TeamMemberId::generate(),
+            team_id: teams[0].id.clone(),
+            user_id: u.id.clone(),
+            created_at: now(),
+        }));
+    }
+    change(&s, &o.id, |n| n.member_count += 5, changes)
+        .await
+        .unwrap();
+    let q = ViewQuery {
+        viewer: users[1].id.clone(),
+        offset: 1,
+        limit: 3,
+        details: true,
+    };
+    let view = s
+        .organization_view(&o.id, &q)
+        .await
+        .unwrap()
+        .expect("the organization");
+    assert_eq!(
+        view,
+        compose_organization_view(&*s, &o.id, &q)
+            .await
+            .unwrap()
+            .unwrap()
+    );
+    assert_eq!(view.organization, stored(&s, &o.id).await);
+    assert_eq!(view.viewer.as_ref().map(|m| &m.id), Some(&members[1].id));
+    let window: Vec<(&MemberId, Option<&UserId>)> = view
+        .members
+        .iter()
+        .map(|(m, u)| (&m.id, u.as_ref().map(|u| &u.id)))
+        .collect();
+    assert_eq!(
+        window,
+        [
+            (&members[0].id, Some(&users[0].id)),
+            (&members[1].id, Some(&users[1].id)),
+            (&members[2].id, Some(&users[2].id)),
+        ]
+    );
+    assert_eq!(view.total_members, 6);
+    assert_eq!(view.invitations, vec![inv]);
+    let counts: Vec<(&str, u32)> = view
+        .teams
+        .iter()
+        .map(|(t, n)| (t.name.as_str(), *n))
+        .collect();
+    assert_eq!(counts, [("T0", 3), ("T1", 0)]);
+    // The end of the window, a viewer who is not a member, no details.
+    let q = ViewQuery {
+        viewer: UserId::generate(),
+        offset: 4,
+        limit: 10,
+        details: false,
+    };
+    let view = s.organization_view(&o.id, &q).await.unwrap().unwrap();
+    assert_eq!(
+        view,
+        compose_organization_view(&*s, &o.id, &q)
+            .await
+            .unwrap()
+            .unwrap()
+    );
+    assert!(view.viewer.is_none());
+    assert_eq!(view.members.len(), 2);
+    assert_eq!(view.members[1].0.id, members[4].id);
+    assert_eq!(
+        view.members[1].1.as_ref().map(|u| &u.id),
+        Some(&users[4].id)
+    );
+    assert!(view.invitations.is_empty() && view.teams.is_empty());
+    // No such organization.
+    assert!(s
+        .organization_view(&OrgId::generate(), &q)
+        .await
+        .unwrap()
+        .is_none());
+}
+
 pub async fn audit_log_over_a_long_range(s: S) {
     let t = now();
     let keep = std::time::Duration::from_secs(90 * 86_400);
@@ -1553,6 +1676,7 @@ macro_rules! contract_tests {
             a_fresh_store_is_healthy,
             audit_log,
             audit_log_over_a_long_range,
+            organization_view_is_its_single_reads,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {$(

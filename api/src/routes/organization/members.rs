@@ -124,22 +124,28 @@ impl MemberApi {
         offset: Query<Option<u32>>,
     ) -> ApiResult<Json<ListMembersResponse>> {
         let org = auth.org_id(organization_id.0.as_deref())?;
-        state
-            .require_member(&org, &auth.user.id)
-            .await
-            .map_err(|e| e.recode(Code::NotAMember, Code::NotAMemberOfThis))?;
         let limit = limit
             .0
             .unwrap_or(state.config.limits.membership_limit)
             .min(1000);
-        let members = state
-            .reader
-            .list_members_window(&org, offset.0.unwrap_or(0), limit)
-            .await?;
-        let total = state.reader.count_members(&org).await?;
+        // One read: the caller's membership, the window with its users, the total.
+        let q = storage::ViewQuery {
+            viewer: auth.user.id.clone(),
+            offset: offset.0.unwrap_or(0),
+            limit,
+            details: false,
+        };
+        let view = state.reader.organization_view(&org, &q).await?;
+        let Some(view) = view.filter(|v| v.viewer.is_some()) else {
+            return Err(Code::NotAMemberOfThis.into());
+        };
         Ok(Json(ListMembersResponse {
-            members: state.member_dtos(&members).await?,
-            total,
+            members: view
+                .members
+                .iter()
+                .map(|(m, u)| super::member_dto_of(m, u.as_ref()))
+                .collect(),
+            total: view.total_members,
         }))
     }
 

@@ -129,7 +129,7 @@ fn metadata_text(
     Ok(Some(text))
 }
 
-fn member_dto_of(m: &Member, u: Option<&User>) -> MemberDto {
+pub(crate) fn member_dto_of(m: &Member, u: Option<&User>) -> MemberDto {
     MemberDto {
         id: m.id.0.clone(),
         organization_id: m.organization_id.0.clone(),
@@ -150,22 +150,6 @@ impl AppState {
     async fn member_dto(&self, m: &Member) -> ApiResult<MemberDto> {
         let user = self.reader.get_user(&m.user_id).await?;
         Ok(member_dto_of(m, user.as_ref()))
-    }
-
-    /// The members with their users, read in one go (not one read per member).
-    async fn member_dtos(&self, members: &[Member]) -> ApiResult<Vec<MemberDto>> {
-        let ids: Vec<UserId> = members.iter().map(|m| m.user_id.clone()).collect();
-        let users: std::collections::HashMap<UserId, User> = self
-            .reader
-            .get_users(&ids)
-            .await?
-            .into_iter()
-            .map(|u| (u.id.clone(), u))
-            .collect();
-        Ok(members
-            .iter()
-            .map(|m| member_dto_of(m, users.get(&m.user_id)))
-            .collect())
     }
 
     /// The caller's membership, or 403 when not a member.
@@ -440,41 +424,52 @@ impl OrganizationApi {
         #[oai(name = "organizationSlug")] organization_slug: Query<Option<String>>,
     ) -> ApiResult<Json<Nullable<FullOrganization>>> {
         let org = match (organization_id.0, organization_slug.0) {
-            (Some(id), _) => state.existing_org(&OrgId(id)).await?,
-            (None, Some(slug)) => state
-                .reader
-                .get_organization_by_slug(&slug)
-                .await?
-                .ok_or(Code::OrganizationNotFound)?,
+            (Some(id), _) => OrgId(id),
+            (None, Some(slug)) => {
+                state
+                    .reader
+                    .get_organization_by_slug(&slug)
+                    .await?
+                    .ok_or(Code::OrganizationNotFound)?
+                    .id
+            }
             (None, None) => match &auth.session.active_organization_id {
-                Some(id) => state.existing_org(id).await?,
+                Some(id) => id.clone(),
                 None => return Ok(Json(Nullable(None))),
             },
         };
-        state.require_member(&org.id, &auth.user.id).await?;
-        let limit = state.config.limits.membership_limit;
-        let members = state.reader.list_members_window(&org.id, 0, limit).await?;
+        // One read: the organization, the caller's membership, members with their users,
+        // invitations, teams with their sizes.
+        let q = storage::ViewQuery {
+            viewer: auth.user.id.clone(),
+            offset: 0,
+            limit: state.config.limits.membership_limit,
+            details: true,
+        };
+        let view = state
+            .reader
+            .organization_view(&org, &q)
+            .await?
+            .ok_or(Code::OrganizationNotFound)?;
+        if view.viewer.is_none() {
+            return Err(Code::NotAMember.into());
+        }
         Ok(Json(Nullable(Some(FullOrganization {
-            organization: OrganizationDto::stored(&org),
-            members: state.member_dtos(&members).await?,
-            invitations: state
-                .reader
-                .list_invitations(&org.id)
-                .await?
+            organization: OrganizationDto::stored(&view.organization),
+            members: view
+                .members
                 .iter()
-                .map(InvitationDto::from)
+                .map(|(m, u)| member_dto_of(m, u.as_ref()))
                 .collect(),
-            teams: {
-                let mut teams = Vec::new();
-                for t in state.reader.list_teams(&org.id).await? {
-                    let member_count = state.reader.list_team_members(&t).await?.len() as u32;
-                    teams.push(TeamWithCount {
-                        team: TeamDto::from(&t),
-                        member_count,
-                    });
-                }
-                teams
-            },
+            invitations: view.invitations.iter().map(InvitationDto::from).collect(),
+            teams: view
+                .teams
+                .iter()
+                .map(|(t, n)| TeamWithCount {
+                    team: TeamDto::from(t),
+                    member_count: *n,
+                })
+                .collect(),
         }))))
     }
 
