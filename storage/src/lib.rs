@@ -341,6 +341,19 @@ pub struct OrganizationView {
     pub teams: Vec<(Team, u32)>,
 }
 
+/// Each member with its user (`None`: not among `users`).
+pub fn with_users(members: Vec<Member>, users: Vec<User>) -> Vec<(Member, Option<User>)> {
+    let mut users: std::collections::HashMap<UserId, User> =
+        users.into_iter().map(|u| (u.id.clone(), u)).collect();
+    members
+        .into_iter()
+        .map(|m| {
+            let u = users.remove(&m.user_id);
+            (m, u)
+        })
+        .collect()
+}
+
 /// [`MemberStore::organization_view`] from single reads, for a backend without a cheaper way:
 /// the reads that do not depend on each other run side by side.
 pub async fn compose_organization_view<S>(
@@ -376,19 +389,10 @@ where
         StoreResult::Ok((invitations, teams))
     };
     let (users, (invitations, teams)) = futures::try_join!(s.get_users(&ids), details)?;
-    let mut users: std::collections::HashMap<UserId, User> =
-        users.into_iter().map(|u| (u.id.clone(), u)).collect();
-    let members = members
-        .into_iter()
-        .map(|m| {
-            let u = users.remove(&m.user_id);
-            (m, u)
-        })
-        .collect();
     Ok(Some(OrganizationView {
         organization,
         viewer,
-        members,
+        members: with_users(members, users),
         total_members: total,
         invitations,
         teams,

@@ -98,15 +98,8 @@ impl MemberStore for SqliteStore {
                 params![o, i64::from(q.limit), i64::from(q.offset)],
                 member_row,
             )?;
-            let mut users: std::collections::HashMap<String, User> = Default::default();
             let ids: Vec<&str> = members.iter().map(|m| m.user_id.0.as_str()).collect();
-            for chunk in ids.chunks(100) {
-                let marks = vec!["?"; chunk.len()].join(",");
-                let sql = format!("SELECT {USER_COLS} FROM users WHERE id IN ({marks})");
-                for u in all(c, &sql, rusqlite::params_from_iter(chunk), user_row)? {
-                    users.insert(u.id.0.clone(), u);
-                }
-            }
+            let users = super::users::users_by_id(c, &ids)?;
             let total_members = c
                 .prepare_cached("SELECT COUNT(*) FROM members WHERE organization_id = ?1")
                 .and_then(|mut st| st.query_row([&o], |r| r.get::<_, i64>(0)))
@@ -135,17 +128,10 @@ impl MemberStore for SqliteStore {
             } else {
                 (Vec::new(), Vec::new())
             };
-            let members = members
-                .into_iter()
-                .map(|m| {
-                    let u = users.remove(&m.user_id.0);
-                    (m, u)
-                })
-                .collect();
             Ok(Some(OrganizationView {
                 organization,
                 viewer,
-                members,
+                members: with_users(members, users),
                 total_members,
                 invitations,
                 teams,

@@ -49,18 +49,7 @@ impl UserStore for SqliteStore {
             return Ok(Vec::new());
         }
         let ids: Vec<String> = ids.iter().map(|i| i.0.clone()).collect();
-        // One trip to the blocking pool; statements of up to 100 ids (few distinct texts for
-        // the statement cache).
-        self.point_read(move |c| {
-            let mut out = Vec::with_capacity(ids.len());
-            for chunk in ids.chunks(100) {
-                let marks = vec!["?"; chunk.len()].join(",");
-                let sql = format!("SELECT {USER_COLS} FROM users WHERE id IN ({marks})");
-                out.extend(all(c, &sql, rusqlite::params_from_iter(chunk), user_row)?);
-            }
-            Ok(out)
-        })
-        .await
+        self.point_read(move |c| users_by_id(c, &ids)).await
     }
 
     async fn get_user_by_email(&self, email: &str) -> StoreResult<Option<User>> {
@@ -237,4 +226,17 @@ impl AccountStore for SqliteStore {
         })
         .await
     }
+}
+
+/// The users of `ids` that exist: statements of up to 100 ids (few distinct texts for the
+/// statement cache).
+pub(super) fn users_by_id<S: AsRef<str>>(c: &Connection, ids: &[S]) -> StoreResult<Vec<User>> {
+    let mut out = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(100) {
+        let marks = vec!["?"; chunk.len()].join(",");
+        let sql = format!("SELECT {USER_COLS} FROM users WHERE id IN ({marks})");
+        let args = chunk.iter().map(AsRef::as_ref);
+        out.extend(all(c, &sql, rusqlite::params_from_iter(args), user_row)?);
+    }
+    Ok(out)
 }
