@@ -15,6 +15,7 @@
 )]
 
 mod admin;
+mod audit;
 mod org;
 mod reader;
 mod runtime;
@@ -264,6 +265,8 @@ pub(crate) struct Shared {
     /// configured roles only), built once: an organization actor that starts needs no casbin
     /// enforcer of its own unless the organization has roles of its own.
     pub base_policy: Arc<policy::Policy>,
+    /// Writes audit events in groups.
+    pub audit: audit::AuditWriter,
 }
 
 /// The actor system of one server: its supervisor and what every actor shares.
@@ -321,6 +324,7 @@ impl Actors {
             .map_err(|e| ActorError::Internal(e.to_string()))?;
         Ok(Self {
             shared: Arc::new(Shared {
+                audit: audit::AuditWriter::start(store.clone()),
                 store,
                 clock,
                 config,
@@ -373,7 +377,7 @@ impl Actors {
         event: &storage::AuditEvent,
         keep_for: std::time::Duration,
     ) -> Result<(), ActorError> {
-        Ok(self.shared.store.append_audit(event, keep_for).await?)
+        Ok(self.shared.audit.record(event.clone(), keep_for).await?)
     }
 
     /// Housekeeping: deletes audit events from before `before` (the retention); how many.

@@ -230,3 +230,50 @@ async fn refresh_extends_only_when_due_and_deletes_expired() {
     assert!(!h.revoke_session(&os.token).await.unwrap());
     assert!(store.get_session(&os.token).await.unwrap().is_some());
 }
+
+/// Audit events recorded at once are written together: every one is stored before its
+/// caller hears back, in fewer writes than events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_audit_events_are_written_in_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = Arc::new(SqliteStore::open(dir.path().join("a.db")).await.unwrap());
+    let store: DynStore = sqlite.clone();
+    let actors = Actors::start(store.clone(), Arc::new(SystemClock), ActorConfig::default())
+        .await
+        .unwrap();
+    let now = SystemClock.now();
+    let (_, writes_before) = sqlite.op_counts();
+    let keep = Duration::from_secs(86_400);
+    let recorded = join_all((0..200).map(|i| {
+        let actors = actors.clone();
+        async move {
+            let mut e = AuditEvent::new("user.sign-in", now);
+            e.target = Some(format!("event-{i}"));
+            actors.record_audit(&e, keep).await
+        }
+    }))
+    .await;
+    assert!(recorded.iter().all(Result::is_ok));
+    let (_, writes_after) = sqlite.op_counts();
+    let writes = writes_after - writes_before;
+    assert!(writes < 200, "{writes} writes for 200 events");
+    let q = AuditQuery::range(
+        now - ChronoDuration::seconds(1),
+        now + ChronoDuration::seconds(1),
+        1000,
+    );
+    let page = store.list_audit(&q).await.unwrap();
+    assert_eq!(page.items.len(), 200);
+    // A group with an event that cannot be stored fails for each of its callers, and leaves
+    // none of its events behind.
+    let dup = AuditEvent::new("user.sign-in", now);
+    actors.record_audit(&dup, keep).await.unwrap();
+    let mut batch = vec![AuditEvent::new("user.sign-out", now), dup.clone()];
+    batch[0].target = Some("not kept".into());
+    assert!(store.append_audit_batch(&batch, keep).await.is_err());
+    let page = store.list_audit(&q).await.unwrap();
+    assert!(page
+        .items
+        .iter()
+        .all(|e| e.target.as_deref() != Some("not kept")));
+}

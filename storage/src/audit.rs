@@ -172,6 +172,19 @@ pub trait AuditStore: Send + Sync {
         event: &AuditEvent,
         keep_for: std::time::Duration,
     ) -> StoreResult<()>;
+    /// Appends several events at once: what a busy server's audit writer hands over. In one
+    /// transaction where the backend has them (all kept or none); otherwise side by side (a
+    /// failure may leave some of them written).
+    async fn append_audit_batch(
+        &self,
+        events: &[AuditEvent],
+        keep_for: std::time::Duration,
+    ) -> StoreResult<()> {
+        for e in events {
+            self.append_audit(e, keep_for).await?;
+        }
+        Ok(())
+    }
     /// One page of the events `q` asks for, in time order (then by id), and the cursor of the
     /// next page. Events appended meanwhile never make a page repeat or skip one.
     async fn list_audit(&self, q: &AuditQuery) -> StoreResult<Page<AuditEvent>>;

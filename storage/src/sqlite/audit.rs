@@ -37,34 +37,55 @@ impl AuditStore for SqliteStore {
     async fn append_audit(
         &self,
         event: &AuditEvent,
+        keep_for: std::time::Duration,
+    ) -> StoreResult<()> {
+        self.append_audit_batch(std::slice::from_ref(event), keep_for)
+            .await
+    }
+
+    async fn append_audit_batch(
+        &self,
+        events: &[AuditEvent],
         _keep_for: std::time::Duration,
     ) -> StoreResult<()> {
-        let e = event.clone();
-        let details = serde_json::to_string(&e.details).map_err(internal)?;
-        self.write(move |c| {
-            c.prepare_cached(&format!(
-                "INSERT INTO audit_events ({AUDIT_COLS}) \
-                 VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"
-            ))
-            .and_then(|mut st| {
-                st.execute(rusqlite::params![
-                    e.id,
-                    ms(&e.at),
-                    e.action,
-                    e.outcome.as_str(),
-                    e.reason,
-                    e.actor_id.map(|u| u.0),
-                    e.user_id.map(|u| u.0),
-                    e.organization_id.map(|o| o.0),
-                    e.target,
-                    e.ip_address,
-                    e.user_agent,
-                    e.request_id,
-                    details,
-                ])
+        let rows = events
+            .iter()
+            .map(|e| {
+                Ok((
+                    e.clone(),
+                    serde_json::to_string(&e.details).map_err(internal)?,
+                ))
             })
-            .map_err(unique("audit event"))?;
-            Ok(())
+            .collect::<StoreResult<Vec<_>>>()?;
+        self.write(move |c| {
+            let tx = c.transaction().map_err(map_err)?;
+            {
+                let mut st = tx
+                    .prepare_cached(&format!(
+                        "INSERT INTO audit_events ({AUDIT_COLS}) \
+                         VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"
+                    ))
+                    .map_err(map_err)?;
+                for (e, details) in rows {
+                    st.execute(rusqlite::params![
+                        e.id,
+                        ms(&e.at),
+                        e.action,
+                        e.outcome.as_str(),
+                        e.reason,
+                        e.actor_id.map(|u| u.0),
+                        e.user_id.map(|u| u.0),
+                        e.organization_id.map(|o| o.0),
+                        e.target,
+                        e.ip_address,
+                        e.user_agent,
+                        e.request_id,
+                        details,
+                    ])
+                    .map_err(unique("audit event"))?;
+                }
+            }
+            tx.commit().map_err(map_err)
         })
         .await
     }
