@@ -72,6 +72,10 @@ impl MemberStore for SqliteStore {
         // One trip: every statement on one reader connection (a window of at most `limit`
         // members, and an organization's invitations and teams).
         self.point_read(move |c| {
+            // One read transaction: one snapshot for every statement (and one WAL read lock
+            // instead of one per statement).
+            let tx = c.unchecked_transaction().map_err(map_err)?;
+            let c = &*tx;
             let Some(organization) = one(
                 c,
                 &format!("SELECT {ORG_COLS} FROM organizations WHERE id = ?1"),
@@ -128,14 +132,16 @@ impl MemberStore for SqliteStore {
             } else {
                 (Vec::new(), Vec::new())
             };
-            Ok(Some(OrganizationView {
+            let view = OrganizationView {
                 organization,
                 viewer,
                 members: with_users(members, users),
                 total_members,
                 invitations,
                 teams,
-            }))
+            };
+            tx.commit().map_err(map_err)?;
+            Ok(Some(view))
         })
         .await
     }
