@@ -325,15 +325,6 @@ impl ProviderTokenApi {
                 return Err(Code::FailedToGetUserInfo.into());
             }
         };
-        let mut raw = raw;
-        // GitHub lists addresses apart from the profile: as 1.7, `data.email` is the one used.
-        if p.id() == "github" {
-            if let (serde_json::Value::Object(map), Some(email)) = (&mut raw, &info.email) {
-                if map.get("email").is_none_or(serde_json::Value::is_null) {
-                    map.insert("email".into(), serde_json::Value::String(email.clone()));
-                }
-            }
-        }
         Ok(Json(AccountInfoResponse {
             user: ProviderUser {
                 name: info.name,

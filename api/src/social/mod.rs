@@ -470,7 +470,19 @@ impl Social {
                 map.insert("user".into(), u);
             }
         }
-        Ok(profile::map(p.spec.id, &raw, &extra).map(|u| (u, raw)))
+        let Some(info) = profile::map(p.spec.id, &raw, &extra) else {
+            return Ok(None);
+        };
+        // GitHub lists addresses apart from the profile: as 1.7, the profile's `email` is the
+        // one used.
+        if p.spec.id == "github" {
+            if let (Value::Object(map), Some(email)) = (&mut raw, &info.email) {
+                if map.get("email").is_none_or(Value::is_null) {
+                    map.insert("email".into(), Value::String(email.clone()));
+                }
+            }
+        }
+        Ok(Some((info, raw)))
     }
 
     async fn get_json(
