@@ -34,7 +34,7 @@ pub use reader::Reader;
 pub use social::{SocialSignIn, SocialUser};
 pub use user::{
     Accepted, BanChange, LinkMode, Linked, NewSession, PasswordChange, ProviderAccount,
-    ProviderTokens, ResetOutcome, UserHandle, UserPatch, CHANGE_EMAIL_PREFIX,
+    ProviderTokens, ResetOutcome, SignedIn, UserHandle, UserPatch, CHANGE_EMAIL_PREFIX,
     RESET_PASSWORD_PREFIX,
 };
 

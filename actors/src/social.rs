@@ -34,6 +34,8 @@ pub struct SocialUser {
     pub created: bool,
     /// The account was linked to an existing user by its email (implicit linking).
     pub linked: bool,
+    /// The user's address before the provider's replaced it (`override_user_info`).
+    pub replaced_email: Option<String>,
 }
 
 impl Actors {
@@ -47,7 +49,7 @@ impl Actors {
                 .get_account_by_provider(&acc.provider_id, &acc.account_id)
                 .await?
             {
-                let user = self
+                let signed = self
                     .user(linked.user_id.clone())
                     .signed_in_with(
                         acc,
@@ -61,9 +63,10 @@ impl Actors {
                         other => other,
                     })?;
                 return Ok(SocialUser {
-                    user,
+                    user: signed.user,
                     created: false,
                     linked: false,
+                    replaced_email: signed.replaced_email,
                 });
             }
             match store.get_user_by_email(&acc.email).await? {
@@ -89,6 +92,7 @@ impl Actors {
                         user,
                         created: false,
                         linked: true,
+                        replaced_email: None,
                     });
                 }
                 None => {
@@ -105,6 +109,7 @@ impl Actors {
                                 user,
                                 created: true,
                                 linked: false,
+                                replaced_email: None,
                             })
                         }
                         Err(StoreError::Conflict(_)) => continue,

@@ -198,8 +198,8 @@ impl crate::session::Principal {
 }
 
 impl AppState {
-    /// What a social sign-in did besides signing in: created the user, or linked the account
-    /// to the user with its email.
+    /// What a social sign-in did besides signing in: created the user, linked the account to
+    /// the user with its email, or replaced the user's address with the provider's.
     pub async fn audit_social(&self, origin: &Origin, provider: &str, signed: &actors::SocialUser) {
         let id = &signed.user.id;
         if signed.created {
@@ -214,6 +214,14 @@ impl AppState {
                 .own(id)
                 .target(provider)
                 .detail("implicit", "true");
+            self.audit(ev).await;
+        }
+        if let Some(from) = &signed.replaced_email {
+            let ev = Event::new(action::EMAIL_CHANGED, origin)
+                .own(id)
+                .target(signed.user.email.clone())
+                .detail("from", from.clone())
+                .detail("provider", provider);
             self.audit(ev).await;
         }
     }

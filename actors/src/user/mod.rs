@@ -11,7 +11,7 @@ use storage::{
 
 mod social;
 
-pub use social::{LinkMode, Linked, ProviderAccount, ProviderTokens};
+pub use social::{LinkMode, Linked, ProviderAccount, ProviderTokens, SignedIn};
 
 type Reply<T> = RpcReplyPort<Result<T, ActorError>>;
 

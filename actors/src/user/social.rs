@@ -91,13 +91,21 @@ pub(crate) enum SocialMsg {
         update_tokens: bool,
         /// The provider's name and image, to write over the user's (with its email).
         override_info: Option<(String, Option<String>)>,
-        reply: Reply<User>,
+        reply: Reply<SignedIn>,
     },
     Store {
         id: AccountId,
         tokens: ProviderTokens,
         reply: Reply<Account>,
     },
+}
+
+/// The user after a sign-in through a linked account, and the address the provider's replaced
+/// (`override_user_info_on_sign_in`), if it did.
+#[derive(Debug, Clone)]
+pub struct SignedIn {
+    pub user: User,
+    pub replaced_email: Option<String>,
 }
 
 impl UserActor {
@@ -193,7 +201,7 @@ impl UserActor {
         acc: &ProviderAccount,
         update_tokens: bool,
         override_info: Option<(String, Option<String>)>,
-    ) -> Result<User, ActorError> {
+    ) -> Result<SignedIn, ActorError> {
         let store = &self.shared.store;
         if update_tokens {
             let existing = store
@@ -234,12 +242,21 @@ impl UserActor {
                 && user.email == before.email
                 && user.email_verified == before.email_verified
             {
-                return Ok(user);
+                return Ok(SignedIn {
+                    user,
+                    replaced_email: None,
+                });
             }
             user.updated_at = self.now();
             user.version += 1;
             match store.update_user(&user).await {
-                Ok(()) => return Ok(user),
+                Ok(()) => {
+                    let replaced_email = (user.email != before.email).then_some(before.email);
+                    return Ok(SignedIn {
+                        user,
+                        replaced_email,
+                    });
+                }
                 Err(StoreError::ConcurrentModification) => continue,
                 Err(StoreError::Conflict(_)) if user.email != before.email => {
                     tracing::info!(user = %id, provider = %acc.provider_id,
@@ -341,7 +358,7 @@ impl super::UserHandle {
         account: &ProviderAccount,
         update_tokens: bool,
         override_info: Option<(&str, Option<&str>)>,
-    ) -> Result<User, ActorError> {
+    ) -> Result<SignedIn, ActorError> {
         let override_info = override_info.map(|(n, i)| (n.to_owned(), i.map(str::to_owned)));
         self.call(|reply| {
             super::UserMsg::Social(SocialMsg::SignedIn {

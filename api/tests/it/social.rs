@@ -1469,7 +1469,22 @@ async fn a_provider_may_override_the_users_name_image_and_email_at_each_sign_in(
             );
             assert!(u.email_verified, "GitHub verified it");
             assert!(user("mona@local.test").await.is_none());
+        }
+        // The replaced address is in the audit log, once, with the one it replaced.
+        let mut q = storage::AuditQuery::range(
+            chrono::DateTime::from_timestamp(0, 0).unwrap(),
+            storage::Clock::now(&*h.clock) + chrono::Duration::days(1),
+            50,
+        );
+        q.action = Some("email.changed".into());
+        let changed = h.store.list_audit(&q).await.unwrap().items;
+        if on {
+            assert_eq!(changed.len(), 1, "{changed:?}");
+            assert_eq!(changed[0].target.as_deref(), Some("octocat@example.com"));
+            assert_eq!(changed[0].details["from"], "mona@local.test");
+            assert_eq!(changed[0].details["provider"], "github");
         } else {
+            assert!(changed.is_empty(), "{changed:?}");
             let u = user("mona@local.test").await.expect("left alone");
             assert_eq!((u.name.as_str(), u.image.as_deref()), ("Local Name", None));
             assert!(!u.email_verified);
