@@ -319,6 +319,11 @@ impl ScyllaConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct RateLimitConfig {
     pub enabled: bool,
+    /// Where the counters of the named rules, failed sign-ins and mail live: `"store"` (the
+    /// configured store, so several processes on it share their limits) or `"memory"` (this
+    /// process's; with N processes the limits are N times as high). The general rule always
+    /// counts in memory: it guards the process that serves the request.
+    pub storage: RateLimitStorage,
     /// The window of the general rule (every route under `/api/auth` no other rule names),
     /// seconds.
     pub window: u64,
@@ -347,6 +352,14 @@ pub struct RateLimitConfig {
     pub mail_window: u64,
 }
 
+/// Where rate-limit counters live (`rate_limit.storage`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RateLimitStorage {
+    Store,
+    Memory,
+}
+
 /// One rate-limit rule: at most `max` requests per client address per `window` seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -359,6 +372,7 @@ impl Default for RateLimitConfig {
     fn default() -> Self {
         Self {
             enabled: true,
+            storage: RateLimitStorage::Store,
             window: 10,
             max: 100,
             rules: BTreeMap::new(),

@@ -518,6 +518,7 @@ impl AppState {
             proxies,
             metrics,
         } = prepared;
+        let limiter = limiter.with_store(store.clone());
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| StartError::DataDir(config.data_dir.display().to_string(), e))?;
         check_data_dir_writable(&config.data_dir)?;
@@ -593,8 +594,8 @@ impl AppState {
         )
     }
 
-    /// Deletes expired sessions and verification values now and then (housekeeping only:
-    /// every read checks expiry itself).
+    /// Deletes expired sessions, verification values and ended rate-limit windows now and
+    /// then (housekeeping only: every read checks expiry itself).
     pub fn spawn_housekeeping(&self, every: Duration) -> tokio::task::JoinHandle<()> {
         let state = self.clone();
         tokio::spawn(async move {
@@ -603,6 +604,9 @@ impl AppState {
                 tick.tick().await;
                 if let Err(e) = state.actors.purge_expired(state.clock.now()).await {
                     tracing::warn!(error = %e, "purging expired sessions and tokens failed");
+                }
+                if let Err(e) = state.limiter.purge(state.clock.now()).await {
+                    tracing::warn!(error = %e, "purging ended rate-limit windows failed");
                 }
                 let kept = chrono::Duration::days(i64::from(state.config.audit.retention_days));
                 if let Err(e) = state.actors.purge_audit(state.clock.now() - kept).await {

@@ -1,11 +1,15 @@
 //! Rate limiting: per client address and path (better-auth's rules and answer: 429
 //! `TOO_MANY_REQUESTS` with `X-Retry-After`), per account for failed sign-ins, and per
-//! recipient for mail. Counters live behind [`storage::RateLimitStore`].
+//! recipient for mail. Counters live behind [`storage::RateLimitStore`]: the general rule's in
+//! this process's memory (it guards this process; counting every request in a store would
+//! cost a write per request), the others — the rules of named paths, failed sign-ins, mail —
+//! in the store with `rate_limit.storage = "store"` (the default), so that the processes on
+//! one store share them, or in memory with `"memory"`.
 //!
 //! The client address is the socket peer, or with `trust_proxy` the right-most
 //! `X-Forwarded-For` entry that is not a trusted proxy — never a header a client sets by
 //! itself. IPv6 clients count by their `/64` (configurable): one host holds a whole /64.
-use crate::config::{RateLimitConfig, RateRule};
+use crate::config::{RateLimitConfig, RateLimitStorage, RateRule};
 use crate::error::{ApiError, ApiResult};
 use chrono::{DateTime, Duration, Utc};
 use std::net::IpAddr;
@@ -179,16 +183,20 @@ pub struct Limiter {
     /// `(pattern, prefix?, rule)`, most specific first.
     rules: Vec<(String, bool, RateRule)>,
     config: RateLimitConfig,
-    store: Arc<dyn RateLimitStore>,
+    /// The general rule's counters (always this process's).
+    local: Arc<dyn RateLimitStore>,
+    /// Every other counter: `local`, or the store with `rate_limit.storage = "store"`.
+    shared: Arc<dyn RateLimitStore>,
     /// Refusals by limit (`path`, `sign_in`, `mail`), see [`Limiter::with_metrics`].
     refused: Option<prometheus::IntCounterVec>,
 }
 
 impl Limiter {
-    /// `paths`: the API's route templates under `/api/auth` (`/callback/{id}`).
+    /// `paths`: the API's route templates under `/api/auth` (`/callback/{id}`). Every counter
+    /// in `local` until [`Limiter::with_store`].
     pub fn new(
         config: &RateLimitConfig,
-        store: Arc<dyn RateLimitStore>,
+        local: Arc<dyn RateLimitStore>,
         paths: &[String],
     ) -> Result<Self, String> {
         let mut rules: std::collections::BTreeMap<String, RateRule> = BUILTIN_RULES
@@ -227,9 +235,27 @@ impl Limiter {
             routes: Routes::new(paths),
             rules,
             config: config.clone(),
-            store,
+            shared: local.clone(),
+            local,
             refused: None,
         })
+    }
+
+    /// With `rate_limit.storage = "store"`, counts all but the general rule in `store`.
+    pub fn with_store(mut self, store: Arc<dyn RateLimitStore>) -> Self {
+        if self.config.storage == RateLimitStorage::Store {
+            self.shared = store;
+        }
+        self
+    }
+
+    /// Housekeeping: forgets ended windows in memory and in the store.
+    pub async fn purge(&self, now: DateTime<Utc>) -> storage::StoreResult<u64> {
+        let local = self.local.purge_rate_limits(now).await?;
+        if Arc::ptr_eq(&self.local, &self.shared) {
+            return Ok(local);
+        }
+        Ok(local + self.shared.purge_rate_limits(now).await?)
     }
 
     /// Counts each refusal by the limit that made it in `refused`.
@@ -270,15 +296,20 @@ impl Limiter {
 
     async fn count(
         &self,
+        counters: &dyn RateLimitStore,
         limit: &'static str,
         key: &str,
         window: u64,
         max: u32,
         now: DateTime<Utc>,
     ) -> Result<(), Refusal> {
-        let w = self
-            .store
-            .hit(key, Duration::seconds(window as i64), now)
+        let w = counters
+            .hit(
+                key,
+                Duration::seconds(window as i64),
+                max.saturating_add(1),
+                now,
+            )
             .await
             .map_err(|e| Refusal {
                 error: e.into(),
@@ -313,13 +344,19 @@ impl Limiter {
         if !self.config.enabled {
             return Ok(());
         }
-        let (_, rule) = self.rule(path);
+        let (pattern, rule) = self.rule(path);
         let key = format!(
             "ip:{}:{}",
             template.unwrap_or("?"),
             client_key(client, self.config.ipv6_prefix)
         );
-        self.count("path", &key, rule.window, rule.max, now).await
+        let counters = if pattern == "*" {
+            &*self.local
+        } else {
+            &*self.shared
+        };
+        self.count(counters, "path", &key, rule.window, rule.max, now)
+            .await
     }
 
     fn failure_keys(&self, email: &str, client: Option<IpAddr>) -> (String, Option<String>) {
@@ -346,6 +383,7 @@ impl Limiter {
         if !self.config.enabled {
             return Ok(());
         }
+        let window = Duration::seconds(self.config.sign_in_failure_window as i64);
         let (account, pair) = self.failure_keys(email, client);
         let checks = [
             (Some(account), self.config.sign_in_failures_per_account),
@@ -353,7 +391,7 @@ impl Limiter {
         ];
         for (key, max) in checks {
             let Some(key) = key else { continue };
-            let w = self.store.count(&key, now).await?;
+            let w = self.shared.count(&key, window, max, now).await?;
             if w.count >= max {
                 return Err(self.refuse("sign_in", w.resets_at, now));
             }
@@ -369,7 +407,12 @@ impl Limiter {
         let window = Duration::seconds(self.config.sign_in_failure_window as i64);
         let (account, pair) = self.failure_keys(email, client);
         for key in std::iter::once(account).chain(pair) {
-            if let Err(e) = self.store.hit(&key, window, now).await {
+            // Past the larger of the two limits, the exact count no longer matters.
+            let cap = self
+                .config
+                .sign_in_failures_per_account
+                .max(self.config.sign_in_failures_per_client);
+            if let Err(e) = self.shared.hit(&key, window, cap, now).await {
                 tracing::warn!(error = %e, "counting a failed sign-in");
             }
         }
@@ -392,6 +435,7 @@ impl Limiter {
         if let Some(ip) = client {
             let pair = format!("mail:{to}:{}", client_key(ip, self.config.ipv6_prefix));
             self.count(
+                &*self.shared,
                 "mail",
                 &pair,
                 self.config.mail_window,
@@ -401,6 +445,7 @@ impl Limiter {
             .await?;
         }
         self.count(
+            &*self.shared,
             "mail",
             &format!("mail:{to}"),
             self.config.mail_window,

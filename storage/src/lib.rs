@@ -30,7 +30,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use entities::*;
 pub use ids::*;
 pub use query::{FieldValue, FilterOp, SearchOp, UserField, UserList, UserQuery};
-pub use rate_limit::{MemoryRateLimits, RateLimitStore, WindowCount};
+pub use rate_limit::{stored_key, MemoryRateLimits, RateLimitStore, WindowCount};
 
 /// The one error type of every storage trait.
 #[derive(Debug, thiserror::Error)]
@@ -521,6 +521,7 @@ pub trait Store:
     + KeyPairStore
     + ScanStore
     + AuditStore
+    + RateLimitStore
 {
 }
 impl<T> Store for T where
@@ -537,6 +538,7 @@ impl<T> Store for T where
         + KeyPairStore
         + ScanStore
         + AuditStore
+        + RateLimitStore
 {
 }
 

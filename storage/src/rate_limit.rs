@@ -1,11 +1,13 @@
-//! Rate-limit counters: fixed windows keyed by a string (`"ip:/sign-in/*:203.0.113.7"`), each
-//! counting hits until it ends. The trait is what the HTTP layer asks; the embedded default
+//! Rate-limit counters: windows keyed by a string (`"ip:/sign-in/*:203.0.113.7"`), each
+//! counting hits until it ends. The trait is what the HTTP layer asks. The embedded default
 //! keeps the counters in this process's memory (bounded, expired windows swept as it goes),
-//! which is exact for one process. A store shared by several processes implements the same
-//! trait so that their limits add up instead of multiplying.
+//! which is exact for one process; both store backends implement the same trait on their
+//! tables, so that the limits of several processes on one store add up instead of
+//! multiplying (`rate_limit.storage = "store"`).
 use crate::StoreResult;
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
+use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -16,19 +18,44 @@ pub struct WindowCount {
     pub resets_at: DateTime<Utc>,
 }
 
+/// Counters of hits per key and window.
+///
+/// A key's window opens at its first hit (a backend may instead align windows to the clock:
+/// the `window`-long slot that holds the hit) and ends at most `window` later; the next hit
+/// after it opens a new one. Every caller of one key passes the same `window`. Counts are
+/// exact up to `cap`: a backend may stop counting there and answer any number above `cap`
+/// for a window that holds more (a limit of `max` asks with a cap of `max + 1`). Of N
+/// concurrent hits past a limit, at most the limit's number see a count within it.
 #[async_trait]
 pub trait RateLimitStore: Send + Sync {
-    /// Counts one hit on `key`: in its current window if that has not ended at `now`, else in
-    /// a new one of length `window` starting now. Answers the count with this hit.
+    /// Counts one hit on `key` and answers its window's count with this hit.
     async fn hit(
         &self,
         key: &str,
         window: Duration,
+        cap: u32,
         now: DateTime<Utc>,
     ) -> StoreResult<WindowCount>;
 
-    /// The count of `key`'s current window at `now`, without counting (0 when none is open).
-    async fn count(&self, key: &str, now: DateTime<Utc>) -> StoreResult<WindowCount>;
+    /// The count of `key`'s window at `now`, without counting (0 when none is open).
+    async fn count(
+        &self,
+        key: &str,
+        window: Duration,
+        cap: u32,
+        now: DateTime<Utc>,
+    ) -> StoreResult<WindowCount>;
+
+    /// Housekeeping: forgets the windows that ended by `now` (how many, where the backend
+    /// can tell; windows that expire by themselves count as none).
+    async fn purge_rate_limits(&self, now: DateTime<Utc>) -> StoreResult<u64>;
+}
+
+/// How a key is written to a store: its SHA-256 (hex, first 16 bytes). Keys hold addresses
+/// and email addresses; the tables hold neither, and every key has one short length.
+pub fn stored_key(key: &str) -> String {
+    let digest = Sha256::digest(key.as_bytes());
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 const SHARDS: usize = 16;
@@ -107,6 +134,7 @@ impl RateLimitStore for MemoryRateLimits {
         &self,
         key: &str,
         window: Duration,
+        _cap: u32,
         now: DateTime<Utc>,
     ) -> StoreResult<WindowCount> {
         let mut shard = self.shard(key).lock().map_err(|_| poisoned())?;
@@ -136,7 +164,13 @@ impl RateLimitStore for MemoryRateLimits {
         })
     }
 
-    async fn count(&self, key: &str, now: DateTime<Utc>) -> StoreResult<WindowCount> {
+    async fn count(
+        &self,
+        key: &str,
+        _window: Duration,
+        _cap: u32,
+        now: DateTime<Utc>,
+    ) -> StoreResult<WindowCount> {
         let shard = self.shard(key).lock().map_err(|_| poisoned())?;
         Ok(match shard.windows.get(key) {
             Some((count, end)) if *end > now => WindowCount {
@@ -148,6 +182,17 @@ impl RateLimitStore for MemoryRateLimits {
                 resets_at: now,
             },
         })
+    }
+
+    async fn purge_rate_limits(&self, now: DateTime<Utc>) -> StoreResult<u64> {
+        let mut purged = 0;
+        for shard in &self.shards {
+            let mut shard = shard.lock().map_err(|_| poisoned())?;
+            let before = shard.windows.len();
+            shard.windows.retain(|_, (_, end)| *end > now);
+            purged += (before - shard.windows.len()) as u64;
+        }
+        Ok(purged)
     }
 }
 
@@ -164,20 +209,20 @@ mod tests {
         let m = MemoryRateLimits::default();
         let w = Duration::seconds(10);
         for i in 1..=3 {
-            assert_eq!(m.hit("k", w, t(i)).await.unwrap().count, i as u32);
+            assert_eq!(m.hit("k", w, 9, t(i)).await.unwrap().count, i as u32);
         }
-        assert_eq!(m.count("k", t(5)).await.unwrap().count, 3);
-        assert_eq!(m.hit("k", w, t(5)).await.unwrap().resets_at, t(11));
+        assert_eq!(m.count("k", w, 9, t(5)).await.unwrap().count, 3);
+        assert_eq!(m.hit("k", w, 9, t(5)).await.unwrap().resets_at, t(11));
         // The window started at the first hit (t=1) ends at t=11.
-        assert_eq!(m.hit("k", w, t(11)).await.unwrap().count, 1);
-        assert_eq!(m.count("other", t(11)).await.unwrap().count, 0);
+        assert_eq!(m.hit("k", w, 9, t(11)).await.unwrap().count, 1);
+        assert_eq!(m.count("other", w, 9, t(11)).await.unwrap().count, 0);
     }
 
     #[tokio::test]
     async fn memory_stays_bounded_under_a_flood_of_keys() {
         let m = MemoryRateLimits::new(16 * 64);
         for i in 0..100_000 {
-            m.hit(&format!("k{i}"), Duration::seconds(60), t(i / 1000))
+            m.hit(&format!("k{i}"), Duration::seconds(60), 9, t(i / 1000))
                 .await
                 .unwrap();
         }
@@ -190,7 +235,7 @@ mod tests {
         let tasks: Vec<_> = (0..50)
             .map(|_| {
                 let m = m.clone();
-                tokio::spawn(async move { m.hit("k", Duration::seconds(10), t(0)).await })
+                tokio::spawn(async move { m.hit("k", Duration::seconds(10), 60, t(0)).await })
             })
             .collect();
         let mut counts: Vec<u32> = Vec::new();

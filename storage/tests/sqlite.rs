@@ -12,6 +12,12 @@ async fn fresh() -> Option<(contract::S, tempfile::TempDir)> {
 
 contract_tests!(fresh);
 
+/// The in-memory counters (the default of one process) keep the same contract.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn memory_rate_limits_keep_the_contract() {
+    contract::rate_limits_of(Arc::new(storage::MemoryRateLimits::default())).await;
+}
+
 #[tokio::test]
 async fn reopening_keeps_data_and_migrations_run_once() {
     use storage::UserStore;

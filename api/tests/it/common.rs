@@ -82,10 +82,27 @@ pub fn test_config(dir: &std::path::Path, tweak: impl FnOnce(&mut Config)) -> Co
 
 pub async fn harness_with(tweak: impl FnOnce(&mut Config)) -> H {
     let dir = tempfile::tempdir().unwrap();
-    let config = test_config(dir.path(), tweak);
-    let clock = Arc::new(ManualClock::default());
+    server_on(dir, None, Arc::new(ManualClock::default()), tweak).await
+}
+
+/// A second server process on `h`'s data dir and SQLite file (its own store connections,
+/// actors and limiter; the same secret and clock), configured by `tweak`.
+pub async fn same_store(h: &H, tweak: impl FnOnce(&mut Config)) -> H {
+    let guard = tempfile::tempdir().unwrap();
+    server_on(guard, Some(h._dir.path()), h.clock.clone(), tweak).await
+}
+
+/// A server on the SQLite file in `data_dir` (default: `dir`, which the harness keeps).
+async fn server_on(
+    dir: tempfile::TempDir,
+    data_dir: Option<&std::path::Path>,
+    clock: Arc<ManualClock>,
+    tweak: impl FnOnce(&mut Config),
+) -> H {
+    let data_dir = data_dir.unwrap_or(dir.path());
+    let config = test_config(data_dir, tweak);
     let store: storage::DynStore = Arc::new(
-        storage::sqlite::SqliteStore::open(dir.path().join("gatehouse.db"))
+        storage::sqlite::SqliteStore::open(data_dir.join("gatehouse.db"))
             .await
             .unwrap(),
     );

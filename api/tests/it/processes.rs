@@ -264,7 +264,62 @@ on_both_backends!(
     joins_stop_at_the_membership_limit,
     two_last_owners_removing_each_other_leave_one,
     a_ban_leaves_no_session_on_either_process,
+    limits_count_requests_to_either_process,
 );
+
+/// With the limiter on, the processes share its counters (`rate_limit.storage = "store"`,
+/// the default): sign-ins from one address (3 per 10 s) alternate between them and the fourth
+/// is refused; of 20 reset requests for one address raced through both, at most three are
+/// sent (exactly three on SQLite's single writer; on ScyllaDB a burst may be refused earlier,
+/// never later).
+async fn limits_count_requests_to_either_process(backend: Backend) {
+    let Some(p) = pair(backend, &[("GATEHOUSE_RATE_LIMIT__ENABLED", "true")]) else {
+        return;
+    };
+    p.user("limited@example.com").await;
+    let sign_in = |i: usize| {
+        p.post(
+            p.pick(i),
+            "/sign-in/email",
+            json!({"email": "limited@example.com", "password": "a-good-password"}),
+            None,
+        )
+    };
+    for i in 0..3 {
+        assert_eq!(sign_in(i).await.status, 200, "sign-in {i}");
+    }
+    let r = sign_in(3).await;
+    assert_eq!((r.status, r.code()), (429, "TOO_MANY_REQUESTS"));
+
+    let replies = join_all((0..20).map(|i| {
+        p.post(
+            p.pick(i),
+            "/request-password-reset",
+            json!({"email": "limited@example.com", "redirectTo": "/reset"}),
+            None,
+        )
+    }))
+    .await;
+    let sent = replies.iter().filter(|r| r.status == 200).count();
+    assert!(
+        replies.iter().all(|r| r.status == 200 || r.status == 429),
+        "{:?}",
+        replies.iter().map(|r| r.status).collect::<Vec<_>>()
+    );
+    match backend {
+        Backend::Sqlite => assert_eq!(sent, 3),
+        Backend::Scylla => assert!(sent <= 3, "{sent} of 20 passed a limit of 3"),
+    }
+    let r = p
+        .post(
+            &p.b,
+            "/request-password-reset",
+            json!({"email": "limited@example.com", "redirectTo": "/reset"}),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 429);
+}
 
 /// A ban through one process racing sign-ins of its user through both: afterwards the store
 /// holds no live session of the user, and no cookie any sign-in got resolves on either process.

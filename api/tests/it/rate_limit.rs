@@ -254,29 +254,7 @@ async fn mail_per_recipient_holds_under_50_concurrent_requests() {
     let h = limited().await;
     h.sign_up("ann@example.com", PW).await.expect(200);
     for email in ["ann@example.com", "nobody@example.com"] {
-        let answers = join_all((0..50).map(|i| {
-            let h = &h;
-            async move {
-                call_from(
-                    h,
-                    &format!("192.0.2.{i}:1"),
-                    Method::POST,
-                    "/api/auth/request-password-reset",
-                    Some(json!({"email": email})),
-                    &[],
-                )
-                .await
-                .status
-                .as_u16()
-            }
-        }))
-        .await;
-        assert_eq!(
-            answers.iter().filter(|s| **s == 200).count(),
-            10,
-            "{email}: {answers:?}"
-        );
-        assert_eq!(answers.iter().filter(|s| **s == 429).count(), 40);
+        assert_eq!(reset_race(&h, &h, email).await, 10, "{email}");
     }
     // Exactly ten reset mails reached Ann (written in the background).
     let mut mails = 0;
@@ -303,6 +281,90 @@ async fn mail_per_recipient_holds_under_50_concurrent_requests() {
     .await
     .expect(429);
     assert!(retry_after(&r) > 60);
+}
+
+/// `request-password-reset` for `email` from 50 addresses at once, half through each server
+/// (or all through one): how many were answered 200 (the others must be 429).
+async fn reset_race(a: &H, b: &H, email: &str) -> usize {
+    let answers = join_all((0..50).map(|i| async move {
+        call_from(
+            if i % 2 == 0 { a } else { b },
+            &format!("192.0.2.{i}:1"),
+            Method::POST,
+            "/api/auth/request-password-reset",
+            Some(json!({"email": email})),
+            &[],
+        )
+        .await
+        .status
+        .as_u16()
+    }))
+    .await;
+    assert!(
+        answers.iter().all(|s| *s == 200 || *s == 429),
+        "{answers:?}"
+    );
+    answers.iter().filter(|s| **s == 200).count()
+}
+
+#[tokio::test]
+async fn processes_on_one_store_share_their_limits() {
+    let tweak = |c: &mut gatehouse_api::config::Config| {
+        c.rate_limit.enabled = true;
+        c.rate_limit.max = 5;
+    };
+    let a = harness_with(tweak).await;
+    let b = same_store(&a, tweak).await;
+    assert_eq!(
+        a.state.config.rate_limit.storage,
+        gatehouse_api::config::RateLimitStorage::Store,
+        "the default"
+    );
+    a.sign_up("ann@example.com", PW).await.expect(200);
+    // Sign-in (3 per 10 s per address) counts across both processes.
+    for h in [&a, &b, &a] {
+        sign_in(h, "198.51.100.1:1", "ann@example.com", PW)
+            .await
+            .expect(200);
+    }
+    sign_in(&b, "198.51.100.1:1", "ann@example.com", PW)
+        .await
+        .expect(429);
+    // So does mail to one recipient: ten of 50 requests raced through both.
+    assert_eq!(reset_race(&a, &b, "ann@example.com").await, 10);
+    // The general rule guards each process: 5 each, the sixth refused.
+    async fn session(h: &H) -> Resp {
+        call_from(
+            h,
+            "198.51.100.2:1",
+            Method::GET,
+            "/api/auth/get-session",
+            None,
+            &[],
+        )
+        .await
+    }
+    for _ in 0..5 {
+        session(&a).await.expect(200);
+        session(&b).await.expect(200);
+    }
+    session(&a).await.expect(429);
+    session(&b).await.expect(429);
+
+    // With `storage = "memory"`, each process counts alone: twice the limits.
+    let memory = |c: &mut gatehouse_api::config::Config| {
+        c.rate_limit.enabled = true;
+        c.rate_limit.storage = gatehouse_api::config::RateLimitStorage::Memory;
+    };
+    let c = harness_with(memory).await;
+    let d = same_store(&c, memory).await;
+    c.sign_up("ann@example.com", PW).await.expect(200);
+    for h in [&c, &d, &c, &d, &c, &d] {
+        sign_in(h, "198.51.100.1:1", "ann@example.com", PW)
+            .await
+            .expect(200);
+    }
+    assert_eq!(reset_race(&c, &d, "ann@example.com").await, 20);
 }
 
 #[tokio::test]

@@ -28,6 +28,7 @@ mod invitations;
 mod keys;
 mod members;
 mod organizations;
+mod rate_limits;
 mod roles;
 mod scan;
 mod schema;

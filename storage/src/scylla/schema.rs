@@ -84,6 +84,15 @@ const MIGRATIONS: &[&[&str]] = &[
         "CREATE TABLE IF NOT EXISTS {ks}.audit_by_org (key text, bucket text, at bigint, \
          id text, AUDIT_COLUMNS, PRIMARY KEY ((key, bucket), at, id)) AUDIT_OPTIONS",
     ],
+    // 3: rate-limit hits shared by every process (`rate_limit.storage = "store"`): a
+    // partition per key (its SHA-256) and clock-aligned window, a row per hit, each with a TTL
+    // to its window's end; a window is read up to the limit's cap, never in whole.
+    &[
+        "CREATE TABLE IF NOT EXISTS {ks}.rate_limit_hits (key text, slot bigint, id text, \
+         PRIMARY KEY ((key, slot), id)) WITH compaction = \
+         {'class': 'TimeWindowCompactionStrategy', 'compaction_window_unit': 'HOURS', \
+         'compaction_window_size': 1} AND gc_grace_seconds = 3600",
+    ],
 ];
 
 /// The columns of an audit event besides its place (`at`, `id`).

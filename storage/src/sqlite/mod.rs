@@ -13,6 +13,7 @@ mod invitations;
 mod keys;
 mod members;
 mod organizations;
+mod rate_limits;
 mod roles;
 mod rows;
 mod scan;

@@ -166,6 +166,16 @@ CREATE INDEX audit_actor ON audit_events(actor_id, at, id) WHERE actor_id IS NOT
 CREATE INDEX audit_user ON audit_events(user_id, at, id) WHERE user_id IS NOT NULL;
 CREATE INDEX audit_org ON audit_events(organization_id, at, id) WHERE organization_id IS NOT NULL;
 "#,
+    // 6: rate-limit counters shared by the processes on this file (`rate_limit.storage =
+    // "store"`): one row per key (its SHA-256) with its window's count and end; housekeeping
+    // deletes the ended ones.
+    r#"
+CREATE TABLE rate_limits (
+    key TEXT PRIMARY KEY,
+    count INTEGER NOT NULL,
+    resets_at INTEGER NOT NULL
+) WITHOUT ROWID;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> StoreResult<()> {

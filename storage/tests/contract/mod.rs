@@ -1094,6 +1094,73 @@ pub async fn key_pairs(s: S) {
     assert!(!format!("{k:?}").contains("priv"));
 }
 
+/// Rate-limit counters of one key: counted per window, reset after it, exact up to the cap,
+/// and never more callers within a limit than it allows, however many hit at once. Run on
+/// each backend's tables and on the in-memory counters (`RateLimitStore` directly, since
+/// the memory counters are no `Store`).
+pub async fn rate_limit_counters(s: S) {
+    rate_limits_of(s).await
+}
+
+pub async fn rate_limits_of(s: Arc<dyn RateLimitStore>) {
+    // A fixed time at the start of a minute, so that windows aligned to the clock and
+    // windows opened by the first hit end at the same instant.
+    let t0 = chrono::DateTime::parse_from_rfc3339("2030-01-01T00:00:00Z")
+        .unwrap()
+        .with_timezone(&Utc);
+    let at = |secs: i64| t0 + Duration::seconds(secs);
+    let w = Duration::seconds(60);
+    let key = format!("mail:{}@example.com:203.0.113.7", random_lower_alnum(8));
+
+    for n in 0..3 {
+        let c = s.hit(&key, w, 11, at(n)).await.unwrap();
+        assert_eq!(c.count, n as u32 + 1);
+        assert_eq!(
+            c.resets_at,
+            at(60),
+            "the window ends a window after its start"
+        );
+    }
+    assert_eq!(s.count(&key, w, 11, at(30)).await.unwrap().count, 3);
+    let other = format!("{key}/other");
+    assert_eq!(s.count(&other, w, 11, at(30)).await.unwrap().count, 0);
+    assert_eq!(s.hit(&other, w, 11, at(30)).await.unwrap().count, 1);
+
+    // The next window starts from nothing; housekeeping after it forgets the old one.
+    assert_eq!(s.count(&key, w, 11, at(60)).await.unwrap().count, 0);
+    assert_eq!(s.hit(&key, w, 11, at(61)).await.unwrap().count, 1);
+    s.purge_rate_limits(at(200)).await.unwrap();
+    assert_eq!(s.count(&key, w, 11, at(200)).await.unwrap().count, 0);
+    assert_eq!(s.hit(&key, w, 11, at(200)).await.unwrap().count, 1);
+
+    // Exact up to the cap; past it, some number above it.
+    let capped = format!("{key}/capped");
+    let mut counts = Vec::new();
+    for _ in 0..6 {
+        counts.push(s.hit(&capped, w, 2, at(1)).await.unwrap().count);
+    }
+    assert_eq!(counts[..2], [1, 2]);
+    assert!(counts[2..].iter().all(|c| *c > 2), "{counts:?}");
+    assert!(s.count(&capped, w, 2, at(2)).await.unwrap().count > 2);
+
+    // 40 at once against a limit of 10: at most 10 see a count within it, and any hit
+    // after them sees the window full.
+    let raced = format!("{key}/raced");
+    let t5 = at(5);
+    let hits = join_all((0..40).map(|_| {
+        let (s, raced) = (s.clone(), raced.clone());
+        tokio::spawn(async move { s.hit(&raced, w, 11, t5).await.unwrap().count })
+    }))
+    .await;
+    let within = hits
+        .into_iter()
+        .filter(|c| *c.as_ref().unwrap() <= 10)
+        .count();
+    assert!(within <= 10, "{within} of 40 passed a limit of 10");
+    assert!(s.hit(&raced, w, 11, at(6)).await.unwrap().count > 10);
+    assert!(s.count(&raced, w, 11, at(6)).await.unwrap().count > 10);
+}
+
 /// A store just opened (and migrated) is healthy, and stays so after writes.
 pub async fn a_fresh_store_is_healthy(s: S) {
     s.check_health().await.unwrap();
@@ -1677,6 +1744,7 @@ macro_rules! contract_tests {
             audit_log,
             audit_log_over_a_long_range,
             organization_view_is_its_single_reads,
+            rate_limit_counters,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {$(
