@@ -290,6 +290,24 @@ impl Server {
         env: &[(&str, &str)],
         open_files: Option<u32>,
     ) -> Self {
+        Self::spawn(data_dir, env, open_files, Stdio::inherit())
+    }
+
+    /// With its log (standard error) written to `log`.
+    pub fn start_logging_to(
+        data_dir: &std::path::Path,
+        env: &[(&str, &str)],
+        log: std::fs::File,
+    ) -> Self {
+        Self::spawn(data_dir, env, None, Stdio::from(log))
+    }
+
+    fn spawn(
+        data_dir: &std::path::Path,
+        env: &[(&str, &str)],
+        open_files: Option<u32>,
+        stderr: Stdio,
+    ) -> Self {
         let bin = env!("CARGO_BIN_EXE_gatehouse");
         let mut cmd = match open_files {
             Some(n) => {
@@ -314,7 +332,7 @@ impl Server {
         }
         let mut child = cmd
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("start gatehouse");
         let stdout = child.stdout.take().unwrap();

@@ -233,3 +233,69 @@ async fn health_routes_say_live_and_ready_and_turn_unready_without_the_data_dir(
     assert_ne!(body["checks"]["dataDir"], "ok");
     server.stop();
 }
+
+/// A request's id is on every log line written while it is served (the JSON log here), the
+/// answer's `X-Request-Id`, and its audit event.
+#[tokio::test]
+async fn a_request_id_is_on_each_log_line_of_its_request_and_its_audit_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("server.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let server = Server::start_logging_to(
+        &dir.path().join("data"),
+        &[
+            ("RUST_LOG", "debug,hyper=warn,h2=warn"),
+            ("GATEHOUSE_LOG__FORMAT", "json"),
+            (
+                "GATEHOUSE_SERVER_KEY",
+                "startup-server-key-0123456789abcdef",
+            ),
+        ],
+        log,
+    );
+    let http = reqwest::Client::new();
+    let id = "edge-trace-7f3a";
+    let r = http
+        .post(format!("{}/sign-in/email", server.base))
+        .header("origin", "http://localhost:3000")
+        .header("x-request-id", id)
+        .json(&serde_json::json!({"email": "nobody@example.com", "password": "wrong-password"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    assert_eq!(r.headers()["x-request-id"], id);
+    let events: serde_json::Value = http
+        .get(format!(
+            "{}/admin/audit-log?action=user.sign-in",
+            server.base
+        ))
+        .bearer_auth("startup-server-key-0123456789abcdef")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(events["events"][0]["requestId"], id, "{events}");
+    server.stop();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    // The lines written inside the sign-in's request span: at least its answer.
+    let of_request: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["span"]["path"] == "/api/auth/sign-in/email")
+        .collect();
+    assert!(
+        of_request
+            .iter()
+            .any(|l| l["fields"]["message"] == "answered"),
+        "{log}"
+    );
+    for l in &of_request {
+        assert_eq!(l["span"]["id"], id, "{l}");
+    }
+}
