@@ -79,8 +79,17 @@ pub fn request_cookie(req: &Request, name: &str) -> Option<String> {
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(k, _)| *k == name)
-        .and_then(|(_, v)| percent_decode_str(v.trim_matches('"')).decode_utf8().ok())
-        .map(|v| v.into_owned())
+        .and_then(|(_, v)| {
+            let v = v.trim_matches('"');
+            // Signed values are base64 and dots: most have nothing to decode.
+            if !v.contains('%') {
+                return Some(v.to_owned());
+            }
+            percent_decode_str(v)
+                .decode_utf8()
+                .ok()
+                .map(|v| v.into_owned())
+        })
 }
 
 /// `Set-Cookie` values a handler or extractor wants on the response; the cookie middleware
@@ -143,6 +152,11 @@ impl TrustedOrigins {
 
     /// Whether an absolute URL's origin is trusted.
     pub fn is_trusted_url(&self, url: &str) -> bool {
+        // An `Origin` header as browsers send it is already a serialized origin: equal to an
+        // exact pattern (each one is normalized), parsing it would give itself.
+        if self.patterns.iter().any(|p| !p.contains('*') && p == url) {
+            return true;
+        }
         let Some(origin) = origin_of(url) else {
             return false;
         };
@@ -705,6 +719,45 @@ mod tests {
         let grows = format!("/{}", " ".repeat(MAX_URL_LEN / 2));
         assert!(grows.len() <= MAX_URL_LEN);
         assert!(!t.is_safe_redirect(&grows));
+    }
+
+    #[test]
+    fn origins_as_sent_and_as_written() {
+        let t = TrustedOrigins::new(
+            "http://localhost:3000",
+            &["https://app.example.com".into(), "*.trusted.dev".into()],
+        );
+        for ok in [
+            "http://localhost:3000",
+            "https://app.example.com",
+            "HTTPS://APP.example.com:443",
+            "https://app.example.com/cb",
+            "https://x.trusted.dev",
+        ] {
+            assert!(t.is_trusted_url(ok), "{ok}");
+        }
+        for bad in [
+            "http://localhost:3001",
+            "https://app.example.com.evil.com",
+            "http://app.example.com",
+            "null",
+            "",
+            "https://trusted.dev.evil.com",
+        ] {
+            assert!(!t.is_trusted_url(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn cookies_are_found_and_decoded() {
+        let req = Request::builder()
+            .header(header::COOKIE, "a=1; ba.x=%22q%22; c=\"v.w\"; d=%FF")
+            .finish();
+        assert_eq!(request_cookie(&req, "a").as_deref(), Some("1"));
+        assert_eq!(request_cookie(&req, "ba.x").as_deref(), Some("\"q\""));
+        assert_eq!(request_cookie(&req, "c").as_deref(), Some("v.w"));
+        assert_eq!(request_cookie(&req, "d"), None, "not UTF-8 once decoded");
+        assert_eq!(request_cookie(&req, "b"), None);
     }
 
     #[test]
