@@ -317,9 +317,21 @@ impl Limiter {
                 limit,
             })?;
         if w.count > max {
+            // The first refusal of a window is the one this process notes first: a shared
+            // store's counts need not pass through `max + 1` exactly (a burst may read past it).
+            let first = self
+                .local
+                .hit(
+                    &format!("refused:{key}"),
+                    Duration::seconds(window as i64),
+                    1,
+                    now,
+                )
+                .await
+                .is_ok_and(|n| n.count == 1);
             return Err(Refusal {
                 error: self.refuse(limit, w.resets_at, now),
-                first: w.count == max.saturating_add(1),
+                first,
                 limit,
             });
         }

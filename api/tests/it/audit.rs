@@ -400,6 +400,21 @@ async fn a_rate_limited_client_is_recorded_once_per_window() {
     assert_eq!(limited[0]["ipAddress"], "198.51.100.9");
     assert_eq!(limited[0]["target"], "/api/auth/sign-in/email");
     assert_eq!(limited[0]["reason"], "TOO_MANY_REQUESTS");
+    // The next window's first refusal is an event again.
+    h.clock.advance(chrono::Duration::seconds(11));
+    for expected in [401, 401, 401, 429, 429] {
+        let r = call_from(
+            &h,
+            peer,
+            Method::POST,
+            "/api/auth/sign-in/email",
+            Some(json!({"email": "x@example.com", "password": "whatever-123"})),
+            &[("origin", ORIGIN)],
+        )
+        .await;
+        assert_eq!(r.status.as_u16(), expected);
+    }
+    assert_eq!(all_events(&h, "&action=rate-limit").await.len(), 2);
 }
 
 /// `gatehouse audit export` writes the store's events as JSON lines, oldest first; what the
