@@ -712,6 +712,11 @@ pub struct PasswordConfig {
     pub argon2_parallelism: u32,
     /// Hashes computed at once; more wait (0 = one per CPU core).
     pub max_concurrent_hashes: usize,
+    /// How much lower the hashing threads' priority is than the server's (added to its nice
+    /// value, 0–19, at most 19; Linux): above 0 they yield their core to the threads that
+    /// answer requests when both want it, and use every core otherwise — session reads stay
+    /// fast during a burst of sign-ins, which take longer then.
+    pub hash_thread_nice: i32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -824,6 +829,7 @@ impl Default for PasswordConfig {
             argon2_iterations: 2,
             argon2_parallelism: 1,
             max_concurrent_hashes: 0,
+            hash_thread_nice: 10,
         }
     }
 }

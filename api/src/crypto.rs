@@ -151,21 +151,32 @@ impl PasswordHasher {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
             n => n,
         };
+        if !(0..=19).contains(&cfg.hash_thread_nice) {
+            return Err(HashError::Params(
+                "password.hash_thread_nice must be 0–19".into(),
+            ));
+        }
+        let nice = cfg.hash_thread_nice;
         let (tx, rx) = std::sync::mpsc::channel::<Job>();
         let rx = Arc::new(std::sync::Mutex::new(rx));
         for i in 0..threads {
             let rx = rx.clone();
             std::thread::Builder::new()
                 .name(format!("gatehouse-hash-{i}"))
-                .spawn(move || loop {
-                    // The lock is held only while taking a job, not while running it.
-                    let job = match rx.lock() {
-                        Ok(r) => r.recv(),
-                        Err(_) => return,
-                    };
-                    match job {
-                        Ok(job) => job(),
-                        Err(_) => return, // every sender dropped: shut down
+                .spawn(move || {
+                    if nice > 0 {
+                        lower_this_threads_priority(nice);
+                    }
+                    loop {
+                        // The lock is held only while taking a job, not while running it.
+                        let job = match rx.lock() {
+                            Ok(r) => r.recv(),
+                            Err(_) => return,
+                        };
+                        match job {
+                            Ok(job) => job(),
+                            Err(_) => return, // every sender dropped: shut down
+                        }
                     }
                 })
                 .map_err(|e| HashError::Hash(e.to_string()))?;
@@ -240,6 +251,30 @@ impl PasswordHasher {
             .map_err(|e| HashError::Hash(e.to_string()))?;
         rx.await.map_err(|e| HashError::Hash(e.to_string()))?
     }
+}
+
+/// Raises the calling thread's nice value by `by` (Linux applies nice values per thread; at
+/// most to 19). A higher nice value needs no privilege; where it still fails, the thread keeps
+/// its priority and a warning says so.
+fn lower_this_threads_priority(by: i32) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid has no preconditions; getpriority and setpriority read only their
+        // integer arguments and concern this thread alone (PRIO_PROCESS with a thread id).
+        let done = unsafe {
+            let tid = libc::gettid() as libc::id_t;
+            let now = libc::getpriority(libc::PRIO_PROCESS, tid);
+            libc::setpriority(libc::PRIO_PROCESS, tid, (now + by).min(19))
+        };
+        if done != 0 {
+            tracing::warn!(
+                error = %std::io::Error::last_os_error(),
+                "could not lower the hashing thread's priority"
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = by;
 }
 
 thread_local! {
@@ -358,6 +393,62 @@ mod tests {
         assert!(s
             .open::<serde_json::Value>("verify-email", "garbage")
             .is_none());
+    }
+
+    /// The nice value in a `/proc/…/stat` line (`tid (comm) state ppid …`: the 19th field)
+    /// and the thread's name.
+    #[cfg(target_os = "linux")]
+    fn nice_of(stat: &str) -> (String, i64) {
+        let (head, rest) = stat.rsplit_once(')').unwrap();
+        let name = head.split_once('(').unwrap().1.to_owned();
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        (name, fields[16].parse().unwrap())
+    }
+
+    /// The nice values of this process's threads named `gatehouse-hash-*`.
+    #[cfg(target_os = "linux")]
+    fn hash_thread_nices() -> Vec<i64> {
+        let mut out = Vec::new();
+        for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+                continue;
+            };
+            let (name, nice) = nice_of(&stat);
+            if name.starts_with("gatehouse-hash") {
+                out.push(nice);
+            }
+        }
+        out
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn hashing_threads_run_at_the_configured_nice_value() {
+        let cfg = PasswordConfig {
+            argon2_memory_kib: 1024,
+            argon2_iterations: 1,
+            max_concurrent_hashes: 3,
+            hash_thread_nice: 7,
+            ..PasswordConfig::default()
+        };
+        // Seven above the process's own (whatever nice value the tests run at).
+        let base = nice_of(&std::fs::read_to_string("/proc/self/stat").unwrap()).1;
+        let want = (base + 7).min(19);
+        let _h = PasswordHasher::new(&cfg).unwrap();
+        let mut lowered = 0;
+        for _ in 0..100 {
+            lowered = hash_thread_nices().iter().filter(|n| **n == want).count();
+            if lowered >= 3 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(lowered >= 3, "{want}: {:?}", hash_thread_nices());
+        let bad = PasswordConfig {
+            hash_thread_nice: 20,
+            ..cfg
+        };
+        assert!(PasswordHasher::new(&bad).is_err());
     }
 
     #[tokio::test]
