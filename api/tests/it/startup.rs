@@ -299,3 +299,56 @@ async fn a_request_id_is_on_each_log_line_of_its_request_and_its_audit_event() {
         assert_eq!(l["span"]["id"], id, "{l}");
     }
 }
+
+/// `/health/ready` answers 503 naming the store when the store cannot serve this build: an
+/// SQLite file another process migrated to a newer schema, and a ScyllaDB keyspace that is gone
+/// (when a CQL node is configured).
+#[tokio::test]
+async fn ready_turns_503_when_the_store_cannot_serve() {
+    async fn ready(server: &Server) -> (u16, serde_json::Value) {
+        let r = reqwest::get(format!("http://{}/health/ready", server.addr))
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.json().await.unwrap())
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data);
+    assert_eq!(ready(&server).await.0, 200);
+    let file = rusqlite::Connection::open(data.join("gatehouse.db")).unwrap();
+    file.pragma_update(None, "user_version", 9999).unwrap();
+    let (status, body) = ready(&server).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["status"], "unavailable");
+    assert!(
+        body["checks"]["store"].as_str().unwrap().contains("9999"),
+        "{body}"
+    );
+    assert_eq!(body["checks"]["dataDir"], "ok");
+    drop(server);
+
+    let Some((opts, _guard)) = storage::scylla::testing::throwaway_keyspace("gh_ready") else {
+        return;
+    };
+    let env = [
+        ("GATEHOUSE_STORE", "scylla".to_owned()),
+        ("GATEHOUSE_SCYLLA__URI", opts.nodes.join(",")),
+        ("GATEHOUSE_SCYLLA__KEYSPACE", opts.keyspace.clone()),
+        ("GATEHOUSE_SCYLLA__REPLICATION", opts.replication.clone()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let cql_dir = tempfile::tempdir().unwrap();
+    let out = gatehouse(&["migrate"], cql_dir.path(), &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let server = Server::start_with(cql_dir.path(), &env, None);
+    assert_eq!(ready(&server).await.0, 200);
+    storage::scylla::ScyllaStore::connect(&opts)
+        .await
+        .unwrap()
+        .drop_keyspace()
+        .await
+        .unwrap();
+    let (status, body) = ready(&server).await;
+    assert_eq!(status, 503, "{body}");
+    assert_ne!(body["checks"]["store"], "ok", "{body}");
+}
