@@ -417,13 +417,13 @@ impl Limiter {
             return;
         }
         let window = Duration::seconds(self.config.sign_in_failure_window as i64);
+        // Past the larger of the two limits, the exact count no longer matters.
+        let cap = self
+            .config
+            .sign_in_failures_per_account
+            .max(self.config.sign_in_failures_per_client);
         let (account, pair) = self.failure_keys(email, client);
         for key in std::iter::once(account).chain(pair) {
-            // Past the larger of the two limits, the exact count no longer matters.
-            let cap = self
-                .config
-                .sign_in_failures_per_account
-                .max(self.config.sign_in_failures_per_client);
             if let Err(e) = self.shared.hit(&key, window, cap, now).await {
                 tracing::warn!(error = %e, "counting a failed sign-in");
             }

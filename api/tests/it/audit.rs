@@ -376,19 +376,22 @@ async fn a_rate_limited_client_is_recorded_once_per_window() {
         c.rate_limit.enabled = true;
     })
     .await;
-    let peer = "198.51.100.9:5000";
-    let mut statuses = Vec::new();
-    for _ in 0..6 {
-        let r = call_from(
+    let sign_in = || async {
+        call_from(
             &h,
-            peer,
+            "198.51.100.9:5000",
             Method::POST,
             "/api/auth/sign-in/email",
             Some(json!({"email": "x@example.com", "password": "whatever-123"})),
             &[("origin", ORIGIN)],
         )
-        .await;
-        statuses.push(r.status.as_u16());
+        .await
+        .status
+        .as_u16()
+    };
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        statuses.push(sign_in().await);
     }
     assert_eq!(
         statuses.iter().filter(|s| **s == 429).count(),
@@ -403,16 +406,7 @@ async fn a_rate_limited_client_is_recorded_once_per_window() {
     // The next window's first refusal is an event again.
     h.clock.advance(chrono::Duration::seconds(11));
     for expected in [401, 401, 401, 429, 429] {
-        let r = call_from(
-            &h,
-            peer,
-            Method::POST,
-            "/api/auth/sign-in/email",
-            Some(json!({"email": "x@example.com", "password": "whatever-123"})),
-            &[("origin", ORIGIN)],
-        )
-        .await;
-        assert_eq!(r.status.as_u16(), expected);
+        assert_eq!(sign_in().await, expected);
     }
     assert_eq!(all_events(&h, "&action=rate-limit").await.len(), 2);
 }
