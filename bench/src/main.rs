@@ -205,19 +205,36 @@ struct Target {
     seq: AtomicU64,
 }
 
+/// An answer's body, unparsed.
+struct Body(bytes::Bytes);
+
+impl Body {
+    /// The body as JSON (`null` when it is not JSON).
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.0).unwrap_or(Value::Null)
+    }
+
+    /// Whether the body is JSON `null` (what get-session answers without a session) or empty.
+    fn is_null(&self) -> bool {
+        matches!(self.0.trim_ascii(), b"null" | b"")
+    }
+}
+
 impl Target {
     fn api(&self, path: &str) -> String {
         format!("{}/api/auth{path}", self.base)
     }
 
-    /// One request; `Ok` for a 2xx, else `"status CODE"`. Returns the cookie pairs set.
+    /// One request; `Ok` for a 2xx, else `"status CODE"`. Returns the body as it came (parsed
+    /// only by the callers that read it: parsing every answer would make the harness, not the
+    /// server, the limit on large answers) and the cookie pairs set.
     async fn send(
         &self,
         post: bool,
         path: &str,
         body: Option<Value>,
         cookie: Option<&str>,
-    ) -> Result<(Value, Vec<String>), String> {
+    ) -> Result<(Body, Vec<String>), String> {
         let url = self.api(path);
         let mut req = if post {
             self.http.post(url)
@@ -249,11 +266,11 @@ impl Target {
             .filter(|c| !c.contains("Max-Age=0"))
             .filter_map(|c| c.split(';').next().map(str::to_owned))
             .collect();
-        let body: Value = resp.json().await.unwrap_or(Value::Null);
+        let body = Body(resp.bytes().await.unwrap_or_default());
         if status.is_success() {
             Ok((body, cookies))
         } else {
-            let code = body["code"].as_str().unwrap_or("-");
+            let code = body.json()["code"].as_str().unwrap_or("-").to_owned();
             Err(format!("{} {code}", status.as_u16()))
         }
     }
@@ -421,7 +438,7 @@ async fn create_org(t: &Target, slug: &str, cookie: &str) -> Result<String, Stri
             Some(cookie),
         )
         .await?;
-    Ok(org["id"].as_str().unwrap_or_default().to_owned())
+    Ok(org.json()["id"].as_str().unwrap_or_default().to_owned())
 }
 
 /// Signs up a fresh user, invites them to `org_id` (as the owner of `owner_cookie`), and has
@@ -446,11 +463,14 @@ async fn add_guest(
         .send(
             true,
             "/organization/accept-invitation",
-            Some(json!({"invitationId": inv["id"]})),
+            Some(json!({"invitationId": inv.json()["id"]})),
             Some(&guest_cookie),
         )
         .await?;
-    Ok(acc["member"]["id"].as_str().unwrap_or_default().to_owned())
+    Ok(acc.json()["member"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned())
 }
 
 /// Gives each virtual user an organization with `members` members (signed up, invited and

@@ -7,17 +7,8 @@ use rusqlite::params;
 impl MemberStore for SqliteStore {
     async fn get_member(&self, org: &OrgId, user: &UserId) -> StoreResult<Option<Member>> {
         let (o, u) = (org.0.clone(), user.0.clone());
-        self.point_read(move |c| {
-            one(
-                c,
-                &format!(
-                    "SELECT {MEMBER_COLS} FROM members WHERE organization_id = ?1 AND user_id = ?2"
-                ),
-                [o, u],
-                member_row,
-            )
-        })
-        .await
+        self.point_read(move |c| one(c, &GET_MEMBER, [o, u], member_row))
+            .await
     }
     async fn get_member_by_id(&self, org: &OrgId, id: &MemberId) -> StoreResult<Option<Member>> {
         let (o, id) = (org.0.clone(), id.0.clone());
@@ -72,76 +63,39 @@ impl MemberStore for SqliteStore {
         // One trip: every statement on one reader connection (a window of at most `limit`
         // members, and an organization's invitations and teams).
         self.point_read(move |c| {
-            // One read transaction: one snapshot for every statement (and one WAL read lock
-            // instead of one per statement).
-            let tx = c.unchecked_transaction().map_err(map_err)?;
-            let c = &*tx;
-            let Some(organization) = one(
-                c,
-                &format!("SELECT {ORG_COLS} FROM organizations WHERE id = ?1"),
-                [&o],
-                org_row,
-            )?
-            else {
-                return Ok(None);
-            };
-            let viewer = one(
-                c,
-                &format!(
-                    "SELECT {MEMBER_COLS} FROM members WHERE organization_id = ?1 AND user_id = ?2"
-                ),
-                [&o, &q.viewer.0],
-                member_row,
-            )?;
-            let members = all(
-                c,
-                &format!(
-                    "SELECT {MEMBER_COLS} FROM members WHERE organization_id = ?1 \
-                     ORDER BY created_at, id LIMIT ?2 OFFSET ?3"
-                ),
-                params![o, i64::from(q.limit), i64::from(q.offset)],
-                member_row,
-            )?;
-            let ids: Vec<&str> = members.iter().map(|m| m.user_id.0.as_str()).collect();
-            let users = super::users::users_by_id(c, &ids)?;
-            let total_members = c
-                .prepare_cached("SELECT COUNT(*) FROM members WHERE organization_id = ?1")
-                .and_then(|mut st| st.query_row([&o], |r| r.get::<_, i64>(0)))
-                .map_err(map_err)? as u64;
-            let (invitations, teams) = if q.details {
-                let invitations = all(
+            // One snapshot for every statement (and one WAL read lock instead of one per
+            // statement).
+            snapshot(c, |c| {
+                let Some(organization) = one(c, &GET_ORGANIZATION, [&o], org_row)? else {
+                    return Ok(None);
+                };
+                let viewer = one(c, &GET_MEMBER, [&o, &q.viewer.0], member_row)?;
+                let members = all(
                     c,
-                    &format!(
-                        "SELECT {INVITATION_COLS} FROM invitations WHERE organization_id = ?1 \
-                         ORDER BY created_at, id"
-                    ),
-                    [&o],
-                    invitation_row,
+                    &MEMBERS_WITH_USERS,
+                    params![o, i64::from(q.limit), i64::from(q.offset)],
+                    member_with_user_row,
                 )?;
-                let teams = all(
-                    c,
-                    &format!(
-                        "SELECT {TEAM_COLS}, (SELECT COUNT(*) FROM team_members tm \
-                         WHERE tm.team_id = teams.id) FROM teams WHERE organization_id = ?1 \
-                         ORDER BY created_at, id"
-                    ),
-                    [&o],
-                    |r| Ok((team_row(r)?, r.get::<_, i64>(TEAM_COL_COUNT)? as u32)),
-                )?;
-                (invitations, teams)
-            } else {
-                (Vec::new(), Vec::new())
-            };
-            let view = OrganizationView {
-                organization,
-                viewer,
-                members: with_users(members, users),
-                total_members,
-                invitations,
-                teams,
-            };
-            tx.commit().map_err(map_err)?;
-            Ok(Some(view))
+                let total_members =
+                    one(c, COUNT_MEMBERS, [&o], |r| r.get::<_, i64>(0))?.unwrap_or_default() as u64;
+                let (invitations, teams) = if q.details {
+                    let invitations = all(c, &ORG_INVITATIONS, [&o], invitation_row)?;
+                    let teams = all(c, &ORG_TEAMS, [&o], |r| {
+                        Ok((team_row(r)?, r.get::<_, i64>(TEAM_COL_COUNT)? as u32))
+                    })?;
+                    (invitations, teams)
+                } else {
+                    (Vec::new(), Vec::new())
+                };
+                Ok(Some(OrganizationView {
+                    organization,
+                    viewer,
+                    members,
+                    total_members,
+                    invitations,
+                    teams,
+                }))
+            })
         })
         .await
     }
@@ -149,14 +103,48 @@ impl MemberStore for SqliteStore {
     async fn count_members(&self, org: &OrgId) -> StoreResult<u64> {
         let o = org.0.clone();
         self.read(move |c| {
-            c.query_row(
-                "SELECT COUNT(*) FROM members WHERE organization_id = ?1",
-                [o],
-                |r| r.get::<_, i64>(0),
-            )
-            .map(|n| n as u64)
-            .map_err(map_err)
+            c.query_row(COUNT_MEMBERS, [o], |r| r.get::<_, i64>(0))
+                .map(|n| n as u64)
+                .map_err(map_err)
         })
         .await
     }
+}
+
+/// The statements of the organization view, their text made once.
+static GET_ORGANIZATION: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("SELECT {ORG_COLS} FROM organizations WHERE id = ?1"));
+static GET_MEMBER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("SELECT {MEMBER_COLS} FROM members WHERE organization_id = ?1 AND user_id = ?2")
+});
+const COUNT_MEMBERS: &str = "SELECT COUNT(*) FROM members WHERE organization_id = ?1";
+static ORG_INVITATIONS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT {INVITATION_COLS} FROM invitations WHERE organization_id = ?1 \
+         ORDER BY created_at, id"
+    )
+});
+static ORG_TEAMS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT {TEAM_COLS}, (SELECT COUNT(*) FROM team_members tm \
+         WHERE tm.team_id = teams.id) FROM teams WHERE organization_id = ?1 \
+         ORDER BY created_at, id"
+    )
+});
+
+/// Runs `f` in one read transaction (one snapshot), its `BEGIN` and `COMMIT` prepared once per
+/// connection; the transaction is rolled back when `f` or the commit fails.
+fn snapshot<T>(c: &Connection, f: impl FnOnce(&Connection) -> StoreResult<T>) -> StoreResult<T> {
+    let run = |sql: &str| {
+        c.prepare_cached(sql)
+            .and_then(|mut st| st.execute([]))
+            .map_err(map_err)
+    };
+    run("BEGIN")?;
+    let r = f(c).and_then(|v| run("COMMIT").map(|_| v));
+    if r.is_err() && !c.is_autocommit() {
+        // A read transaction holds no change: ending it cannot lose anything.
+        let _ = c.execute_batch("ROLLBACK");
+    }
+    r
 }

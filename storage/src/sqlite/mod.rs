@@ -94,9 +94,42 @@ fn ts_opt(v: Option<i64>) -> rusqlite::Result<Option<DateTime<Utc>>> {
     v.map(ts).transpose()
 }
 
+/// Statements kept prepared per connection. Enough for every statement the store runs (each
+/// prepared statement is a few KiB): rusqlite's default of 16 made busy connections prepare
+/// some statements again and again.
+const STATEMENT_CACHE: usize = 128;
+
+/// Process-wide SQLite settings, made once before the first connection opens: no memory
+/// statistics (they put a global mutex around every allocation SQLite makes, which readers on
+/// several threads then wait for).
+fn configure_sqlite() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `sqlite3_config` is called before `sqlite3_initialize` here (no connection is
+        // open yet in this process); called later it only answers `SQLITE_MISUSE`, which leaves
+        // the statistics on and changes nothing else.
+        unsafe {
+            rusqlite::ffi::sqlite3_config(
+                rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS,
+                std::ffi::c_int::from(0u8),
+            );
+        }
+    });
+}
+
 fn open(path: &Path, flags: OpenFlags) -> StoreResult<Connection> {
+    configure_sqlite();
     let conn = Connection::open_with_flags(path, flags).map_err(map_err)?;
     conn.busy_timeout(Duration::from_secs(5)).map_err(map_err)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    // The query planner's stability guarantee: a statement's plan never depends on the values
+    // bound to it. Without it SQLite marks a statement whose `LIMIT ?` it could read as a
+    // number to be prepared again whenever that parameter is bound — on every run.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )
+    .map_err(map_err)?;
     conn.execute_batch(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
     )
@@ -334,4 +367,41 @@ fn user_moved_or_gone(conn: &Connection, user: &str) -> StoreResult<StoreError> 
     } else {
         StoreError::NotFound
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::StatementStatus;
+
+    /// A cached statement is prepared once, whatever values its `LIMIT` and `OFFSET` take (no
+    /// re-prepare per run), and SQLite keeps no memory statistics (no global allocation lock).
+    #[test]
+    fn statements_stay_prepared_and_allocations_take_no_global_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = open(&dir.path().join("t.db"), OpenFlags::default()).unwrap();
+        c.execute_batch(
+            "CREATE TABLE t (a INTEGER PRIMARY KEY); \
+             INSERT INTO t VALUES (1), (2), (3), (4), (5), (6);",
+        )
+        .unwrap();
+        for (limit, offset, expected) in [
+            (2, 0, vec![1, 2]),
+            (3, 2, vec![3, 4, 5]),
+            (5, 4, vec![5, 6]),
+        ] {
+            let mut st = c
+                .prepare_cached("SELECT a FROM t ORDER BY a LIMIT ?1 OFFSET ?2")
+                .unwrap();
+            let got: Vec<i64> = st
+                .query_map([limit, offset], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(got, expected);
+            assert_eq!(st.get_status(StatementStatus::RePrepare), 0);
+        }
+        // SAFETY: a read of a counter SQLite keeps for the process.
+        assert_eq!(unsafe { rusqlite::ffi::sqlite3_memory_used() }, 0);
+    }
 }

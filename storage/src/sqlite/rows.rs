@@ -14,19 +14,24 @@ pub(super) static GET_SESSION: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| format!("SELECT {SESSION_COLS} FROM sessions WHERE token = ?1"));
 
 pub(super) fn user_row(r: &Row) -> rusqlite::Result<User> {
+    user_row_at(r, 0)
+}
+
+/// A user whose [`USER_COLS`] start at column `at` of the row (after a joined table's).
+pub(super) fn user_row_at(r: &Row, at: usize) -> rusqlite::Result<User> {
     Ok(User {
-        id: UserId(r.get(0)?),
-        email: r.get(1)?,
-        email_verified: r.get(2)?,
-        name: r.get(3)?,
-        image: r.get(4)?,
-        role: r.get(5)?,
-        banned: r.get(6)?,
-        ban_reason: r.get(7)?,
-        ban_expires: ts_opt(r.get(8)?)?,
-        created_at: ts(r.get(9)?)?,
-        updated_at: ts(r.get(10)?)?,
-        version: r.get::<_, i64>(11)? as u64,
+        id: UserId(r.get(at)?),
+        email: r.get(at + 1)?,
+        email_verified: r.get(at + 2)?,
+        name: r.get(at + 3)?,
+        image: r.get(at + 4)?,
+        role: r.get(at + 5)?,
+        banned: r.get(at + 6)?,
+        ban_reason: r.get(at + 7)?,
+        ban_expires: ts_opt(r.get(at + 8)?)?,
+        created_at: ts(r.get(at + 9)?)?,
+        updated_at: ts(r.get(at + 10)?)?,
+        version: r.get::<_, i64>(at + 11)? as u64,
     })
 }
 
@@ -119,6 +124,38 @@ pub(super) fn org_row(r: &Row) -> rusqlite::Result<Organization> {
 }
 
 pub(super) const MEMBER_COLS: &str = "id, organization_id, user_id, role, team_id, created_at";
+/// How many columns [`MEMBER_COLS`] names.
+const MEMBER_COL_COUNT: usize = 6;
+
+/// `cols` with every column name prefixed by the table alias `t`.
+fn qualified(t: &str, cols: &str) -> String {
+    cols.split(',')
+        .map(|c| format!("{t}.{}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A window of an organization's members in their order, each with its user (`NULL`s when the
+/// user row is gone): `?1` organization, `?2` limit, `?3` offset.
+pub(super) static MEMBERS_WITH_USERS: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| {
+        format!(
+            "SELECT {}, {} FROM members m LEFT JOIN users u ON u.id = m.user_id \
+             WHERE m.organization_id = ?1 ORDER BY m.created_at, m.id LIMIT ?2 OFFSET ?3",
+            qualified("m", MEMBER_COLS),
+            qualified("u", USER_COLS)
+        )
+    });
+
+/// A row of [`MEMBERS_WITH_USERS`].
+pub(super) fn member_with_user_row(r: &Row) -> rusqlite::Result<(Member, Option<User>)> {
+    let member = member_row(r)?;
+    let user = match r.get_ref(MEMBER_COL_COUNT)? {
+        rusqlite::types::ValueRef::Null => None,
+        _ => Some(user_row_at(r, MEMBER_COL_COUNT)?),
+    };
+    Ok((member, user))
+}
 
 pub(super) fn member_row(r: &Row) -> rusqlite::Result<Member> {
     Ok(Member {
