@@ -1,7 +1,7 @@
 //! Reading, listing and revoking sessions.
 use super::Tag;
 use crate::audit::action;
-use crate::dto::{Nullable, SessionDto, SessionWithUser, StatusResponse, Text, UserDto};
+use crate::dto::{JsonOut, Nullable, SessionDto, SessionWithUser, StatusResponse, Text, UserDto};
 use crate::error::{ApiResult, Code};
 use crate::http::PendingCookies;
 use crate::session::{Principal, ResolveOptions};
@@ -19,7 +19,7 @@ enum GetSessionResponse {
     /// The session and its user, or `null` when there is no valid session.
     #[oai(status = 200)]
     Ok(
-        Json<Nullable<SessionWithUser>>,
+        JsonOut<Nullable<SessionWithUser>>,
         #[oai(header = "Cache-Control")] String,
         /// With a session (and the jwt plugin on): a fresh JWT for the user.
         #[oai(header = "set-auth-jwt")]
@@ -69,7 +69,7 @@ impl SessionApi {
             user: UserDto::from(&a.user),
         });
         Ok(GetSessionResponse::Ok(
-            Json(Nullable(body)),
+            JsonOut(Nullable(body)),
             "no-store".into(),
             jwt.clone(),
             jwt.map(|_| "set-auth-jwt".into()),

@@ -2,10 +2,12 @@
 //! converted from storage records; and the role input (a role or a list of roles).
 use crate::dto::{iso, Text};
 use poem_openapi::Object;
+use serde::Serialize;
 use storage::{Invitation, Organization};
 
-#[derive(Debug, Clone, Object)]
+#[derive(Debug, Clone, Object, Serialize)]
 #[oai(rename = "Organization", rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct OrganizationDto {
     pub(crate) id: String,
     pub(crate) name: String,
@@ -43,7 +45,7 @@ impl OrganizationDto {
     }
 }
 
-#[derive(Debug, Clone, Object)]
+#[derive(Debug, Clone, Object, Serialize)]
 #[oai(rename = "MemberUser")]
 pub(crate) struct MemberUserDto {
     pub(crate) id: String,
@@ -52,8 +54,9 @@ pub(crate) struct MemberUserDto {
     pub(crate) image: Option<String>,
 }
 
-#[derive(Debug, Clone, Object)]
+#[derive(Debug, Clone, Object, Serialize)]
 #[oai(rename = "Member", rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct MemberDto {
     pub(crate) id: String,
     pub(crate) organization_id: String,
@@ -65,18 +68,20 @@ pub(crate) struct MemberDto {
     pub(crate) user: Option<MemberUserDto>,
 }
 
-#[derive(Debug, Object)]
+#[derive(Debug, Object, Serialize)]
 #[oai(rename = "OrganizationWithMembers")]
 pub(crate) struct OrganizationWithMembers {
     #[oai(flatten)]
+    #[serde(flatten)]
     pub(crate) organization: OrganizationDto,
     pub(crate) members: Vec<MemberDto>,
 }
 
-#[derive(Debug, Object)]
+#[derive(Debug, Clone, Object, Serialize)]
 #[oai(rename = "FullOrganization")]
 pub(crate) struct FullOrganization {
     #[oai(flatten)]
+    #[serde(flatten)]
     pub(crate) organization: OrganizationDto,
     pub(crate) members: Vec<MemberDto>,
     pub(crate) invitations: Vec<InvitationDto>,
@@ -84,16 +89,19 @@ pub(crate) struct FullOrganization {
 }
 
 /// A team as get-full-organization lists it: with how many members it has (as 1.7).
-#[derive(Debug, Object)]
+#[derive(Debug, Clone, Object, Serialize)]
 #[oai(rename = "TeamWithMemberCount", rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct TeamWithCount {
     #[oai(flatten)]
+    #[serde(flatten)]
     pub(crate) team: crate::routes::TeamDto,
     pub(crate) member_count: u32,
 }
 
-#[derive(Debug, Clone, Object)]
+#[derive(Debug, Clone, Object, Serialize)]
 #[oai(rename = "Invitation", rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct InvitationDto {
     pub(crate) id: String,
     pub(crate) organization_id: String,
@@ -123,10 +131,12 @@ impl From<&Invitation> for InvitationDto {
     }
 }
 
-#[derive(Debug, Object)]
+#[derive(Debug, Object, Serialize)]
 #[oai(rename = "InvitationDetails", rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct InvitationDetails {
     #[oai(flatten)]
+    #[serde(flatten)]
     pub(crate) invitation: InvitationDto,
     pub(crate) organization_name: String,
     pub(crate) organization_slug: String,
@@ -214,4 +224,122 @@ impl RoleInput {
 #[oai(rename_all = "camelCase")]
 pub(crate) struct OrgIdBody {
     pub(crate) organization_id: Text,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dto::{JsonOut, Nullable, SessionDto, SessionWithUser, UserDto};
+    use poem::IntoResponse;
+    use poem_openapi::types::ToJSON;
+
+    /// What `JsonOut` writes: the bytes serde makes, as JSON, equal to poem-openapi's `Json`.
+    fn same<T: Serialize + ToJSON + Send + Clone>(v: &T) {
+        let serde = serde_json::to_value(v).unwrap();
+        assert_eq!(Some(serde.clone()), v.to_json());
+        let r = JsonOut(v.clone()).into_response();
+        let p = poem_openapi::payload::Json(v.clone()).into_response();
+        assert_eq!(r.status(), p.status());
+        assert_eq!(r.content_type(), p.content_type());
+        let body = futures_body(r);
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(&body).unwrap(),
+            serde
+        );
+    }
+
+    fn futures_body(r: poem::Response) -> Vec<u8> {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(r.into_body().into_vec())
+            .unwrap()
+    }
+
+    fn user(full: bool) -> UserDto {
+        UserDto {
+            id: "u1".into(),
+            email: "a@example.com".into(),
+            name: "Ada \"Quote\" \u{e9}".into(),
+            image: full.then(|| "https://img.example/a.png".into()),
+            email_verified: full,
+            created_at: "2026-11-24T10:00:00.000Z".into(),
+            updated_at: "2026-11-24T10:00:01.000Z".into(),
+            role: "user".into(),
+            banned: full,
+            ban_reason: full.then(|| "spam".into()),
+            ban_expires: full.then(|| "2026-12-24T10:00:00.000Z".into()),
+        }
+    }
+
+    fn session(full: bool) -> SessionDto {
+        SessionDto {
+            id: "s1".into(),
+            token: "t".into(),
+            user_id: "u1".into(),
+            expires_at: "2026-12-01T10:00:00.000Z".into(),
+            ip_address: full.then(|| "127.0.0.1".into()),
+            user_agent: full.then(|| "curl/8".into()),
+            created_at: "2026-11-24T10:00:00.000Z".into(),
+            updated_at: "2026-11-24T10:00:00.000Z".into(),
+            active_organization_id: full.then(|| "o1".into()),
+            active_team_id: full.then(|| "t1".into()),
+            impersonated_by: full.then(|| "admin".into()),
+        }
+    }
+
+    fn full_org(full: bool) -> FullOrganization {
+        FullOrganization {
+            organization: OrganizationDto {
+                id: "o1".into(),
+                name: "Org".into(),
+                slug: "org".into(),
+                logo: full.then(|| "logo.png".into()),
+                metadata: full.then(|| serde_json::json!({"plan": "pro", "seats": [1, 2]})),
+                created_at: "2026-11-24T10:00:00.000Z".into(),
+            },
+            members: vec![MemberDto {
+                id: "m1".into(),
+                organization_id: "o1".into(),
+                user_id: "u1".into(),
+                role: "owner,admin".into(),
+                team_id: full.then(|| "t1".into()),
+                created_at: "2026-11-24T10:00:00.000Z".into(),
+                user: full.then(|| MemberUserDto {
+                    id: "u1".into(),
+                    name: "Ada".into(),
+                    email: "a@example.com".into(),
+                    image: None,
+                }),
+            }],
+            invitations: vec![InvitationDto {
+                id: "i1".into(),
+                organization_id: "o1".into(),
+                email: "b@example.com".into(),
+                role: "member".into(),
+                status: "pending".into(),
+                team_id: full.then(|| "t1".into()),
+                inviter_id: "u1".into(),
+                expires_at: "2026-11-26T10:00:00.000Z".into(),
+                created_at: "2026-11-24T10:00:00.000Z".into(),
+            }],
+            teams: vec![TeamWithCount {
+                team: crate::routes::TeamDto::sample(full),
+                member_count: 3,
+            }],
+        }
+    }
+
+    #[test]
+    fn direct_json_answers_equal_poem_openapi_json() {
+        for full in [true, false] {
+            same(&Nullable(Some(SessionWithUser {
+                session: session(full),
+                user: user(full),
+            })));
+            same(&full_org(full));
+            same(&Nullable(Some(full_org(full))));
+        }
+        same(&Nullable::<SessionWithUser>(None));
+    }
 }

@@ -3,7 +3,7 @@
 //! through the caller's, which also clears the active organization).
 use super::dto::*;
 use crate::audit::{action, Event, Origin};
-use crate::dto::Text;
+use crate::dto::{JsonOut, Text};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::routes::{text, Tag};
 use crate::session::Principal;
@@ -48,7 +48,7 @@ struct UpdateMemberRoleBody {
     organization_id: Option<Text>,
 }
 
-#[derive(Debug, Object)]
+#[derive(Debug, Object, serde::Serialize)]
 struct ListMembersResponse {
     members: Vec<MemberDto>,
     total: u64,
@@ -122,7 +122,7 @@ impl MemberApi {
         #[oai(name = "organizationId")] organization_id: Query<Option<String>>,
         limit: Query<Option<u32>>,
         offset: Query<Option<u32>>,
-    ) -> ApiResult<Json<ListMembersResponse>> {
+    ) -> ApiResult<JsonOut<ListMembersResponse>> {
         let org = auth.org_id(organization_id.0.as_deref())?;
         let limit = limit
             .0
@@ -139,7 +139,7 @@ impl MemberApi {
         let Some(view) = view.filter(|v| v.viewer.is_some()) else {
             return Err(Code::NotAMemberOfThis.into());
         };
-        Ok(Json(ListMembersResponse {
+        Ok(JsonOut(ListMembersResponse {
             members: view
                 .members
                 .iter()

@@ -15,7 +15,7 @@ pub use teams::TeamApi;
 pub(crate) use teams::TeamDto;
 
 use crate::audit::{action, Event, Origin};
-use crate::dto::{iso, Nullable, Text};
+use crate::dto::{iso, JsonOut, Nullable, Text};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::routes::{text, Tag};
 use crate::session::Principal;
@@ -422,7 +422,7 @@ impl OrganizationApi {
         auth: Principal,
         #[oai(name = "organizationId")] organization_id: Query<Option<String>>,
         #[oai(name = "organizationSlug")] organization_slug: Query<Option<String>>,
-    ) -> ApiResult<Json<Nullable<FullOrganization>>> {
+    ) -> ApiResult<JsonOut<Nullable<FullOrganization>>> {
         let org = match (organization_id.0, organization_slug.0) {
             (Some(id), _) => OrgId(id),
             (None, Some(slug)) => {
@@ -435,7 +435,7 @@ impl OrganizationApi {
             }
             (None, None) => match &auth.session.active_organization_id {
                 Some(id) => id.clone(),
-                None => return Ok(Json(Nullable(None))),
+                None => return Ok(JsonOut(Nullable(None))),
             },
         };
         // One read: the organization, the caller's membership, members with their users,
@@ -454,7 +454,7 @@ impl OrganizationApi {
         if view.viewer.is_none() {
             return Err(Code::NotAMember.into());
         }
-        Ok(Json(Nullable(Some(FullOrganization {
+        Ok(JsonOut(Nullable(Some(FullOrganization {
             organization: OrganizationDto::stored(&view.organization),
             members: view
                 .members

@@ -14,14 +14,29 @@ use storage::{Team, TeamId, UserId};
 
 pub struct TeamApi;
 
-#[derive(Debug, Object)]
+#[derive(Debug, Clone, Object, serde::Serialize)]
 #[oai(rename = "Team", rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct TeamDto {
     id: String,
     name: String,
     organization_id: String,
     created_at: String,
     updated_at: Option<String>,
+}
+
+#[cfg(test)]
+impl TeamDto {
+    /// A team with its optional field set or not, for the JSON tests.
+    pub(crate) fn sample(full: bool) -> Self {
+        Self {
+            id: "t1".into(),
+            name: "Team".into(),
+            organization_id: "o1".into(),
+            created_at: "2026-11-24T10:00:00.000Z".into(),
+            updated_at: full.then(|| "2026-11-24T11:00:00.000Z".into()),
+        }
+    }
 }
 
 impl From<&Team> for TeamDto {
