@@ -91,6 +91,39 @@ pub(super) fn session_row(r: &Row) -> rusqlite::Result<Session> {
     })
 }
 
+/// How many columns [`SESSION_COLS`] names.
+const SESSION_COL_COUNT: usize = 11;
+
+/// A session by token with its user (`NULL`s when the user row is gone), in one statement: one
+/// WAL read lock instead of one per statement.
+pub(super) static GET_SESSION_WITH_USER: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| {
+        format!(
+            "SELECT {}, {} FROM sessions s LEFT JOIN users u ON u.id = s.user_id \
+             WHERE s.token = ?1",
+            qualified("s", SESSION_COLS),
+            qualified("u", USER_COLS)
+        )
+    });
+
+/// A row of [`GET_SESSION_WITH_USER`].
+pub(super) fn session_with_user_row(r: &Row) -> rusqlite::Result<(Session, Option<User>)> {
+    with_user(r, session_row, SESSION_COL_COUNT)
+}
+
+/// A row of a table joined (`LEFT JOIN`) to its user, whose columns start at `at`.
+fn with_user<T>(
+    r: &Row,
+    first: fn(&Row) -> rusqlite::Result<T>,
+    at: usize,
+) -> rusqlite::Result<(T, Option<User>)> {
+    let user = match r.get_ref(at)? {
+        rusqlite::types::ValueRef::Null => None,
+        _ => Some(user_row_at(r, at)?),
+    };
+    Ok((first(r)?, user))
+}
+
 pub(super) const VERIFICATION_COLS: &str =
     "id, identifier, value, expires_at, created_at, updated_at";
 
@@ -149,12 +182,7 @@ pub(super) static MEMBERS_WITH_USERS: std::sync::LazyLock<String> =
 
 /// A row of [`MEMBERS_WITH_USERS`].
 pub(super) fn member_with_user_row(r: &Row) -> rusqlite::Result<(Member, Option<User>)> {
-    let member = member_row(r)?;
-    let user = match r.get_ref(MEMBER_COL_COUNT)? {
-        rusqlite::types::ValueRef::Null => None,
-        _ => Some(user_row_at(r, MEMBER_COL_COUNT)?),
-    };
-    Ok((member, user))
+    with_user(r, member_row, MEMBER_COL_COUNT)
 }
 
 pub(super) fn member_row(r: &Row) -> rusqlite::Result<Member> {
@@ -242,4 +270,18 @@ pub(super) fn role_row(r: &Row) -> rusqlite::Result<OrganizationRole> {
         created_at: ts(r.get(4)?)?,
         updated_at: ts_opt(r.get(5)?)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The joined reads find the second table's columns where the first table's end.
+    #[test]
+    fn column_counts_match_the_column_lists() {
+        assert_eq!(SESSION_COLS.split(',').count(), SESSION_COL_COUNT);
+        assert_eq!(MEMBER_COLS.split(',').count(), MEMBER_COL_COUNT);
+        assert!(GET_SESSION_WITH_USER.contains("s.impersonated_by, u.id, u.email"));
+        assert!(MEMBERS_WITH_USERS.contains("m.created_at, u.id, u.email"));
+    }
 }

@@ -43,15 +43,9 @@ impl SessionStore for SqliteStore {
         token: &str,
     ) -> StoreResult<Option<(Session, Option<User>)>> {
         let t = token.to_owned();
-        // Both reads on one connection in one trip to the blocking pool.
-        self.point_read(move |c| {
-            let Some(s) = one(c, &GET_SESSION, [t], session_row)? else {
-                return Ok(None);
-            };
-            let u = one(c, &GET_USER, [s.user_id.0.as_str()], user_row)?;
-            Ok(Some((s, u)))
-        })
-        .await
+        // One statement (session joined to its user), usually on the calling task.
+        self.point_read(move |c| one(c, &GET_SESSION_WITH_USER, [t], session_with_user_row))
+            .await
     }
 
     async fn list_sessions(&self, user_id: &UserId) -> StoreResult<Vec<Session>> {
