@@ -21,6 +21,7 @@ mod reader;
 mod runtime;
 mod social;
 mod user;
+mod views;
 
 use chrono::Duration as ChronoDuration;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
@@ -37,6 +38,7 @@ pub use user::{
     ProviderTokens, ResetOutcome, SignedIn, UserHandle, UserPatch, CHANGE_EMAIL_PREFIX,
     RESET_PASSWORD_PREFIX,
 };
+pub use views::ViewCacheConfig;
 
 /// The one error type of the actors crate.
 #[derive(Debug, thiserror::Error)]
@@ -238,6 +240,8 @@ pub struct ActorConfig {
     pub org: OrgConfig,
     /// The admin plugin's roles (global, not per organization).
     pub admin: policy::AdminRoles,
+    /// The organization view cache (see `views`).
+    pub view_cache: ViewCacheConfig,
 }
 
 impl Default for ActorConfig {
@@ -252,6 +256,7 @@ impl Default for ActorConfig {
                 admin_roles: vec!["admin".into()],
                 ..Default::default()
             },
+            view_cache: ViewCacheConfig::default(),
         }
     }
 }
@@ -267,6 +272,8 @@ pub(crate) struct Shared {
     pub base_policy: Arc<policy::Policy>,
     /// Writes audit events in groups.
     pub audit: audit::AuditWriter,
+    /// Organization views this process read (see `views`): changes drop them.
+    pub views: Arc<views::ViewCache>,
 }
 
 /// The actor system of one server: its supervisor and what every actor shares.
@@ -325,6 +332,10 @@ impl Actors {
         Ok(Self {
             shared: Arc::new(Shared {
                 audit: audit::AuditWriter::start(store.clone()),
+                views: Arc::new(views::ViewCache::new(
+                    config.view_cache.clone(),
+                    config.org.membership_limit,
+                )),
                 store,
                 clock,
                 config,
@@ -356,7 +367,10 @@ impl Actors {
 
     /// The read-only view of the store the HTTP layer works with.
     pub fn reader(&self) -> Reader {
-        Reader(self.shared.store.clone())
+        Reader {
+            store: self.shared.store.clone(),
+            views: self.shared.views.clone(),
+        }
     }
 
     /// Housekeeping: removes expired sessions and verification values (every read checks

@@ -1,11 +1,16 @@
 //! What the HTTP layer may read of the store: reads only. Every write goes through an actor
 //! (or one of the few owner-less writes on [`crate::Actors`]), so a handler cannot write around
 //! the actors by accident: the type does not offer it.
+use crate::views::{self, Lookup, ViewCache};
+use std::sync::Arc;
 use storage::*;
 
 /// A read-only view of the store.
 #[derive(Clone)]
-pub struct Reader(pub(crate) DynStore);
+pub struct Reader {
+    pub(crate) store: DynStore,
+    pub(crate) views: Arc<ViewCache>,
+}
 
 macro_rules! reads {
     ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
@@ -13,7 +18,7 @@ macro_rules! reads {
             $(
                 $(#[$doc])*
                 pub async fn $name(&self, $($arg: $ty),*) -> StoreResult<$ret> {
-                    self.0.$name($($arg),*).await
+                    self.store.$name($($arg),*).await
                 }
             )*
         }
@@ -41,9 +46,6 @@ reads! {
     /// `limit` members after the first `offset`, oldest first.
     list_members_window(org: &OrgId, offset: u32, limit: u32) -> Vec<Member>;
     count_members(org: &OrgId) -> u64;
-    /// An organization, the viewer's membership, a window of members with their users and
-    /// (with `details`) its invitations and teams, in one round trip where the store can.
-    organization_view(org: &OrgId, q: &ViewQuery) -> Option<OrganizationView>;
     get_invitation(id: &InvitationId) -> Option<Invitation>;
     list_invitations(org: &OrgId) -> Vec<Invitation>;
     list_invitations_by_email(email: &str) -> Vec<Invitation>;
@@ -56,4 +58,38 @@ reads! {
     list_key_pairs() -> Vec<KeyPair>;
     /// One page of the audit log.
     list_audit(q: &AuditQuery) -> Page<AuditEvent>;
+}
+
+impl Reader {
+    /// An organization, the viewer's membership, a window of members with their users and
+    /// (with `details`) its invitations and teams: from this process's view cache when it
+    /// holds the organization (see `views`: never stale after a change made in this process,
+    /// at most `ttl` old after one made elsewhere), else in one round trip where the store can.
+    pub async fn organization_view(
+        &self,
+        org: &OrgId,
+        q: &ViewQuery,
+    ) -> StoreResult<Option<OrganizationView>> {
+        let ticket = match self.views.lookup(org) {
+            Lookup::Hit(view) => return Ok(Some(views::answer(&view, q))),
+            Lookup::Bypass => return self.store.organization_view(org, q).await,
+            Lookup::Miss(ticket) => ticket,
+        };
+        // What the cache holds: the first window of members, with the details.
+        let whole = ViewQuery {
+            viewer: q.viewer.clone(),
+            offset: 0,
+            limit: self.views.window,
+            details: true,
+        };
+        let Some(view) = self.store.organization_view(org, &whole).await? else {
+            return Ok(None);
+        };
+        self.views.fill(org, ticket, &view);
+        if views::covers(&view, q) {
+            Ok(Some(views::answer(&view, q)))
+        } else {
+            self.store.organization_view(org, q).await
+        }
+    }
 }

@@ -469,6 +469,31 @@ pub struct OrganizationConfig {
     /// A new organization gets a team named after it, with its creator in it (the session's
     /// active team), as better-auth's teams do.
     pub default_team: bool,
+    /// What `get-full-organization` and `list-members` read, kept in memory.
+    pub view_cache: ViewCacheConfig,
+}
+
+/// Each process keeps the organizations it recently read (the organization, members with their
+/// users, invitations, teams). A change made through this process is seen by its next read;
+/// one made by another process sharing the store is seen within `ttl_ms`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ViewCacheConfig {
+    /// Milliseconds a cached organization is trusted: the bound on how late a change made by
+    /// another process shows here (0: no cache, every read asks the store).
+    pub ttl_ms: u64,
+    /// Organizations kept at most (each one complete: an organization with more members than
+    /// `limits.membership_limit` is never cached).
+    pub max_entries: usize,
+}
+
+impl Default for ViewCacheConfig {
+    fn default() -> Self {
+        Self {
+            ttl_ms: 1000,
+            max_entries: 1024,
+        }
+    }
 }
 
 impl Default for OrganizationConfig {
@@ -480,6 +505,7 @@ impl Default for OrganizationConfig {
             require_email_verification_on_invitation: false,
             allow_removing_all_teams: false,
             default_team: true,
+            view_cache: ViewCacheConfig::default(),
         }
     }
 }

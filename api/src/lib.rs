@@ -394,6 +394,10 @@ fn actor_config(config: &Config) -> actors::ActorConfig {
             admin_roles: config.admin.admin_roles.clone(),
             admin_user_ids: config.admin.admin_user_ids.clone(),
         },
+        view_cache: actors::ViewCacheConfig {
+            ttl: Duration::from_millis(config.organization.view_cache.ttl_ms),
+            max_entries: config.organization.view_cache.max_entries,
+        },
     }
 }
 

@@ -164,7 +164,8 @@ impl OrgHandle {
         build: impl Fn(Reply<T>) -> OrgMsg,
     ) -> Result<T, ActorError> {
         let shared = self.actors.shared.clone();
-        self.actors
+        let r = self
+            .actors
             .call(
                 "org",
                 &self.id,
@@ -174,6 +175,9 @@ impl OrgHandle {
                 build,
                 &self.id.0,
             )
-            .await
+            .await;
+        // Before the caller sees the answer: its next read of the organization sees the change.
+        shared.views.drop_org(&self.id);
+        r
     }
 }

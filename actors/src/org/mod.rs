@@ -257,6 +257,8 @@ impl Actor for OrgActor {
                 let _ = reply.send(self.role(state, &acting, &change).await);
             }
         }
+        // Again after the change: its caller may have given up before it landed.
+        self.shared.views.drop_org(&state.id);
         Ok(())
     }
 }

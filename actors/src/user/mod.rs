@@ -86,6 +86,27 @@ pub struct ResetOutcome {
     pub sessions_revoked: bool,
 }
 
+impl UserMsg {
+    /// Whether the change may show in an organization's view (the user's name, email or
+    /// image, a membership, the user itself): all but the session and credential messages.
+    fn shows_in_organizations(&self) -> bool {
+        !matches!(
+            self,
+            UserMsg::CreateSession(..)
+                | UserMsg::RefreshSession { .. }
+                | UserMsg::RevokeSession(..)
+                | UserMsg::RevokeSessions { .. }
+                | UserMsg::SetPassword(..)
+                | UserMsg::ChangePassword { .. }
+                | UserMsg::UnlinkAccount { .. }
+                | UserMsg::IssueToken { .. }
+                | UserMsg::IssueResetToken { .. }
+                | UserMsg::SetActiveOrganization { .. }
+                | UserMsg::SetActiveTeam { .. }
+        )
+    }
+}
+
 pub(crate) enum UserMsg {
     Social(social::SocialMsg),
     CreateSession(NewSession, Reply<Session>),
@@ -211,6 +232,7 @@ impl Actor for UserActor {
         let Some(msg) = state.idle.open(&myself, envelope) else {
             return Ok(());
         };
+        let shown = msg.shows_in_organizations();
         // A reply fails only when the caller gave up waiting; nothing to do then.
         match msg {
             UserMsg::Social(m) => self.social(&state.id, m).await,
@@ -375,6 +397,10 @@ impl Actor for UserActor {
                     .await;
                 let _ = reply.send(r);
             }
+        }
+        if shown {
+            // Again after the change: its caller may have given up before it landed.
+            self.shared.views.drop_all();
         }
         Ok(())
     }
@@ -1013,7 +1039,8 @@ impl UserHandle {
     }
 
     pub async fn create_session(&self, new: NewSession) -> Result<Session, ActorError> {
-        self.call(|r| UserMsg::CreateSession(new.clone(), r)).await
+        self.call_quiet(|r| UserMsg::CreateSession(new.clone(), r))
+            .await
     }
 
     pub async fn refresh_session(
@@ -1021,7 +1048,7 @@ impl UserHandle {
         token: &str,
         dont_remember: bool,
     ) -> Result<Option<Session>, ActorError> {
-        self.call(|reply| UserMsg::RefreshSession {
+        self.call_quiet(|reply| UserMsg::RefreshSession {
             token: token.to_owned(),
             dont_remember,
             reply,
@@ -1031,13 +1058,13 @@ impl UserHandle {
 
     /// Deletes the session if it belongs to this user; returns whether it did.
     pub async fn revoke_session(&self, token: &str) -> Result<bool, ActorError> {
-        self.call(|r| UserMsg::RevokeSession(token.to_owned(), r))
+        self.call_quiet(|r| UserMsg::RevokeSession(token.to_owned(), r))
             .await
     }
 
     /// Deletes all of the user's sessions but `keep`; returns how many.
     pub async fn revoke_sessions(&self, keep: Option<&str>) -> Result<u64, ActorError> {
-        self.call(|reply| UserMsg::RevokeSessions {
+        self.call_quiet(|reply| UserMsg::RevokeSessions {
             keep: keep.map(str::to_owned),
             reply,
         })
@@ -1050,7 +1077,7 @@ impl UserHandle {
 
     /// Stores a new password hash on the credential account (see [`PasswordChange`]).
     pub async fn set_password(&self, hash: &str, how: PasswordChange) -> Result<(), ActorError> {
-        self.call(|r| UserMsg::SetPassword(hash.to_owned(), how, r))
+        self.call_quiet(|r| UserMsg::SetPassword(hash.to_owned(), how, r))
             .await
     }
 
@@ -1061,7 +1088,7 @@ impl UserHandle {
         account_id: Option<&str>,
         allow_unlinking_all: bool,
     ) -> Result<(), ActorError> {
-        self.call(|reply| UserMsg::UnlinkAccount {
+        self.call_quiet(|reply| UserMsg::UnlinkAccount {
             provider_id: provider_id.map(str::to_owned),
             account_id: account_id.map(str::to_owned),
             allow_unlinking_all,
@@ -1130,7 +1157,7 @@ impl UserHandle {
         identifier: &str,
         lifetime: chrono::Duration,
     ) -> Result<(), ActorError> {
-        self.call(|reply| UserMsg::IssueToken {
+        self.call_quiet(|reply| UserMsg::IssueToken {
             identifier: identifier.to_owned(),
             lifetime,
             reply,
@@ -1156,7 +1183,7 @@ impl UserHandle {
         new_hash: &str,
         new_session: Option<NewSession>,
     ) -> Result<Option<Session>, ActorError> {
-        self.call(|reply| UserMsg::ChangePassword {
+        self.call_quiet(|reply| UserMsg::ChangePassword {
             current_hash: current_hash.to_owned(),
             new_hash: new_hash.to_owned(),
             new_session: new_session.clone(),
@@ -1170,7 +1197,7 @@ impl UserHandle {
         &self,
         lifetime: chrono::Duration,
     ) -> Result<String, ActorError> {
-        self.call(|reply| UserMsg::IssueResetToken { lifetime, reply })
+        self.call_quiet(|reply| UserMsg::IssueResetToken { lifetime, reply })
             .await
     }
 
@@ -1225,7 +1252,7 @@ impl UserHandle {
         token: &str,
         org: Option<OrgId>,
     ) -> Result<Option<Session>, ActorError> {
-        self.call(|reply| UserMsg::SetActiveOrganization {
+        self.call_quiet(|reply| UserMsg::SetActiveOrganization {
             token: token.to_owned(),
             org: org.clone(),
             reply,
@@ -1239,7 +1266,7 @@ impl UserHandle {
         token: &str,
         team: Option<TeamId>,
     ) -> Result<Option<Session>, ActorError> {
-        self.call(|reply| UserMsg::SetActiveTeam {
+        self.call_quiet(|reply| UserMsg::SetActiveTeam {
             token: token.to_owned(),
             team: team.clone(),
             reply,
@@ -1252,7 +1279,19 @@ impl UserHandle {
         self.call(UserMsg::DeleteUser).await
     }
 
+    /// Asks the actor for a change that may show in organizations' views (see
+    /// [`UserMsg::shows_in_organizations`]): they are dropped before the caller sees the answer.
     async fn call<T: Send + 'static>(
+        &self,
+        build: impl Fn(Reply<T>) -> UserMsg,
+    ) -> Result<T, ActorError> {
+        let r = self.call_quiet(build).await;
+        self.actors.shared.views.drop_all();
+        r
+    }
+
+    /// Asks the actor for a change of sessions or credentials only.
+    async fn call_quiet<T: Send + 'static>(
         &self,
         build: impl Fn(Reply<T>) -> UserMsg,
     ) -> Result<T, ActorError> {

@@ -2441,3 +2441,75 @@ async fn refusals_use_better_auths_codes() {
         assert_eq!(r.json()["status"], "canceled");
     }
 }
+
+/// The organization view cache never answers what a change made before the question replaced:
+/// rounds of one role change raced by readers of the organization (reads that began before the
+/// change may end after it and must not fill the cache), then a read — it shows the new role.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_read_after_a_change_sees_it_while_readers_race_the_change() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let h = org_harness(100).await;
+    let (owner, _) = user(&h, "owner@example.com").await;
+    let org = create_org(&h, &owner, "cache-race").await;
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let (_, member) = user(&h, "member@example.com").await;
+    let member_id = add_member(&h, &org_id, &member, "member").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let full = format!("/api/auth/organization/get-full-organization?organizationId={org_id}");
+    let list = format!("/api/auth/organization/list-members?organizationId={org_id}");
+    let role_of = |body: &Value| {
+        body["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["id"] == member_id.as_str())
+            .unwrap()["role"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    for round in 0..40 {
+        let role = if round % 2 == 0 { "admin" } else { "member" };
+        let stop = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..6)
+            .map(|i| {
+                let ep = h.ep.clone();
+                let path = if i % 2 == 0 {
+                    full.clone()
+                } else {
+                    list.clone()
+                };
+                let owner = owner.clone();
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    while !stop.load(Ordering::Relaxed) {
+                        let r = call(&ep, Method::GET, &path, None, Some(&owner), &[]).await;
+                        assert_eq!(r.status.as_u16(), 200);
+                        // In-process calls that hit the cache never wait: leave the workers
+                        // to the actor now and then.
+                        tokio::task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        h.post(
+            "/api/auth/organization/update-member-role",
+            json!({"memberId": member_id, "role": role, "organizationId": org_id}),
+            Some(&owner),
+        )
+        .await
+        .expect(200);
+        for path in [&full, &list] {
+            let seen = role_of(&h.get(path, Some(&owner)).await.expect(200).json());
+            assert_eq!(seen, role, "round {round}: {path}");
+        }
+        stop.store(true, Ordering::Relaxed);
+        for r in join_all(readers).await {
+            r.unwrap();
+        }
+    }
+}

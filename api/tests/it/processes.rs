@@ -265,7 +265,105 @@ on_both_backends!(
     two_last_owners_removing_each_other_leave_one,
     a_ban_leaves_no_session_on_either_process,
     limits_count_requests_to_either_process,
+    a_change_shows_here_at_once_and_there_within_the_view_cache_ttl,
 );
+
+/// Each process keeps the organizations it read (`organization.view_cache`): a change made
+/// through A shows in A's next read at once, and in B's once B's copy is `ttl_ms` old — for a
+/// member's role (an organization change) and a member's name (a user change). With
+/// `ttl_ms = 0` there is no cache: B sees the change at once too.
+async fn a_change_shows_here_at_once_and_there_within_the_view_cache_ttl(backend: Backend) {
+    const TTL_MS: u64 = 600;
+    for ttl in [TTL_MS, 0] {
+        let ttl_env = ttl.to_string();
+        let Some(p) = pair(
+            backend,
+            &[(
+                "GATEHOUSE_ORGANIZATION__VIEW_CACHE__TTL_MS",
+                ttl_env.as_str(),
+            )],
+        ) else {
+            return;
+        };
+        let (owner, _) = p.user("view-owner@example.com").await;
+        let (member_cookie, member) = p.user("view-member@example.com").await;
+        let org = p.new_org(&owner).await;
+        let m = p.add_member(&p.a, &org, &member, "member").await;
+        assert_eq!(m.status, 200, "{}", m.body);
+        let member_id = m.body["id"].clone();
+        let full = format!("/organization/get-full-organization?organizationId={org}");
+        let of_member = |r: &Reply| -> (String, String) {
+            let m = r.body["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["id"] == member_id)
+                .unwrap()
+                .clone();
+            (
+                m["role"].as_str().unwrap().to_owned(),
+                m["user"]["name"].as_str().unwrap().to_owned(),
+            )
+        };
+        // Both processes hold the organization now.
+        for s in [&p.a, &p.b] {
+            let r = p.get(s, &full, &owner).await;
+            assert_eq!(of_member(&r), ("member".into(), "P".into()), "ttl {ttl}");
+        }
+        let changed = p
+            .post(
+                &p.a,
+                "/organization/update-member-role",
+                json!({"memberId": member_id, "role": "admin", "organizationId": org}),
+                Some(&owner),
+            )
+            .await;
+        assert_eq!(changed.status, 200, "{}", changed.body);
+        let renamed = p
+            .post(
+                &p.a,
+                "/update-user",
+                json!({"name": "Renamed"}),
+                Some(&member_cookie),
+            )
+            .await;
+        assert_eq!(renamed.status, 200, "{}", renamed.body);
+        let want = ("admin".to_owned(), "Renamed".to_owned());
+        // The members list reads the same cache.
+        let listed = p
+            .get(
+                &p.a,
+                &format!("/organization/list-members?organizationId={org}"),
+                &owner,
+            )
+            .await;
+        assert_eq!(of_member(&listed), want, "ttl {ttl}");
+        assert_eq!(
+            of_member(&p.get(&p.a, &full, &owner).await),
+            want,
+            "ttl {ttl}"
+        );
+        if ttl == 0 {
+            assert_eq!(of_member(&p.get(&p.b, &full, &owner).await), want);
+        } else {
+            // B's copy was read before the change: at most `ttl` later it is gone.
+            tokio::time::sleep(std::time::Duration::from_millis(ttl)).await;
+            assert_eq!(of_member(&p.get(&p.b, &full, &owner).await), want);
+        }
+        // A member removed through A reads nothing through A at once.
+        let removed = p
+            .post(
+                &p.a,
+                "/organization/remove-member",
+                json!({"memberIdOrEmail": member_id, "organizationId": org}),
+                Some(&owner),
+            )
+            .await;
+        assert_eq!(removed.status, 200, "{}", removed.body);
+        let r = p.get(&p.a, &full, &member_cookie).await;
+        assert_eq!(r.status, 403, "ttl {ttl}: {}", r.body);
+    }
+}
 
 /// With the limiter on, the processes share its counters (`rate_limit.storage = "store"`,
 /// the default): sign-ins from one address (3 per 10 s) alternate between them and the fourth

@@ -1,0 +1,362 @@
+//! A per-process cache of organization views (what `get-full-organization` and `list-members`
+//! read): the organization, its members with their users, its invitations and teams.
+//!
+//! - **In this process, never stale.** Every change goes through an actor; the handle that
+//!   asked for it drops the organization's entry once the actor answered and before its caller
+//!   sees the answer, and the actor drops it again after the change (a caller that gave up
+//!   waiting is not told, the change may still land). A change of a user (name, email, image,
+//!   deletion, a membership gained or left) drops every entry. A read that began before a
+//!   change and ends after it does not fill the cache: each fill carries the number of drops
+//!   seen when its read began and is refused when any drop happened since.
+//! - **Across processes, at most `ttl` old.** Another process's changes are seen once an entry
+//!   expires (`organization.view_cache.ttl_ms`; 0 turns the cache off).
+//! - **Bounded.** At most `max_entries` organizations, each complete: an organization with
+//!   more members than the window a view reads is never cached (it is only marked as too
+//!   large, so its reads go straight to the store).
+//!
+//! A hit answers any member window and the viewer's own membership from the complete member
+//! list, without the store.
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use storage::{OrgId, OrganizationView, ViewQuery};
+
+/// How the cache behaves (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct ViewCacheConfig {
+    /// How old an entry may be when read (zero: no cache).
+    pub ttl: Duration,
+    /// Organizations held at most.
+    pub max_entries: usize,
+}
+
+impl Default for ViewCacheConfig {
+    fn default() -> Self {
+        Self {
+            ttl: Duration::from_secs(1),
+            max_entries: 1024,
+        }
+    }
+}
+
+enum Entry {
+    /// Every member of the organization (`viewer` unset).
+    Complete {
+        at: Instant,
+        view: Arc<OrganizationView>,
+    },
+    /// More members than a view reads: not cached.
+    TooLarge { at: Instant },
+}
+
+impl Entry {
+    fn at(&self) -> Instant {
+        match self {
+            Entry::Complete { at, .. } | Entry::TooLarge { at } => *at,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Drops so far (see the module documentation).
+    drops: u64,
+    entries: HashMap<OrgId, Entry>,
+}
+
+/// What [`ViewCache::lookup`] found.
+pub(crate) enum Lookup {
+    /// The whole organization, from the cache: [`answer`] cuts the view asked for.
+    Hit(Arc<OrganizationView>),
+    /// Read the store with the query as it is (cache off, or the organization is too large).
+    Bypass,
+    /// Not cached: read the whole view, then [`ViewCache::fill`] with this ticket.
+    Miss(u64),
+}
+
+pub(crate) struct ViewCache {
+    config: ViewCacheConfig,
+    /// The members a view reads (the membership limit): the window of a fill.
+    pub(crate) window: u32,
+    inner: Mutex<Inner>,
+}
+
+impl ViewCache {
+    pub(crate) fn new(config: ViewCacheConfig, window: u32) -> Self {
+        Self {
+            config,
+            window,
+            inner: Mutex::default(),
+        }
+    }
+
+    fn enabled(&self) -> bool {
+        !self.config.ttl.is_zero() && self.config.max_entries > 0
+    }
+
+    pub(crate) fn lookup(&self, org: &OrgId) -> Lookup {
+        if !self.enabled() {
+            return Lookup::Bypass;
+        }
+        let Ok(inner) = self.inner.lock() else {
+            return Lookup::Bypass;
+        };
+        let fresh = |e: &Entry| e.at().elapsed() < self.config.ttl;
+        match inner.entries.get(org) {
+            Some(e @ Entry::Complete { view, .. }) if fresh(e) => Lookup::Hit(view.clone()),
+            Some(e @ Entry::TooLarge { .. }) if fresh(e) => Lookup::Bypass,
+            _ => Lookup::Miss(inner.drops),
+        }
+    }
+
+    /// Caches `view` (read with [`Self::window`] members and details, after a
+    /// [`Lookup::Miss`] that gave `ticket`) unless a drop happened since.
+    pub(crate) fn fill(&self, org: &OrgId, ticket: u64, view: &OrganizationView) {
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        if inner.drops != ticket {
+            return;
+        }
+        let now = Instant::now();
+        if inner.entries.len() >= self.config.max_entries && !inner.entries.contains_key(org) {
+            let ttl = self.config.ttl;
+            inner.entries.retain(|_, e| e.at().elapsed() < ttl);
+            if inner.entries.len() >= self.config.max_entries {
+                // Full of fresh entries: the oldest goes.
+                let oldest = inner
+                    .entries
+                    .iter()
+                    .min_by_key(|(_, e)| e.at())
+                    .map(|(k, _)| k.clone());
+                if let Some(k) = oldest {
+                    inner.entries.remove(&k);
+                }
+            }
+        }
+        let entry = if view.total_members <= view.members.len() as u64 {
+            let mut shared = view.clone();
+            shared.viewer = None;
+            Entry::Complete {
+                at: now,
+                view: Arc::new(shared),
+            }
+        } else {
+            Entry::TooLarge { at: now }
+        };
+        inner.entries.insert(org.clone(), entry);
+    }
+
+    /// After a change of this organization.
+    pub(crate) fn drop_org(&self, org: &OrgId) {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.drops += 1;
+            inner.entries.remove(org);
+        }
+    }
+
+    /// After a change that may show in any organization (a user's).
+    pub(crate) fn drop_all(&self) {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.drops += 1;
+            inner.entries.clear();
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.inner.lock().map(|i| i.entries.len()).unwrap_or(0)
+    }
+}
+
+/// Whether `view` (a fill's read) holds what `q` asks: every member, or the asked window.
+pub(crate) fn covers(view: &OrganizationView, q: &ViewQuery) -> bool {
+    view.total_members <= view.members.len() as u64
+        || q.offset as u64 + q.limit as u64 <= view.members.len() as u64
+}
+
+/// What `q` reads, cut from a view that [`covers`] it (the viewer's membership from the member
+/// list when the view is complete, else as the view read it).
+pub(crate) fn answer(view: &OrganizationView, q: &ViewQuery) -> OrganizationView {
+    let members: Vec<_> = view
+        .members
+        .iter()
+        .skip(q.offset as usize)
+        .take(q.limit as usize)
+        .cloned()
+        .collect();
+    let viewer = match &view.viewer {
+        Some(m) if m.user_id == q.viewer => Some(m.clone()),
+        _ => view
+            .members
+            .iter()
+            .find(|(m, _)| m.user_id == q.viewer)
+            .map(|(m, _)| m.clone()),
+    };
+    OrganizationView {
+        organization: view.organization.clone(),
+        viewer,
+        members,
+        total_members: view.total_members,
+        invitations: if q.details {
+            view.invitations.clone()
+        } else {
+            Vec::new()
+        },
+        teams: if q.details {
+            view.teams.clone()
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use storage::{Member, MemberId, Organization, User};
+
+    /// An organization of `n` members, read with `window` members and details.
+    fn view(n: usize, window: usize) -> (OrganizationView, Vec<User>) {
+        let now = chrono::Utc::now();
+        let org = Organization::new("Acme".into(), "acme".into(), None, None, true, now);
+        let users: Vec<User> = (0..n)
+            .map(|i| User::new(&format!("u{i}@example.com"), format!("U{i}"), None, now))
+            .collect();
+        let members: Vec<_> = users
+            .iter()
+            .take(window)
+            .map(|u| {
+                let m = Member {
+                    id: MemberId::generate(),
+                    organization_id: org.id.clone(),
+                    user_id: u.id.clone(),
+                    role: "member".into(),
+                    team_id: None,
+                    created_at: now,
+                };
+                (m, Some(u.clone()))
+            })
+            .collect();
+        let v = OrganizationView {
+            organization: org,
+            viewer: members.first().map(|(m, _)| m.clone()),
+            members,
+            total_members: n as u64,
+            invitations: Vec::new(),
+            teams: Vec::new(),
+        };
+        (v, users)
+    }
+
+    fn q(viewer: &User, offset: u32, limit: u32, details: bool) -> ViewQuery {
+        ViewQuery {
+            viewer: viewer.id.clone(),
+            offset,
+            limit,
+            details,
+        }
+    }
+
+    fn cache(ttl_ms: u64, max_entries: usize) -> ViewCache {
+        ViewCache::new(
+            ViewCacheConfig {
+                ttl: Duration::from_millis(ttl_ms),
+                max_entries,
+            },
+            100,
+        )
+    }
+
+    #[test]
+    fn a_hit_answers_any_window_and_any_viewer() {
+        let c = cache(60_000, 8);
+        let (v, users) = view(5, 100);
+        let org = v.organization.id.clone();
+        let Lookup::Miss(t) = c.lookup(&org) else {
+            panic!("empty cache")
+        };
+        c.fill(&org, t, &v);
+        let Lookup::Hit(h) = c.lookup(&org) else {
+            panic!("not cached")
+        };
+        let h = answer(&h, &q(&users[3], 1, 2, false));
+        assert_eq!(h.members.len(), 2);
+        assert_eq!(h.members[0].0.user_id, users[1].id);
+        assert_eq!(h.total_members, 5);
+        // The viewer is whoever asks, not who filled the cache.
+        assert_eq!(h.viewer.map(|m| m.user_id), Some(users[3].id.clone()));
+        let stranger = User::new("x@example.com", "X".into(), None, chrono::Utc::now());
+        let Lookup::Hit(h) = c.lookup(&org) else {
+            panic!("not cached")
+        };
+        let h = answer(&h, &q(&stranger, 0, 100, true));
+        assert_eq!(h.viewer, None);
+        assert_eq!(h.members.len(), 5);
+    }
+
+    #[test]
+    fn a_read_that_began_before_a_change_does_not_fill() {
+        let c = cache(60_000, 8);
+        let (v, _) = view(3, 100);
+        let (other, _) = view(3, 100);
+        let org = v.organization.id.clone();
+        for change in [
+            Box::new(|c: &ViewCache| c.drop_org(&org)) as Box<dyn Fn(&ViewCache)>,
+            Box::new(|c: &ViewCache| c.drop_org(&other.organization.id)),
+            Box::new(|c: &ViewCache| c.drop_all()),
+        ] {
+            let Lookup::Miss(t) = c.lookup(&org) else {
+                panic!("cached")
+            };
+            change(&c); // The change lands while the read runs.
+            c.fill(&org, t, &v);
+            assert!(matches!(c.lookup(&org), Lookup::Miss(_)));
+        }
+        // A change after the fill drops it.
+        let Lookup::Miss(t) = c.lookup(&org) else {
+            panic!("cached")
+        };
+        c.fill(&org, t, &v);
+        assert!(matches!(c.lookup(&org), Lookup::Hit(_)));
+        c.drop_org(&org);
+        assert!(matches!(c.lookup(&org), Lookup::Miss(_)));
+    }
+
+    #[test]
+    fn entries_expire_and_are_bounded() {
+        let c = cache(500, 2);
+        let views: Vec<_> = (0..3).map(|_| view(2, 100)).collect();
+        for (v, _) in &views {
+            let org = &v.organization.id;
+            let Lookup::Miss(t) = c.lookup(org) else {
+                panic!("cached")
+            };
+            c.fill(org, t, v);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(c.len(), 2);
+        // The oldest went.
+        let (v0, _) = &views[0];
+        assert!(matches!(c.lookup(&v0.organization.id), Lookup::Miss(_)));
+        std::thread::sleep(Duration::from_millis(550));
+        let (v2, _) = &views[2];
+        assert!(matches!(c.lookup(&v2.organization.id), Lookup::Miss(_)));
+    }
+
+    #[test]
+    fn a_large_organization_is_never_cached_and_zero_ttl_is_off() {
+        let c = cache(60_000, 8);
+        let (v, users) = view(150, 100);
+        let org = v.organization.id.clone();
+        let Lookup::Miss(t) = c.lookup(&org) else {
+            panic!("cached")
+        };
+        assert!(covers(&v, &q(&users[0], 90, 10, false)));
+        assert!(!covers(&v, &q(&users[0], 95, 10, false)));
+        c.fill(&org, t, &v);
+        assert!(matches!(c.lookup(&org), Lookup::Bypass));
+        let off = cache(0, 8);
+        assert!(matches!(off.lookup(&org), Lookup::Bypass));
+    }
+}
