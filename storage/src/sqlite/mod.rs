@@ -1,9 +1,9 @@
 //! The embedded backend: one SQLite file (WAL) in the data directory.
 //!
 //! SQLite calls block, so every query runs on tokio's blocking pool, never on an async worker.
-//! Writes go through one connection (SQLite has a single writer anyway; a mutex queues them
-//! instead of letting them fail with SQLITE_BUSY); reads use a small pool of read connections,
-//! which WAL lets run beside the writer.
+//! Writes go through one connection, owned by one thread that runs them in turn (SQLite has a
+//! single writer anyway; a queue orders them instead of letting them fail with SQLITE_BUSY);
+//! reads use a small pool of read connections, which WAL lets run beside the writer.
 //!
 //! Files: `schema.rs` (migrations), `rows.rs` (columns and row mappers), then one file per
 //! storage trait: `users.rs` (users and accounts), `sessions.rs`, `verifications.rs`,
@@ -34,8 +34,15 @@ use std::time::Duration;
 
 const READERS: usize = 4;
 
+/// A write, run on the writer thread with its connection.
+type WriteJob = Box<dyn FnOnce(&mut Connection) + Send>;
+
 struct Inner {
-    writer: Mutex<Connection>,
+    /// The writer thread's queue: it owns the one write connection and runs the writes one
+    /// after another, so a write that waits is taken the moment the one before it ends — no
+    /// thread has to be woken to take a mutex between two writes, as with a connection behind
+    /// a mutex shared by the blocking pool's threads. The thread ends when the store is dropped.
+    writer: std::sync::mpsc::Sender<WriteJob>,
     readers: Vec<Mutex<Connection>>,
     /// Also the number of reads so far (each read takes the next reader).
     next_reader: AtomicUsize,
@@ -164,10 +171,8 @@ fn probe_write(conn: &Connection) -> rusqlite::Result<()> {
 #[async_trait]
 impl HealthStore for SqliteStore {
     async fn check_health(&self) -> StoreResult<()> {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
-            let conn = inner.writer.lock().map_err(internal)?;
-            let at = schema::current(&conn)?;
+        self.on_writer(|conn| {
+            let at = schema::current(conn)?;
             if at > schema::VERSION {
                 return Err(schema::newer(at));
             }
@@ -177,11 +182,10 @@ impl HealthStore for SqliteStore {
                     schema::VERSION
                 )));
             }
-            probe_write(&conn)
+            probe_write(conn)
                 .map_err(|e| StoreError::Unavailable(format!("the database is not writable: {e}")))
         })
         .await
-        .map_err(internal)?
     }
 }
 
@@ -217,9 +221,24 @@ impl SqliteStore {
                 .map(Mutex::new)
             })
             .collect::<StoreResult<Vec<_>>>()?;
+        let (jobs, queue) = std::sync::mpsc::channel::<WriteJob>();
+        std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || {
+                for job in queue {
+                    // A write that panicked (a bug) must not end the thread, nor leave its
+                    // transaction open for the next one.
+                    let ran =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut writer)));
+                    if ran.is_err() && !writer.is_autocommit() {
+                        let _ = writer.execute_batch("ROLLBACK");
+                    }
+                }
+            })
+            .map_err(internal)?;
         Ok(Self {
             inner: Arc::new(Inner {
-                writer: Mutex::new(writer),
+                writer: jobs,
                 readers,
                 next_reader: AtomicUsize::new(0),
                 writes: AtomicUsize::new(0),
@@ -242,17 +261,27 @@ impl SqliteStore {
         F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     {
         self.inner.writes.fetch_add(1, Ordering::Relaxed);
-        let inner = self.inner.clone();
         let started = crate::observe::start();
-        let r = tokio::task::spawn_blocking(move || {
-            let mut conn = inner.writer.lock().map_err(internal)?;
-            f(&mut conn)
-        })
-        .await
-        .map_err(internal)
-        .and_then(|r| r);
+        let r = self.on_writer(f).await;
         crate::observe::done("sqlite", "write", started, r.is_ok());
         r
+    }
+
+    /// Runs `f` on the writer thread (see [`Inner::writer`]) and waits for its answer.
+    async fn on_writer<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: WriteJob = Box::new(move |conn| {
+            let _ = tx.send(f(conn));
+        });
+        let gone = || StoreError::Unavailable("the SQLite writer thread stopped".into());
+        self.inner.writer.send(job).map_err(|_| gone())?;
+        // No answer: the write panicked (a bug; the thread rolled its transaction back).
+        rx.await
+            .map_err(|_| StoreError::Internal("a SQLite write panicked".into()))?
     }
 
     /// A read that looks rows up by key (a few index probes): run at once on the calling task
