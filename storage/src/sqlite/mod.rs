@@ -403,6 +403,40 @@ mod tests {
     use super::*;
     use rusqlite::StatementStatus;
 
+    /// A write that panics midway through its transaction is answered with an error; the
+    /// writer thread rolls it back and runs the next write, which sees nothing of it.
+    #[tokio::test]
+    async fn the_writer_thread_outlives_a_write_that_panics() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("t.db")).await.unwrap();
+        store
+            .write(|c| {
+                c.execute_batch("CREATE TABLE t (a INTEGER)")
+                    .map_err(map_err)?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        let r: StoreResult<()> = store
+            .write(|c| {
+                c.execute_batch("BEGIN IMMEDIATE; INSERT INTO t VALUES (1)")
+                    .map_err(map_err)?;
+                panic!("a bug in a write");
+            })
+            .await;
+        assert!(matches!(r, Err(StoreError::Internal(_))), "{r:?}");
+        let n: i64 = store
+            .write(|c| {
+                c.execute_batch("BEGIN IMMEDIATE; INSERT INTO t VALUES (2); COMMIT")
+                    .map_err(map_err)?;
+                c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+                    .map_err(map_err)
+            })
+            .await
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+
     /// A cached statement is prepared once, whatever values its `LIMIT` and `OFFSET` take (no
     /// re-prepare per run), and SQLite keeps no memory statistics (no global allocation lock).
     #[test]
