@@ -134,7 +134,7 @@ impl ViewCache {
                 }
             }
         }
-        let entry = if view.total_members <= view.members.len() as u64 {
+        let entry = if complete(view) {
             let mut shared = view.clone();
             shared.viewer = None;
             Entry::Complete {
@@ -169,10 +169,14 @@ impl ViewCache {
     }
 }
 
+/// Whether `view` holds every member of its organization.
+fn complete(view: &OrganizationView) -> bool {
+    view.total_members <= view.members.len() as u64
+}
+
 /// Whether `view` (a fill's read) holds what `q` asks: every member, or the asked window.
 pub(crate) fn covers(view: &OrganizationView, q: &ViewQuery) -> bool {
-    view.total_members <= view.members.len() as u64
-        || q.offset as u64 + q.limit as u64 <= view.members.len() as u64
+    complete(view) || q.offset as u64 + q.limit as u64 <= view.members.len() as u64
 }
 
 /// What `q` reads, cut from a view that [`covers`] it (the viewer's membership from the member
@@ -268,18 +272,30 @@ mod tests {
         )
     }
 
+    /// The ticket of a lookup that must miss.
+    fn miss(c: &ViewCache, org: &OrgId) -> u64 {
+        let Lookup::Miss(t) = c.lookup(org) else {
+            panic!("cached")
+        };
+        t
+    }
+
+    /// The entry of a lookup that must hit.
+    fn hit(c: &ViewCache, org: &OrgId) -> Arc<OrganizationView> {
+        let Lookup::Hit(v) = c.lookup(org) else {
+            panic!("not cached")
+        };
+        v
+    }
+
     #[test]
     fn a_hit_answers_any_window_and_any_viewer() {
         let c = cache(60_000, 8);
         let (v, users) = view(5, 100);
         let org = v.organization.id.clone();
-        let Lookup::Miss(t) = c.lookup(&org) else {
-            panic!("empty cache")
-        };
+        let t = miss(&c, &org);
         c.fill(&org, t, &v);
-        let Lookup::Hit(h) = c.lookup(&org) else {
-            panic!("not cached")
-        };
+        let h = hit(&c, &org);
         let h = answer(&h, &q(&users[3], 1, 2, false));
         assert_eq!(h.members.len(), 2);
         assert_eq!(h.members[0].0.user_id, users[1].id);
@@ -287,9 +303,7 @@ mod tests {
         // The viewer is whoever asks, not who filled the cache.
         assert_eq!(h.viewer.map(|m| m.user_id), Some(users[3].id.clone()));
         let stranger = User::new("x@example.com", "X".into(), None, chrono::Utc::now());
-        let Lookup::Hit(h) = c.lookup(&org) else {
-            panic!("not cached")
-        };
+        let h = hit(&c, &org);
         let h = answer(&h, &q(&stranger, 0, 100, true));
         assert_eq!(h.viewer, None);
         assert_eq!(h.members.len(), 5);
@@ -306,17 +320,13 @@ mod tests {
             Box::new(|c: &ViewCache| c.drop_org(&other.organization.id)),
             Box::new(|c: &ViewCache| c.drop_all()),
         ] {
-            let Lookup::Miss(t) = c.lookup(&org) else {
-                panic!("cached")
-            };
+            let t = miss(&c, &org);
             change(&c); // The change lands while the read runs.
             c.fill(&org, t, &v);
             assert!(matches!(c.lookup(&org), Lookup::Miss(_)));
         }
         // A change after the fill drops it.
-        let Lookup::Miss(t) = c.lookup(&org) else {
-            panic!("cached")
-        };
+        let t = miss(&c, &org);
         c.fill(&org, t, &v);
         assert!(matches!(c.lookup(&org), Lookup::Hit(_)));
         c.drop_org(&org);
@@ -329,9 +339,7 @@ mod tests {
         let views: Vec<_> = (0..3).map(|_| view(2, 100)).collect();
         for (v, _) in &views {
             let org = &v.organization.id;
-            let Lookup::Miss(t) = c.lookup(org) else {
-                panic!("cached")
-            };
+            let t = miss(&c, org);
             c.fill(org, t, v);
             std::thread::sleep(Duration::from_millis(2));
         }
@@ -349,9 +357,7 @@ mod tests {
         let c = cache(60_000, 8);
         let (v, users) = view(150, 100);
         let org = v.organization.id.clone();
-        let Lookup::Miss(t) = c.lookup(&org) else {
-            panic!("cached")
-        };
+        let t = miss(&c, &org);
         assert!(covers(&v, &q(&users[0], 90, 10, false)));
         assert!(!covers(&v, &q(&users[0], 95, 10, false)));
         c.fill(&org, t, &v);

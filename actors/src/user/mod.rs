@@ -1039,8 +1039,7 @@ impl UserHandle {
     }
 
     pub async fn create_session(&self, new: NewSession) -> Result<Session, ActorError> {
-        self.call_quiet(|r| UserMsg::CreateSession(new.clone(), r))
-            .await
+        self.call(|r| UserMsg::CreateSession(new.clone(), r)).await
     }
 
     pub async fn refresh_session(
@@ -1048,7 +1047,7 @@ impl UserHandle {
         token: &str,
         dont_remember: bool,
     ) -> Result<Option<Session>, ActorError> {
-        self.call_quiet(|reply| UserMsg::RefreshSession {
+        self.call(|reply| UserMsg::RefreshSession {
             token: token.to_owned(),
             dont_remember,
             reply,
@@ -1058,13 +1057,13 @@ impl UserHandle {
 
     /// Deletes the session if it belongs to this user; returns whether it did.
     pub async fn revoke_session(&self, token: &str) -> Result<bool, ActorError> {
-        self.call_quiet(|r| UserMsg::RevokeSession(token.to_owned(), r))
+        self.call(|r| UserMsg::RevokeSession(token.to_owned(), r))
             .await
     }
 
     /// Deletes all of the user's sessions but `keep`; returns how many.
     pub async fn revoke_sessions(&self, keep: Option<&str>) -> Result<u64, ActorError> {
-        self.call_quiet(|reply| UserMsg::RevokeSessions {
+        self.call(|reply| UserMsg::RevokeSessions {
             keep: keep.map(str::to_owned),
             reply,
         })
@@ -1077,7 +1076,7 @@ impl UserHandle {
 
     /// Stores a new password hash on the credential account (see [`PasswordChange`]).
     pub async fn set_password(&self, hash: &str, how: PasswordChange) -> Result<(), ActorError> {
-        self.call_quiet(|r| UserMsg::SetPassword(hash.to_owned(), how, r))
+        self.call(|r| UserMsg::SetPassword(hash.to_owned(), how, r))
             .await
     }
 
@@ -1088,7 +1087,7 @@ impl UserHandle {
         account_id: Option<&str>,
         allow_unlinking_all: bool,
     ) -> Result<(), ActorError> {
-        self.call_quiet(|reply| UserMsg::UnlinkAccount {
+        self.call(|reply| UserMsg::UnlinkAccount {
             provider_id: provider_id.map(str::to_owned),
             account_id: account_id.map(str::to_owned),
             allow_unlinking_all,
@@ -1157,7 +1156,7 @@ impl UserHandle {
         identifier: &str,
         lifetime: chrono::Duration,
     ) -> Result<(), ActorError> {
-        self.call_quiet(|reply| UserMsg::IssueToken {
+        self.call(|reply| UserMsg::IssueToken {
             identifier: identifier.to_owned(),
             lifetime,
             reply,
@@ -1183,7 +1182,7 @@ impl UserHandle {
         new_hash: &str,
         new_session: Option<NewSession>,
     ) -> Result<Option<Session>, ActorError> {
-        self.call_quiet(|reply| UserMsg::ChangePassword {
+        self.call(|reply| UserMsg::ChangePassword {
             current_hash: current_hash.to_owned(),
             new_hash: new_hash.to_owned(),
             new_session: new_session.clone(),
@@ -1197,7 +1196,7 @@ impl UserHandle {
         &self,
         lifetime: chrono::Duration,
     ) -> Result<String, ActorError> {
-        self.call_quiet(|reply| UserMsg::IssueResetToken { lifetime, reply })
+        self.call(|reply| UserMsg::IssueResetToken { lifetime, reply })
             .await
     }
 
@@ -1252,7 +1251,7 @@ impl UserHandle {
         token: &str,
         org: Option<OrgId>,
     ) -> Result<Option<Session>, ActorError> {
-        self.call_quiet(|reply| UserMsg::SetActiveOrganization {
+        self.call(|reply| UserMsg::SetActiveOrganization {
             token: token.to_owned(),
             org: org.clone(),
             reply,
@@ -1266,7 +1265,7 @@ impl UserHandle {
         token: &str,
         team: Option<TeamId>,
     ) -> Result<Option<Session>, ActorError> {
-        self.call_quiet(|reply| UserMsg::SetActiveTeam {
+        self.call(|reply| UserMsg::SetActiveTeam {
             token: token.to_owned(),
             team: team.clone(),
             reply,
@@ -1279,24 +1278,16 @@ impl UserHandle {
         self.call(UserMsg::DeleteUser).await
     }
 
-    /// Asks the actor for a change that may show in organizations' views (see
-    /// [`UserMsg::shows_in_organizations`]): they are dropped before the caller sees the answer.
+    /// Asks the actor for a change. One that may show in organizations' views (see
+    /// [`UserMsg::shows_in_organizations`]) drops them before the caller sees the answer.
     async fn call<T: Send + 'static>(
         &self,
         build: impl Fn(Reply<T>) -> UserMsg,
     ) -> Result<T, ActorError> {
-        let r = self.call_quiet(build).await;
-        self.actors.shared.views.drop_all();
-        r
-    }
-
-    /// Asks the actor for a change of sessions or credentials only.
-    async fn call_quiet<T: Send + 'static>(
-        &self,
-        build: impl Fn(Reply<T>) -> UserMsg,
-    ) -> Result<T, ActorError> {
         let shared = self.actors.shared.clone();
-        self.actors
+        let shown = std::sync::atomic::AtomicBool::new(false);
+        let r = self
+            .actors
             .call(
                 "user",
                 &self.id,
@@ -1304,9 +1295,19 @@ impl UserHandle {
                     shared: shared.clone(),
                     actors: self.actors.clone(),
                 },
-                build,
+                |reply| {
+                    let msg = build(reply);
+                    if msg.shows_in_organizations() {
+                        shown.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    msg
+                },
                 &self.id.0,
             )
-            .await
+            .await;
+        if shown.load(std::sync::atomic::Ordering::Relaxed) {
+            shared.views.drop_all();
+        }
+        r
     }
 }

@@ -92,7 +92,7 @@ pub(super) fn session_row(r: &Row) -> rusqlite::Result<Session> {
 }
 
 /// How many columns [`SESSION_COLS`] names.
-const SESSION_COL_COUNT: usize = 11;
+const SESSION_COL_COUNT: usize = col_count(SESSION_COLS);
 
 /// A session by token with its user (`NULL`s when the user row is gone), in one statement: one
 /// WAL read lock instead of one per statement.
@@ -158,7 +158,19 @@ pub(super) fn org_row(r: &Row) -> rusqlite::Result<Organization> {
 
 pub(super) const MEMBER_COLS: &str = "id, organization_id, user_id, role, team_id, created_at";
 /// How many columns [`MEMBER_COLS`] names.
-const MEMBER_COL_COUNT: usize = 6;
+const MEMBER_COL_COUNT: usize = col_count(MEMBER_COLS);
+
+/// How many columns a comma-separated column list names.
+const fn col_count(cols: &str) -> usize {
+    let (bytes, mut i, mut n) = (cols.as_bytes(), 0, 1);
+    while i < bytes.len() {
+        if bytes[i] == b',' {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
 
 /// `cols` with every column name prefixed by the table alias `t`.
 fn qualified(t: &str, cols: &str) -> String {
@@ -238,7 +250,7 @@ pub(super) fn invitation_row(r: &Row) -> rusqlite::Result<Invitation> {
 
 pub(super) const TEAM_COLS: &str = "id, name, organization_id, created_at, updated_at";
 /// The index of a column selected after [`TEAM_COLS`].
-pub(super) const TEAM_COL_COUNT: usize = 5;
+pub(super) const TEAM_COL_COUNT: usize = col_count(TEAM_COLS);
 
 pub(super) fn team_row(r: &Row) -> rusqlite::Result<Team> {
     Ok(Team {
@@ -281,6 +293,7 @@ mod tests {
     fn column_counts_match_the_column_lists() {
         assert_eq!(SESSION_COLS.split(',').count(), SESSION_COL_COUNT);
         assert_eq!(MEMBER_COLS.split(',').count(), MEMBER_COL_COUNT);
+        assert_eq!(TEAM_COLS.split(',').count(), TEAM_COL_COUNT);
         assert!(GET_SESSION_WITH_USER.contains("s.impersonated_by, u.id, u.email"));
         assert!(MEMBERS_WITH_USERS.contains("m.created_at, u.id, u.email"));
     }

@@ -241,14 +241,14 @@ mod tests {
         let p = poem_openapi::payload::Json(v.clone()).into_response();
         assert_eq!(r.status(), p.status());
         assert_eq!(r.content_type(), p.content_type());
-        let body = futures_body(r);
+        let body = body_of(r);
         assert_eq!(
             serde_json::from_slice::<serde_json::Value>(&body).unwrap(),
             serde
         );
     }
 
-    fn futures_body(r: poem::Response) -> Vec<u8> {
+    fn body_of(r: poem::Response) -> Vec<u8> {
         tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap()
