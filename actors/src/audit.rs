@@ -43,10 +43,7 @@ impl AuditWriter {
                     let events: Vec<AuditEvent> = now.iter().map(|p| p.event.clone()).collect();
                     let r = store.append_audit_batch(&events, keep_for).await;
                     for p in now {
-                        let _ = p.done.send(match &r {
-                            Ok(()) => Ok(()),
-                            Err(e) => Err(copy(e)),
-                        });
+                        let _ = p.done.send(r.clone());
                     }
                 }
             }
@@ -73,16 +70,5 @@ impl AuditWriter {
         written
             .await
             .map_err(|_| StoreError::Unavailable("the audit writer has stopped".into()))?
-    }
-}
-
-/// The same error for each request of a group.
-fn copy(e: &StoreError) -> StoreError {
-    match e {
-        StoreError::NotFound => StoreError::NotFound,
-        StoreError::Conflict(w) => StoreError::Conflict(w),
-        StoreError::ConcurrentModification => StoreError::ConcurrentModification,
-        StoreError::Unavailable(m) => StoreError::Unavailable(m.clone()),
-        StoreError::Internal(m) => StoreError::Internal(m.clone()),
     }
 }

@@ -32,8 +32,9 @@ pub use ids::*;
 pub use query::{FieldValue, FilterOp, SearchOp, UserField, UserList, UserQuery};
 pub use rate_limit::{stored_key, MemoryRateLimits, RateLimitStore, WindowCount};
 
-/// The one error type of every storage trait.
-#[derive(Debug, thiserror::Error)]
+/// The one error type of every storage trait (`Clone`: one failed write that served several
+/// callers answers each of them).
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// The record a write or a required read refers to does not exist (any more).
     #[error("not found")]

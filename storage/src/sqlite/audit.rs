@@ -58,7 +58,7 @@ impl AuditStore for SqliteStore {
             })
             .collect::<StoreResult<Vec<_>>>()?;
         self.write(move |c| {
-            let tx = c.transaction().map_err(map_err)?;
+            let tx = c.savepoint().map_err(map_err)?;
             {
                 let mut st = tx
                     .prepare_cached(&format!(
@@ -156,8 +156,8 @@ impl AuditStore for SqliteStore {
             let n = self
                 .write(move |c| {
                     c.execute(
-                        "DELETE FROM audit_events WHERE id IN \
-                         (SELECT id FROM audit_events WHERE at < ?1 LIMIT ?2)",
+                        "DELETE FROM audit_events WHERE rowid IN \
+                         (SELECT rowid FROM audit_events WHERE at < ?1 LIMIT ?2)",
                         rusqlite::params![before, PURGE_BATCH],
                     )
                     .map_err(map_err)

@@ -3,7 +3,8 @@
 //! SQLite calls block, so every query runs on tokio's blocking pool, never on an async worker.
 //! Writes go through one connection, owned by one thread that runs them in turn (SQLite has a
 //! single writer anyway; a queue orders them instead of letting them fail with SQLITE_BUSY);
-//! reads use a small pool of read connections, which WAL lets run beside the writer.
+//! writes that queued up behind one another commit together (see [`writer_thread`]). Reads use
+//! a small pool of read connections, which WAL lets run beside the writer.
 //!
 //! Files: `schema.rs` (migrations), `rows.rs` (columns and row mappers), then one file per
 //! storage trait: `users.rs` (users and accounts), `sessions.rs`, `verifications.rs`,
@@ -34,8 +35,22 @@ use std::time::Duration;
 
 const READERS: usize = 4;
 
-/// A write, run on the writer thread with its connection.
-type WriteJob = Box<dyn FnOnce(&mut Connection) + Send>;
+/// The most writes committed together: bounds how long the first write of a group waits for
+/// the others (each a few index probes and row writes, well under a millisecond).
+const GROUP_MAX: usize = 64;
+
+/// Delivers a write's answer once its transaction ended: `Ok` when it committed, else the
+/// error that ended it.
+type Deliver = Box<dyn FnOnce(StoreResult<()>) + Send>;
+
+/// A write, run on the writer thread with its connection; it hands back the delivery of its
+/// answer.
+struct WriteJob {
+    run: Box<dyn FnOnce(&mut Connection) -> Deliver + Send>,
+    /// Runs outside any transaction of the writer's and never with other writes (it manages
+    /// its own transaction, as the health probe does).
+    alone: bool,
+}
 
 struct Inner {
     /// The writer thread's queue: it owns the one write connection and runs the writes one
@@ -47,6 +62,8 @@ struct Inner {
     /// Also the number of reads so far (each read takes the next reader).
     next_reader: AtomicUsize,
     writes: AtomicUsize,
+    /// Transactions the writer thread committed for groups of writes.
+    commits: Arc<AtomicUsize>,
 }
 
 /// The SQLite store. Cheap to clone.
@@ -137,8 +154,11 @@ fn open(path: &Path, flags: OpenFlags) -> StoreResult<Connection> {
         true,
     )
     .map_err(map_err)?;
+    // Temporary files in memory: the writer's groups nest a savepoint per write, whose
+    // journal would otherwise be a file created and deleted for each group.
     conn.execute_batch(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
+         PRAGMA temp_store = MEMORY;",
     )
     .map_err(map_err)?;
     Ok(conn)
@@ -171,7 +191,7 @@ fn probe_write(conn: &Connection) -> rusqlite::Result<()> {
 #[async_trait]
 impl HealthStore for SqliteStore {
     async fn check_health(&self) -> StoreResult<()> {
-        self.on_writer(|conn| {
+        self.submit(true, |conn| {
             let at = schema::current(conn)?;
             if at > schema::VERSION {
                 return Err(schema::newer(at));
@@ -184,7 +204,7 @@ impl HealthStore for SqliteStore {
             }
             probe_write(conn)
                 .map_err(|e| StoreError::Unavailable(format!("the database is not writable: {e}")))
-        })
+        })?
         .await
     }
 }
@@ -222,19 +242,11 @@ impl SqliteStore {
             })
             .collect::<StoreResult<Vec<_>>>()?;
         let (jobs, queue) = std::sync::mpsc::channel::<WriteJob>();
+        let commits = Arc::new(AtomicUsize::new(0));
+        let counted = commits.clone();
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || {
-                for job in queue {
-                    // A write that panicked (a bug) must not end the thread, nor leave its
-                    // transaction open for the next one.
-                    let ran =
-                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut writer)));
-                    if ran.is_err() && !writer.is_autocommit() {
-                        let _ = writer.execute_batch("ROLLBACK");
-                    }
-                }
-            })
+            .spawn(move || writer_thread(writer, &queue, &counted))
             .map_err(internal)?;
         Ok(Self {
             inner: Arc::new(Inner {
@@ -242,6 +254,7 @@ impl SqliteStore {
                 readers,
                 next_reader: AtomicUsize::new(0),
                 writes: AtomicUsize::new(0),
+                commits,
             }),
         })
     }
@@ -253,6 +266,11 @@ impl SqliteStore {
             self.inner.next_reader.load(Ordering::Relaxed),
             self.inner.writes.load(Ordering::Relaxed),
         )
+    }
+
+    /// How many transactions the writer thread committed for groups of writes.
+    pub fn group_commits(&self) -> usize {
+        self.inner.commits.load(Ordering::Relaxed)
     }
 
     async fn write<T, F>(&self, f: F) -> StoreResult<T>
@@ -267,21 +285,44 @@ impl SqliteStore {
         r
     }
 
-    /// Runs `f` on the writer thread (see [`Inner::writer`]) and waits for its answer.
+    /// Runs `f` on the writer thread (see [`Inner::writer`]), in a transaction it may share
+    /// with other writes, and waits for its answer, given once that transaction committed.
     async fn on_writer<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     {
+        self.submit(false, f)?.await
+    }
+
+    /// Queues `f` for the writer thread; `alone`: see [`WriteJob::alone`]. The answer comes
+    /// from the returned future.
+    fn submit<T, F>(
+        &self,
+        alone: bool,
+        f: F,
+    ) -> StoreResult<impl std::future::Future<Output = StoreResult<T>>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let job: WriteJob = Box::new(move |conn| {
-            let _ = tx.send(f(conn));
+        let run = Box::new(move |conn: &mut Connection| -> Deliver {
+            let r = f(conn);
+            Box::new(move |ended: StoreResult<()>| {
+                let _ = tx.send(r.and_then(|v| ended.map(|()| v)));
+            })
         });
         let gone = || StoreError::Unavailable("the SQLite writer thread stopped".into());
-        self.inner.writer.send(job).map_err(|_| gone())?;
-        // No answer: the write panicked (a bug; the thread rolled its transaction back).
-        rx.await
-            .map_err(|_| StoreError::Internal("a SQLite write panicked".into()))?
+        self.inner
+            .writer
+            .send(WriteJob { run, alone })
+            .map_err(|_| gone())?;
+        // No answer: the write panicked (a bug; the thread rolled it back).
+        Ok(async move {
+            rx.await
+                .map_err(|_| StoreError::Internal("a SQLite write panicked".into()))?
+        })
     }
 
     /// A read that looks rows up by key (a few index probes): run at once on the calling task
@@ -331,6 +372,103 @@ impl SqliteStore {
         crate::observe::done("sqlite", "read", started, r.is_ok());
         r
     }
+}
+
+/// The writer thread: owns the write connection and runs the queued writes.
+///
+/// A write that finds others queued behind it commits with them: one `BEGIN IMMEDIATE`, each
+/// write inside its own savepoint, one `COMMIT` for up to [`GROUP_MAX`] writes, then every
+/// answer. A commit (its WAL frames, now and then a checkpoint) costs more than a typical
+/// write, and pages several writes change (an index's, the audit table's last) are written
+/// once. A write sees exactly what it would see alone (the writes before it, committed or in
+/// the group), and its answer is given only once the group committed, so no caller hears of a
+/// change that is not in the file. Each write keeps what it would keep alone: one that fails
+/// keeps what it wrote before failing, as autocommit statements would (the stores' writes
+/// that must be all-or-nothing use their own savepoint); one that panics is rolled back to its
+/// savepoint. When SQLite itself ends the transaction (a full disk, an I/O error), every write
+/// of the group is answered with that error. When the group cannot begin (another process
+/// holds the write lock past the busy timeout), the write runs on its own and meets the error
+/// itself.
+fn writer_thread(
+    mut conn: Connection,
+    queue: &std::sync::mpsc::Receiver<WriteJob>,
+    commits: &AtomicUsize,
+) {
+    let mut held = None;
+    loop {
+        let job = match held.take() {
+            Some(job) => job,
+            None => match queue.recv() {
+                Ok(job) => job,
+                Err(_) => return,
+            },
+        };
+        if job.alone || control(&conn, "BEGIN IMMEDIATE").is_err() {
+            if let Some(deliver) = run_caught(&mut conn, job) {
+                deliver(Ok(()));
+            }
+            // Whatever the write left open (a bug, or a panic) is rolled back.
+            if !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            continue;
+        }
+        let mut answers: Vec<Deliver> = Vec::new();
+        let mut next = Some(job);
+        let mut ended = None;
+        while let Some(job) = next.take() {
+            let saved = control(&conn, "SAVEPOINT grouped");
+            let deliver = run_caught(&mut conn, job);
+            if conn.is_autocommit() || saved.is_err() {
+                ended = Some(StoreError::Unavailable(
+                    "SQLite ended the transaction of a group of writes".into(),
+                ));
+                answers.extend(deliver);
+                break;
+            }
+            let closed = match deliver {
+                Some(deliver) => {
+                    answers.push(deliver);
+                    control(&conn, "RELEASE grouped")
+                }
+                None => conn.execute_batch("ROLLBACK TO grouped; RELEASE grouped"),
+            };
+            if let Err(e) = closed {
+                ended = Some(map_err(e));
+                break;
+            }
+            if answers.len() < GROUP_MAX {
+                match queue.try_recv() {
+                    Ok(job) if job.alone => held = Some(job),
+                    Ok(job) => next = Some(job),
+                    Err(_) => {}
+                }
+            }
+        }
+        let outcome = match ended {
+            Some(e) => Err(e),
+            None => control(&conn, "COMMIT").map_err(map_err),
+        };
+        if outcome.is_ok() {
+            commits.fetch_add(1, Ordering::Relaxed);
+        } else if !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        for deliver in answers {
+            deliver(outcome.clone());
+        }
+    }
+}
+
+/// Runs one of the writer's transaction statements, prepared once.
+fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
+}
+
+/// Runs a write; `None` when it panicked (a bug: its caller is answered `Internal` when the
+/// dropped answer channel tells it so, and the thread goes on).
+fn run_caught(conn: &mut Connection, job: WriteJob) -> Option<Deliver> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (job.run)(conn))).ok()
 }
 
 /// One row by a query, or `None`.
@@ -403,10 +541,7 @@ mod tests {
     use super::*;
     use rusqlite::StatementStatus;
 
-    /// A write that panics midway through its transaction is answered with an error; the
-    /// writer thread rolls it back and runs the next write, which sees nothing of it.
-    #[tokio::test]
-    async fn the_writer_thread_outlives_a_write_that_panics() {
+    async fn store_with_table() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(dir.path().join("t.db")).await.unwrap();
         store
@@ -417,24 +552,120 @@ mod tests {
             })
             .await
             .unwrap();
+        (dir, store)
+    }
+
+    fn insert(c: &Connection, a: i64) -> StoreResult<()> {
+        c.execute("INSERT INTO t VALUES (?1)", [a])
+            .map(drop)
+            .map_err(map_err)
+    }
+
+    async fn rows(store: &SqliteStore) -> Vec<i64> {
+        store
+            .read(|c| all(c, "SELECT a FROM t ORDER BY a", [], |r| r.get(0)))
+            .await
+            .unwrap()
+    }
+
+    /// Queues a write that holds the writer thread until the returned sender is used or
+    /// dropped, so the writes queued meanwhile wait behind it.
+    fn hold_writer(store: &SqliteStore) -> std::sync::mpsc::Sender<()> {
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        drop(store.submit(false, move |_| {
+            let _ = held.recv();
+            Ok(())
+        }));
+        release
+    }
+
+    /// A write that panics midway is answered with an error; the writer thread rolls back
+    /// what it wrote and runs the next write, which sees nothing of it.
+    #[tokio::test]
+    async fn the_writer_thread_outlives_a_write_that_panics() {
+        let (_dir, store) = store_with_table().await;
         let r: StoreResult<()> = store
             .write(|c| {
-                c.execute_batch("BEGIN IMMEDIATE; INSERT INTO t VALUES (1)")
-                    .map_err(map_err)?;
+                insert(c, 1)?;
                 panic!("a bug in a write");
             })
             .await;
         assert!(matches!(r, Err(StoreError::Internal(_))), "{r:?}");
-        let n: i64 = store
-            .write(|c| {
-                c.execute_batch("BEGIN IMMEDIATE; INSERT INTO t VALUES (2); COMMIT")
-                    .map_err(map_err)?;
+        store.write(|c| insert(c, 2)).await.unwrap();
+        assert_eq!(rows(&store).await, vec![2]);
+    }
+
+    /// Writes queued behind one another commit in one transaction, each answered as it would
+    /// be alone: one that fails keeps what it wrote before failing, one that panics keeps
+    /// nothing, a write that must run alone (the health probe) runs after the group.
+    #[tokio::test]
+    async fn queued_writes_commit_together_each_answered_as_alone() {
+        let (_dir, store) = store_with_table().await;
+        let before = store.group_commits();
+        let release = hold_writer(&store);
+        let mut answers = Vec::new();
+        for a in 0..20 {
+            answers.push(store.submit(false, move |c| insert(c, a)).unwrap());
+        }
+        let fails = store
+            .submit(false, |c| -> StoreResult<()> {
+                insert(c, 100)?;
+                Err(StoreError::NotFound)
+            })
+            .unwrap();
+        let panics = store
+            .submit(false, |c| -> StoreResult<()> {
+                insert(c, 200)?;
+                panic!("a bug in a write");
+            })
+            .unwrap();
+        let sees = store
+            .submit(false, |c| -> StoreResult<i64> {
                 c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))
                     .map_err(map_err)
             })
-            .await
             .unwrap();
-        assert_eq!(n, 1);
+        let health = store
+            .submit(true, |c| probe_write(c).map_err(map_err))
+            .unwrap();
+        release.send(()).unwrap();
+        for answer in answers {
+            answer.await.unwrap();
+        }
+        assert!(matches!(fails.await, Err(StoreError::NotFound)));
+        assert!(matches!(panics.await, Err(StoreError::Internal(_))));
+        // The write after them sees the group's writes before it: 20 rows and the failed
+        // write's row.
+        assert_eq!(sees.await.unwrap(), 21);
+        health.await.unwrap();
+        let mut expected: Vec<i64> = (0..20).collect();
+        expected.push(100);
+        assert_eq!(rows(&store).await, expected);
+        // The held write and the 23 queued behind it: one commit (the health probe, queued
+        // after them, ends the group and commits nothing).
+        assert_eq!(store.group_commits() - before, 1);
+    }
+
+    /// When SQLite ends a group's transaction (as it does on a full disk or an I/O error;
+    /// here a write rolls it back), the writes of the group before are answered with an
+    /// error, not as done, and the next write starts a new group.
+    #[tokio::test]
+    async fn a_group_whose_transaction_ends_answers_every_write_with_an_error() {
+        let (_dir, store) = store_with_table().await;
+        let release = hold_writer(&store);
+        let first = store.submit(false, |c| insert(c, 1)).unwrap();
+        let ends = store
+            .submit(false, |c| {
+                c.execute_batch("ROLLBACK").map_err(map_err)?;
+                Ok(())
+            })
+            .unwrap();
+        let next = store.submit(false, |c| insert(c, 3)).unwrap();
+        drop(release);
+        assert!(matches!(first.await, Err(StoreError::Unavailable(_))));
+        assert!(matches!(ends.await, Err(StoreError::Unavailable(_))));
+        next.await.unwrap();
+        assert_eq!(rows(&store).await, vec![3]);
     }
 
     /// A cached statement is prepared once, whatever values its `LIMIT` and `OFFSET` take (no

@@ -234,7 +234,7 @@ impl OrganizationStore for SqliteStore {
     ) -> StoreResult<()> {
         let (o, m) = (org.clone(), owner.clone());
         self.write(move |c| {
-            let tx = c.transaction().map_err(map_err)?;
+            let tx = c.savepoint().map_err(map_err)?;
             match creator_version {
                 Some(v) => {
                     let n = tx
@@ -308,7 +308,7 @@ impl OrganizationStore for SqliteStore {
             .checked_sub(1)
             .ok_or_else(|| StoreError::Internal("a changed organization's version is 0".into()))?;
         self.write(move |c| {
-            let tx = c.transaction().map_err(map_err)?;
+            let tx = c.savepoint().map_err(map_err)?;
             let n = tx
                 .execute(
                     "UPDATE organizations SET name=?2, slug=?3, logo=?4, metadata=?5, version=?6, \
@@ -341,7 +341,7 @@ impl OrganizationStore for SqliteStore {
     async fn delete_organization(&self, id: &OrgId, expected: u64) -> StoreResult<()> {
         let id = id.0.clone();
         self.write(move |c| {
-            let tx = c.transaction().map_err(map_err)?;
+            let tx = c.savepoint().map_err(map_err)?;
             // Sessions that had it active lose it (spec §4: deletion clears the active org).
             tx.execute(
                 "UPDATE sessions SET active_organization_id = NULL, active_team_id = NULL \

@@ -176,6 +176,38 @@ CREATE TABLE rate_limits (
     resets_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 "#,
+    // 7: the audit log without an index of its own on `id`. The id is random, so each event
+    // wrote one more page at a random place of that index (of all the audit log's page writes,
+    // the one the table's other keys do not share); an event is found by `(at, id)`, which
+    // stays unique. Rows are copied oldest first, so the table stays in time order.
+    r#"
+CREATE TABLE audit_events_7 (
+    id TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    action TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    reason TEXT,
+    actor_id TEXT,
+    user_id TEXT,
+    organization_id TEXT,
+    target TEXT,
+    ip_address TEXT,
+    user_agent TEXT,
+    request_id TEXT,
+    details TEXT NOT NULL DEFAULT '{}'
+);
+INSERT INTO audit_events_7 (id, at, action, outcome, reason, actor_id, user_id, organization_id,
+    target, ip_address, user_agent, request_id, details)
+SELECT id, at, action, outcome, reason, actor_id, user_id, organization_id,
+    target, ip_address, user_agent, request_id, details
+FROM audit_events ORDER BY at, id;
+DROP TABLE audit_events;
+ALTER TABLE audit_events_7 RENAME TO audit_events;
+CREATE UNIQUE INDEX audit_at ON audit_events(at, id);
+CREATE INDEX audit_actor ON audit_events(actor_id, at, id) WHERE actor_id IS NOT NULL;
+CREATE INDEX audit_user ON audit_events(user_id, at, id) WHERE user_id IS NOT NULL;
+CREATE INDEX audit_org ON audit_events(organization_id, at, id) WHERE organization_id IS NOT NULL;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> StoreResult<()> {
@@ -209,4 +241,87 @@ pub(super) fn newer(at: i64) -> StoreError {
         "the database holds schema version {at}, newer than this Gatehouse's {VERSION}: \
          refusing to use it (run the newer Gatehouse, or restore a backup made before it)"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AuditEvent, AuditQuery, AuditStore, StoreError};
+    use chrono::{TimeZone, Utc};
+
+    /// A file at schema 6 keeps its audit events through migration 7 (the audit log without
+    /// the index on `id`): listed in order, filtered by user through its index, still
+    /// refusing the same event twice, and purged by time.
+    #[tokio::test]
+    async fn the_audit_log_survives_migration_7() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        // As the store's own connections do (the process's settings before any connection).
+        super::super::configure_sqlite();
+        {
+            let mut c = Connection::open(&path).unwrap();
+            let tx = c.transaction().unwrap();
+            for sql in &MIGRATIONS[..6] {
+                tx.execute_batch(sql).unwrap();
+            }
+            tx.execute_batch("PRAGMA user_version = 6").unwrap();
+            for (i, user) in [(3, "u1"), (1, "u2"), (2, "u1")] {
+                tx.execute(
+                    "INSERT INTO audit_events (id, at, action, outcome, user_id) \
+                     VALUES (?1, ?2, 'user.sign-in', 'success', ?3)",
+                    rusqlite::params![format!("e{i}"), 1_000 * i, user],
+                )
+                .unwrap();
+            }
+            tx.commit().unwrap();
+        }
+        let store = super::super::SqliteStore::open(&path).await.unwrap();
+        let all = |user: Option<&str>| {
+            let mut q = AuditQuery::range(
+                Utc.timestamp_millis_opt(0).unwrap(),
+                Utc.timestamp_millis_opt(10_000).unwrap(),
+                10,
+            );
+            q.oldest_first = true;
+            q.user = user.map(|u| crate::UserId(u.into()));
+            q
+        };
+        let ids = |page: crate::Page<AuditEvent>| -> Vec<String> {
+            page.items.into_iter().map(|e| e.id).collect()
+        };
+        assert_eq!(
+            ids(store.list_audit(&all(None)).await.unwrap()),
+            ["e1", "e2", "e3"]
+        );
+        assert_eq!(
+            ids(store.list_audit(&all(Some("u1"))).await.unwrap()),
+            ["e2", "e3"]
+        );
+        let mut again = AuditEvent::new("user.sign-in", Utc.timestamp_millis_opt(2_000).unwrap());
+        again.id = "e2".into();
+        let r = store
+            .append_audit(&again, std::time::Duration::from_secs(60))
+            .await;
+        assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+        let purged = store
+            .purge_audit(Utc.timestamp_millis_opt(2_500).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(purged, 2);
+        assert_eq!(ids(store.list_audit(&all(None)).await.unwrap()), ["e3"]);
+        let indexes: Vec<String> = {
+            let c = Connection::open(&path).unwrap();
+            let mut st = c
+                .prepare("SELECT name FROM sqlite_master WHERE tbl_name = 'audit_events' AND type = 'index' ORDER BY name")
+                .unwrap();
+            st.query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        assert_eq!(
+            indexes,
+            ["audit_actor", "audit_at", "audit_org", "audit_user"]
+        );
+    }
 }

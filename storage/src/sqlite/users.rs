@@ -9,7 +9,7 @@ impl UserStore for SqliteStore {
         let u = user.clone();
         let a = account.cloned();
         self.write(move |conn| {
-            let tx = conn.transaction().map_err(map_err)?;
+            let tx = conn.savepoint().map_err(map_err)?;
             tx.execute(
                 &format!(
                     "INSERT INTO users ({USER_COLS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
@@ -103,7 +103,7 @@ impl UserStore for SqliteStore {
         // Foreign keys cascade to sessions, accounts, members and team members; pending
         // single-use tokens that point at the user (reset, delete) go with it.
         self.write(move |c| {
-            let tx = c.transaction().map_err(map_err)?;
+            let tx = c.savepoint().map_err(map_err)?;
             // Its memberships go: the organizations' counts follow, and their versions move,
             // so no decision made on the old membership can be written after this.
             tx.execute(
@@ -133,7 +133,7 @@ impl AccountStore for SqliteStore {
     async fn create_account(&self, account: &Account) -> StoreResult<()> {
         let a = account.clone();
         self.write(move |c| {
-            let tx = c.transaction().map_err(map_err)?;
+            let tx = c.savepoint().map_err(map_err)?;
             insert_account(&tx, &a)?;
             bump_user(&tx, &a.user_id.0)?;
             tx.commit().map_err(map_err)
@@ -205,7 +205,7 @@ impl AccountStore for SqliteStore {
     ) -> StoreResult<()> {
         let (user, id) = (user.0.clone(), id.0.clone());
         self.write(move |c| {
-            let tx = c.transaction().map_err(map_err)?;
+            let tx = c.savepoint().map_err(map_err)?;
             let n = tx
                 .execute(
                     "UPDATE users SET version = version + 1 WHERE id = ?1 AND version = ?2",
