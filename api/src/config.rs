@@ -855,7 +855,7 @@ impl Default for PasswordConfig {
             argon2_iterations: 2,
             argon2_parallelism: 1,
             max_concurrent_hashes: 0,
-            hash_thread_nice: 10,
+            hash_thread_nice: 19,
         }
     }
 }
