@@ -417,9 +417,14 @@ fn writer_thread(
         let mut next = Some(job);
         let mut ended = None;
         while let Some(job) = next.take() {
-            let saved = control(&conn, "SAVEPOINT grouped");
+            if let Err(e) = control(&conn, "SAVEPOINT grouped") {
+                // Not run here: it runs next, on its own (it cannot fail this way twice).
+                ended = Some(map_err(e));
+                held = Some(WriteJob { alone: true, ..job });
+                break;
+            }
             let deliver = run_caught(&mut conn, job);
-            if conn.is_autocommit() || saved.is_err() {
+            if conn.is_autocommit() {
                 ended = Some(StoreError::Unavailable(
                     "SQLite ended the transaction of a group of writes".into(),
                 ));
