@@ -140,6 +140,7 @@ on_both_backends!(
     a_role_is_never_deleted_while_another_process_assigns_it,
     removing_teams_from_two_processes_keeps_the_last_one,
     profile_changes_from_two_processes_are_both_kept,
+    a_membership_changed_in_one_process_counts_in_the_others_next_decision,
 );
 
 /// The two last owners remove each other, one from each process: one stays, every time.
@@ -472,5 +473,69 @@ async fn profile_changes_from_two_processes_are_both_kept(backend: Backend) {
             Some(format!("https://img.example/{trial}").as_str()),
             "trial {trial}"
         );
+    }
+}
+
+/// An organization's actor keeps the memberships it read while the organization's version
+/// stays the same; a change made in the other process moves the version, so this process's
+/// next decision acts on the change: a demoted admin is refused, a promoted member allowed,
+/// a deleted user's membership gone — never the memberships as this process last read them.
+async fn a_membership_changed_in_one_process_counts_in_the_others_next_decision(backend: Backend) {
+    let Some(t) = two(backend, 100).await else {
+        return;
+    };
+    for trial in 0..30 {
+        let owner = new_user(&t.store).await;
+        let org = new_org(&t, &owner).await;
+        let (admin, member) = (new_user(&t.store).await, new_user(&t.store).await);
+        let add = |u: &User, role: &'static str| {
+            let h = t.b.org(org.id.clone());
+            let id = u.id.clone();
+            async move { h.add_member(Acting::Server, id, role).await.unwrap() }
+        };
+        let m_admin = add(&admin, "admin").await;
+        let m_member = add(&member, "member").await;
+        let in_a = t.a.org(org.id.clone());
+        let in_b = t.b.org(org.id.clone());
+        let as_admin = Acting::User(admin.id.clone());
+        // A reads both memberships (and keeps them) deciding a change the admin may make.
+        in_a.update_member_role(as_admin.clone(), m_member.id.clone(), "member")
+            .await
+            .unwrap();
+        // B demotes the admin: A's next decision refuses the admin.
+        in_b.update_member_role(Acting::User(owner.id.clone()), m_admin.id.clone(), "member")
+            .await
+            .unwrap();
+        let r = in_a
+            .update_member_role(as_admin.clone(), m_member.id.clone(), "admin")
+            .await;
+        assert!(
+            matches!(r, Err(ActorError::Refused(Rule::Forbidden(..)))),
+            "trial {trial}: a demoted admin changed a role: {r:?}"
+        );
+        // B promotes them again: A's next decision allows it.
+        in_b.update_member_role(Acting::User(owner.id.clone()), m_admin.id.clone(), "admin")
+            .await
+            .unwrap();
+        let m = in_a
+            .update_member_role(as_admin.clone(), m_member.id.clone(), "admin")
+            .await
+            .unwrap_or_else(|e| panic!("trial {trial}: a promoted admin refused: {e:?}"));
+        assert_eq!(m.role, "admin", "trial {trial}");
+        // The member's user is deleted through B: A finds no membership to change.
+        t.b.user(member.id.clone()).delete_user().await.unwrap();
+        let r = in_a
+            .update_member_role(
+                Acting::User(owner.id.clone()),
+                m_member.id.clone(),
+                "member",
+            )
+            .await;
+        assert!(
+            matches!(r, Err(ActorError::Refused(Rule::MemberNotFound))),
+            "trial {trial}: a deleted user's membership was changed: {r:?}"
+        );
+        let o = t.store.get_organization(&org.id).await.unwrap().unwrap();
+        assert_eq!((o.member_count, o.owner_count), (2, 1), "trial {trial}");
     }
 }

@@ -31,3 +31,84 @@ async fn reopening_keeps_data_and_migrations_run_once() {
     let s = SqliteStore::open(&path).await.unwrap();
     assert_eq!(s.get_user(&u.id).await.unwrap(), Some(u));
 }
+
+/// The audit log's contract with its events spread over both of SQLite's tables: appended
+/// ones, and ones moved under the indexes three at a time, while the test reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_audit_log_keeps_the_contract_while_events_are_moved_in_batches() {
+    let store = || async {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("test.db")).await.unwrap();
+        store.set_audit_batch(3);
+        (Arc::new(store), dir)
+    };
+    let (s, _dir) = store().await;
+    contract::audit_log(s).await;
+    let (s, _dir) = store().await;
+    contract::audit_log_over_a_long_range(s).await;
+}
+
+/// Appended events wait in `audit_recent` and are moved under `audit_events`' indexes a batch
+/// at a time; a purge moves the rest. Each is listed exactly once whichever table holds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn appended_audit_events_are_moved_under_the_indexes_in_batches() {
+    use storage::{AuditEvent, AuditQuery, AuditStore, UserId};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    store.set_audit_batch(4);
+    let counts = || {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        let n = |t: &str| -> i64 {
+            c.query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
+                .unwrap()
+        };
+        (n("audit_recent"), n("audit_events"))
+    };
+    let t0 = chrono::Utc::now() - chrono::Duration::minutes(10);
+    let users = [UserId::generate(), UserId::generate()];
+    let mut ids = Vec::new();
+    for i in 0..10 {
+        let mut e = AuditEvent::new("user.sign-in", t0 + chrono::Duration::seconds(i));
+        e.actor_id = Some(users[i as usize % 2].clone());
+        store
+            .append_audit(&e, std::time::Duration::from_secs(3600))
+            .await
+            .unwrap();
+        ids.push(e.id);
+    }
+    let listed = |user: Option<usize>| {
+        let mut q = AuditQuery::range(t0, t0 + chrono::Duration::minutes(1), 100);
+        q.oldest_first = true;
+        q.user = user.map(|u| users[u].clone());
+        let store = store.clone();
+        async move {
+            let page = store.list_audit(&q).await.unwrap();
+            page.items.into_iter().map(|e| e.id).collect::<Vec<_>>()
+        }
+    };
+    // The fourth and eighth appends each started a move: eight or more are under the indexes
+    // once those moves end.
+    let mut waited = 0;
+    while counts().1 < 8 && waited < 100 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        waited += 1;
+    }
+    let (recent, moved) = counts();
+    assert!(moved >= 8 && recent + moved == 10, "{recent} / {moved}");
+    assert_eq!(listed(None).await, ids);
+    let of_first: Vec<String> = ids.iter().step_by(2).cloned().collect();
+    assert_eq!(listed(Some(0)).await, of_first);
+    // Housekeeping's purge (here of nothing: every event is newer) moves the rest.
+    assert_eq!(store.purge_audit(t0).await.unwrap(), 0);
+    assert_eq!(counts(), (0, 10));
+    assert_eq!(listed(None).await, ids);
+    assert_eq!(listed(Some(0)).await, of_first);
+    // An event already moved is refused when appended again, as one still waiting is.
+    let mut again = AuditEvent::new("user.sign-in", t0);
+    again.id = ids[0].clone();
+    let r = store
+        .append_audit(&again, std::time::Duration::from_secs(3600))
+        .await;
+    assert!(matches!(r, Err(storage::StoreError::Conflict(_))), "{r:?}");
+}

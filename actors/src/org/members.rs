@@ -149,13 +149,19 @@ impl OrgActor {
         Ok(())
     }
 
-    async fn target(&self, state: &OrgState, member: &MemberId) -> Result<Member, ActorError> {
+    async fn target(&self, state: &mut OrgState, member: &MemberId) -> Result<Member, ActorError> {
+        if let Some(m) = state.members.find(|m| m.id == *member) {
+            return Ok(m);
+        }
         // An id from another organization is "not found" here, never acted on.
-        self.shared
+        let m = self
+            .shared
             .store
             .get_member_by_id(&state.id, member)
             .await?
-            .ok_or(ActorError::Refused(Rule::MemberNotFound))
+            .ok_or(ActorError::Refused(Rule::MemberNotFound))?;
+        state.members.keep(&m);
+        Ok(m)
     }
 
     /// The decision to remove `target`: never the last owner.

@@ -151,7 +151,80 @@ pub(crate) struct OrgState {
     /// The policy with the organization's custom roles (the shared base policy when it has
     /// none), and the roles version it was built at.
     policy: Option<(u64, Arc<Policy>)>,
+    /// Memberships read at one version of the organization.
+    members: Members,
     idle: Idle,
+}
+
+/// Memberships read at one version of the organization, so a decision does not read again
+/// what an earlier one read (an owner changing roles reads its own membership and the
+/// target's on every request). Sound because every write of a membership — here, in another
+/// process, or a user's deletion — moves the organization's version in the same write: rows
+/// read while the organization is at version `v` are still its rows while it is at `v`.
+/// Trusted only within a message whose decision read the organization's row afresh
+/// ([`OrgActor::org`]: a different version empties it); each message starts untrusted.
+#[derive(Default)]
+struct Members {
+    version: u64,
+    /// Set by reading the organization in the current message.
+    fresh: bool,
+    rows: Vec<Member>,
+}
+
+/// Memberships kept at most (an organization has up to the membership limit; an actor that
+/// acts on more members than this starts over).
+const MEMBERS_KEPT: usize = 256;
+
+impl Members {
+    /// The organization was read at `version` in this message.
+    fn seen(&mut self, version: u64) {
+        if self.version != version {
+            self.rows.clear();
+            self.version = version;
+        }
+        self.fresh = true;
+    }
+
+    fn find(&self, f: impl Fn(&Member) -> bool) -> Option<Member> {
+        self.fresh
+            .then(|| self.rows.iter().find(|m| f(m)).cloned())
+            .flatten()
+    }
+
+    /// A row read from the store in this message (after the organization was).
+    fn keep(&mut self, m: &Member) {
+        if !self.fresh {
+            return;
+        }
+        if self.rows.len() >= MEMBERS_KEPT {
+            self.rows.clear();
+        }
+        self.rows.retain(|r| r.id != m.id);
+        self.rows.push(m.clone());
+    }
+
+    /// `changes` were written at `version` (one up from the version they were decided on):
+    /// what they did to memberships is applied, anything else about members forgets them.
+    fn written(&mut self, version: u64, changes: &[OrgChange]) {
+        if !self.fresh || self.version + 1 != version {
+            self.rows.clear();
+            self.fresh = false;
+            return;
+        }
+        for c in changes {
+            match c {
+                OrgChange::SetMemberRole { member, role } => {
+                    if let Some(r) = self.rows.iter_mut().find(|r| r.id == *member) {
+                        r.role = role.clone();
+                    }
+                }
+                OrgChange::RemoveMember(member) => self.rows.retain(|r| r.id != *member),
+                // Team changes can clear members' teams; a new member is read when needed.
+                _ => self.rows.clear(),
+            }
+        }
+        self.version = version;
+    }
 }
 
 impl Actor for OrgActor {
@@ -167,6 +240,7 @@ impl Actor for OrgActor {
         Ok(OrgState {
             id,
             policy: None,
+            members: Members::default(),
             idle: Idle::start(&myself, self.shared.config.idle_timeout),
         })
     }
@@ -180,6 +254,9 @@ impl Actor for OrgActor {
         let Some(msg) = state.idle.open(&myself, envelope) else {
             return Ok(());
         };
+        // Memberships read by earlier messages are trusted again only once this message has
+        // read the organization's version.
+        state.members.fresh = false;
         // A reply fails only when the caller gave up waiting; nothing to do then.
         match msg {
             OrgMsg::Update(acting, patch, reply) => {
@@ -330,7 +407,7 @@ macro_rules! guarded {
             };
             let decision: Result<$crate::org::Decision<_>, $crate::ActorError> = $decide.await;
             match decision {
-                Ok(d) => match $actor.commit(d).await {
+                Ok(d) => match $actor.commit($state, d).await {
                     $crate::org::Step::Done(r) => {
                         outcome = r;
                         break;
@@ -375,7 +452,7 @@ fn conflict_error(what: &'static str) -> ActorError {
 
 impl OrgActor {
     /// Writes a decision under the organization's version (see [`guarded!`]).
-    async fn commit<T>(&self, d: Decision<T>) -> Step<T> {
+    async fn commit<T>(&self, state: &mut OrgState, d: Decision<T>) -> Step<T> {
         if d.unchanged {
             return Step::Done(Ok(d.value));
         }
@@ -385,19 +462,26 @@ impl OrgActor {
             .change_organization(&d.next, &d.changes)
             .await
         {
-            Ok(()) => Step::Done(Ok(d.value)),
+            Ok(()) => {
+                state.members.written(d.next.version, &d.changes);
+                Step::Done(Ok(d.value))
+            }
             Err(StoreError::ConcurrentModification | StoreError::NotFound) => Step::Again,
             Err(StoreError::Conflict(what)) => Step::Done(Err(conflict_error(what))),
             Err(e) => Step::Done(Err(e.into())),
         }
     }
 
-    async fn org(&self, state: &OrgState) -> Result<Organization, ActorError> {
-        self.shared
+    /// The organization as stored now (every decision starts here).
+    async fn org(&self, state: &mut OrgState) -> Result<Organization, ActorError> {
+        let org = self
+            .shared
             .store
             .get_organization(&state.id)
             .await?
-            .ok_or(ActorError::Refused(Rule::OrganizationNotFound))
+            .ok_or(ActorError::Refused(Rule::OrganizationNotFound))?;
+        state.members.seen(org.version);
+        Ok(org)
     }
 
     /// The organization's policy as of `org`'s roles version: rebuilt when a role changed,
@@ -440,12 +524,18 @@ impl OrgActor {
     }
 
     /// The membership of `user` (the organization exists: it was loaded).
-    async fn member_of(&self, state: &OrgState, user: &UserId) -> Result<Member, ActorError> {
-        self.shared
+    async fn member_of(&self, state: &mut OrgState, user: &UserId) -> Result<Member, ActorError> {
+        if let Some(m) = state.members.find(|m| m.user_id == *user) {
+            return Ok(m);
+        }
+        let m = self
+            .shared
             .store
             .get_member(&state.id, user)
             .await?
-            .ok_or(ActorError::Refused(Rule::NotAMember))
+            .ok_or(ActorError::Refused(Rule::NotAMember))?;
+        state.members.keep(&m);
+        Ok(m)
     }
 
     /// The acting member (if a user) after checking `resource:action`.

@@ -1,5 +1,10 @@
-//! The audit log: one table, read through an index per filter (time, actor, subject user,
-//! organization), each ordered by (at, id).
+//! The audit log: `audit_events`, read through an index per filter (time, actor, subject
+//! user, organization), each ordered by (at, id); and `audit_recent`, where events are
+//! appended and wait, indexed by time only, until they are moved under those indexes in
+//! batches ([`settle`]). An event appended alone wrote a page of each of the three indexes;
+//! moved in a batch, the events of one actor, user or organization share their pages. Reads
+//! ask both tables in one statement (one snapshot: each event is in exactly one of them), and
+//! the unmoved part stays small (at most a second of one process's events, or a batch).
 use super::*;
 use crate::audit::audit_cursor;
 use rusqlite::types::Value;
@@ -32,6 +37,93 @@ fn audit_row(r: &Row) -> rusqlite::Result<(AuditEvent, String, String)> {
 /// How many old events one purge statement deletes (the writer is released in between).
 const PURGE_BATCH: i64 = 5000;
 
+/// How many events this process appends before it moves them, and the most moved in one
+/// write (by default). A move holds the writer (about a millisecond for this many here), so
+/// larger batches, which share more pages, cost the writes queued behind them more.
+pub(super) const SETTLE_BATCH: usize = 256;
+
+/// The longest an event this process appended waits before it is moved (checked when the
+/// process appends; every purge moves everything).
+const SETTLE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What this process appended since it last moved events (see [`SqliteStore::settle_audit`]).
+#[derive(Default)]
+pub(super) struct Staged {
+    count: usize,
+    since: Option<std::time::Instant>,
+}
+
+/// Moves up to `batch` of the oldest events of `audit_recent` under `audit_events`' indexes,
+/// in time order, in one transaction (a reader sees each event in exactly one table);
+/// answers how many.
+fn settle(c: &mut Connection, batch: usize) -> StoreResult<usize> {
+    let tx = c.savepoint().map_err(map_err)?;
+    let upto: Option<i64> = tx
+        .prepare_cached(
+            "SELECT max(rowid) FROM (SELECT rowid FROM audit_recent ORDER BY rowid LIMIT ?1)",
+        )
+        .map_err(map_err)?
+        .query_row([batch as i64], |r| r.get(0))
+        .map_err(map_err)?;
+    let Some(upto) = upto else {
+        return Ok(0);
+    };
+    // `OR IGNORE`: an event already under the indexes (appending refuses that, so only by a
+    // bug) must not keep every later event from moving.
+    tx.exec(
+        &format!(
+            "INSERT OR IGNORE INTO audit_events ({AUDIT_COLS}) \
+             SELECT {AUDIT_COLS} FROM audit_recent WHERE rowid <= ?1 ORDER BY at, id"
+        ),
+        [upto],
+    )
+    .map_err(map_err)?;
+    let moved = tx
+        .exec("DELETE FROM audit_recent WHERE rowid <= ?1", [upto])
+        .map_err(map_err)?;
+    tx.commit().map_err(map_err)?;
+    Ok(moved)
+}
+
+impl SqliteStore {
+    /// How many events this process appends to the audit log before it moves them under the
+    /// indexes (default [`SETTLE_BATCH`]); tests set a few, so that a log lies in both tables.
+    pub fn set_audit_batch(&self, events: usize) {
+        self.inner
+            .audit_batch
+            .store(events.max(1), Ordering::Relaxed);
+    }
+
+    /// Counts `n` events appended; whether it is time to move them.
+    fn staged(&self, n: usize) -> bool {
+        let batch = self.inner.audit_batch.load(Ordering::Relaxed);
+        let Ok(mut s) = self.inner.audit_staged.lock() else {
+            return true;
+        };
+        s.count += n;
+        let since = *s.since.get_or_insert_with(std::time::Instant::now);
+        if s.count >= batch || since.elapsed() >= SETTLE_AFTER {
+            *s = Staged::default();
+            return true;
+        }
+        false
+    }
+
+    /// Moves every event of `audit_recent` (appended by any process) under the indexes, a
+    /// batch per write, so that no write holds the writer long.
+    async fn settle_audit(&self) -> StoreResult<usize> {
+        let chunk = self.inner.audit_batch.load(Ordering::Relaxed);
+        let mut total = 0;
+        loop {
+            let moved = self.write(move |c| settle(c, chunk)).await?;
+            total += moved;
+            if moved < chunk {
+                return Ok(total);
+            }
+        }
+    }
+}
+
 #[async_trait]
 impl AuditStore for SqliteStore {
     async fn append_audit(
@@ -43,6 +135,8 @@ impl AuditStore for SqliteStore {
             .await
     }
 
+    /// Appends to `audit_recent`: only its `(at, id)` index grows, at its end, a page the
+    /// events of one commit share. An event already in the log (either table) is refused.
     async fn append_audit_batch(
         &self,
         events: &[AuditEvent],
@@ -57,66 +151,84 @@ impl AuditStore for SqliteStore {
                 ))
             })
             .collect::<StoreResult<Vec<_>>>()?;
+        let n = rows.len();
         self.write(move |c| {
             let tx = c.savepoint().map_err(map_err)?;
             {
                 let mut st = tx
                     .prepare_cached(&format!(
-                        "INSERT INTO audit_events ({AUDIT_COLS}) \
-                         VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"
+                        "INSERT INTO audit_recent ({AUDIT_COLS}) \
+                         SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13 WHERE NOT EXISTS \
+                         (SELECT 1 FROM audit_events WHERE at = ?2 AND id = ?1)"
                     ))
                     .map_err(map_err)?;
                 for (e, details) in rows {
-                    st.execute(rusqlite::params![
-                        e.id,
-                        ms(&e.at),
-                        e.action,
-                        e.outcome.as_str(),
-                        e.reason,
-                        e.actor_id.map(|u| u.0),
-                        e.user_id.map(|u| u.0),
-                        e.organization_id.map(|o| o.0),
-                        e.target,
-                        e.ip_address,
-                        e.user_agent,
-                        e.request_id,
-                        details,
-                    ])
-                    .map_err(unique("audit event"))?;
+                    let added = st
+                        .execute(rusqlite::params![
+                            e.id,
+                            ms(&e.at),
+                            e.action,
+                            e.outcome.as_str(),
+                            e.reason,
+                            e.actor_id.map(|u| u.0),
+                            e.user_id.map(|u| u.0),
+                            e.organization_id.map(|o| o.0),
+                            e.target,
+                            e.ip_address,
+                            e.user_agent,
+                            e.request_id,
+                            details,
+                        ])
+                        .map_err(unique("audit event"))?;
+                    if added == 0 {
+                        return Err(StoreError::Conflict("audit event"));
+                    }
                 }
             }
             tx.commit().map_err(map_err)
         })
-        .await
+        .await?;
+        if self.staged(n) && !self.inner.audit_settling.swap(true, Ordering::AcqRel) {
+            // Moved behind the caller's back: the caller's event is stored already.
+            let store = self.clone();
+            tokio::spawn(async move {
+                if let Err(e) = store.settle_audit().await {
+                    tracing::warn!(error = %e, "moving audit events under their indexes failed");
+                }
+                store.inner.audit_settling.store(false, Ordering::Release);
+            });
+        }
+        Ok(())
     }
 
     async fn list_audit(&self, q: &AuditQuery) -> StoreResult<Page<AuditEvent>> {
         let q = q.clone();
         let position = q.position()?;
         self.read(move |c| {
-            let mut sql = format!("SELECT {AUDIT_COLS} FROM audit_events WHERE at >= ? AND at < ?");
+            // The same filter on both tables: an event is in exactly one of them.
+            let mut filter = String::from("at >= ? AND at < ?");
             let mut args: Vec<Value> = vec![ms(&q.since).into(), ms(&q.until).into()];
             if let Some(o) = &q.organization {
-                sql.push_str(" AND organization_id = ?");
+                filter.push_str(" AND organization_id = ?");
                 args.push(o.0.clone().into());
             }
             if let Some(u) = &q.user {
-                sql.push_str(" AND (actor_id = ? OR user_id = ?)");
+                filter.push_str(" AND (actor_id = ? OR user_id = ?)");
                 args.push(u.0.clone().into());
                 args.push(u.0.clone().into());
             }
             if let Some(a) = &q.action {
-                sql.push_str(" AND (action = ? OR substr(action, 1, ?) = ?)");
+                filter.push_str(" AND (action = ? OR substr(action, 1, ?) = ?)");
                 args.push(a.clone().into());
                 args.push((a.chars().count() as i64 + 1).into());
                 args.push(format!("{a}.").into());
             }
             if let Some(o) = q.outcome {
-                sql.push_str(" AND outcome = ?");
+                filter.push_str(" AND outcome = ?");
                 args.push(o.as_str().to_owned().into());
             }
             if let Some((at, id)) = position {
-                sql.push_str(if q.oldest_first {
+                filter.push_str(if q.oldest_first {
                     " AND (at, id) > (?, ?)"
                 } else {
                     " AND (at, id) < (?, ?)"
@@ -124,6 +236,11 @@ impl AuditStore for SqliteStore {
                 args.push(at.into());
                 args.push(id.into());
             }
+            let mut sql = format!(
+                "SELECT {AUDIT_COLS} FROM audit_events WHERE {filter} \
+                 UNION ALL SELECT {AUDIT_COLS} FROM audit_recent WHERE {filter}"
+            );
+            args.extend(args.clone());
             sql.push_str(if q.oldest_first {
                 " ORDER BY at, id LIMIT ?"
             } else {
@@ -152,21 +269,27 @@ impl AuditStore for SqliteStore {
     async fn purge_audit(&self, before: DateTime<Utc>) -> StoreResult<u64> {
         let before = ms(&before);
         let mut total = 0u64;
-        loop {
-            let n = self
-                .write(move |c| {
-                    c.execute(
-                        "DELETE FROM audit_events WHERE rowid IN \
-                         (SELECT rowid FROM audit_events WHERE at < ?1 LIMIT ?2)",
-                        rusqlite::params![before, PURGE_BATCH],
-                    )
-                    .map_err(map_err)
-                })
-                .await?;
-            total += n as u64;
-            if (n as i64) < PURGE_BATCH {
-                return Ok(total);
+        for table in ["audit_recent", "audit_events"] {
+            let sql = format!(
+                "DELETE FROM {table} WHERE rowid IN \
+                 (SELECT rowid FROM {table} WHERE at < ?1 LIMIT ?2)"
+            );
+            loop {
+                let sql = sql.clone();
+                let n = self
+                    .write(move |c| {
+                        c.exec(&sql, rusqlite::params![before, PURGE_BATCH])
+                            .map_err(map_err)
+                    })
+                    .await?;
+                total += n as u64;
+                if (n as i64) < PURGE_BATCH {
+                    break;
+                }
             }
         }
+        // Housekeeping also moves what a quiet process left unmoved.
+        self.settle_audit().await?;
+        Ok(total)
     }
 }

@@ -8,7 +8,7 @@ impl KeyPairStore for SqliteStore {
     async fn create_key_pair(&self, kp: &KeyPair) -> StoreResult<()> {
         let k = kp.clone();
         self.write(move |c| {
-            c.execute(
+            c.exec(
                 "INSERT INTO key_pairs (id, public_key, private_key, created_at) VALUES (?1,?2,?3,?4)",
                 params![k.id.0, k.public_key, k.private_key, ms(&k.created_at)],
             )

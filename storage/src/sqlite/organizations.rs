@@ -31,7 +31,7 @@ fn apply_change(tx: &Connection, org: &str, change: &OrgChange) -> StoreResult<(
             bump_user(tx, &m.user_id.0)
         }
         OrgChange::SetMemberRole { member, role } => touched(
-            tx.execute(
+            tx.exec(
                 "UPDATE members SET role = ?3 WHERE id = ?1 AND organization_id = ?2",
                 [&member.0, org, role],
             )
@@ -47,15 +47,15 @@ fn apply_change(tx: &Connection, org: &str, change: &OrgChange) -> StoreResult<(
                 member_row,
             )?
             .ok_or(StoreError::NotFound)?;
-            tx.execute(
+            tx.exec(
                 "DELETE FROM team_members WHERE user_id = ?1 AND team_id IN \
                  (SELECT id FROM teams WHERE organization_id = ?2)",
                 [&m.user_id.0, org],
             )
             .map_err(map_err)?;
-            tx.execute("DELETE FROM members WHERE id = ?1", [&member.0])
+            tx.exec("DELETE FROM members WHERE id = ?1", [&member.0])
                 .map_err(map_err)?;
-            tx.execute(
+            tx.exec(
                 "UPDATE sessions SET active_organization_id = NULL, active_team_id = NULL \
                  WHERE user_id = ?1 AND active_organization_id = ?2",
                 [&m.user_id.0, org],
@@ -69,7 +69,7 @@ fn apply_change(tx: &Connection, org: &str, change: &OrgChange) -> StoreResult<(
                     "invitation of another organization".into(),
                 ));
             }
-            tx.execute(
+            tx.exec(
                 &format!(
                     "INSERT INTO invitations ({INVITATION_COLS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)"
                 ),
@@ -90,7 +90,7 @@ fn apply_change(tx: &Connection, org: &str, change: &OrgChange) -> StoreResult<(
         }
         OrgChange::TransitionInvitation { id, from, to } => {
             let n = tx
-                .execute(
+                .exec(
                     "UPDATE invitations SET status = ?4 \
                      WHERE id = ?1 AND organization_id = ?2 AND status = ?3",
                     [&id.0, org, from.as_str(), to.as_str()],
@@ -116,7 +116,7 @@ fn apply_change(tx: &Connection, org: &str, change: &OrgChange) -> StoreResult<(
             if t.organization_id.0 != org {
                 return Err(StoreError::Internal("team of another organization".into()));
             }
-            tx.execute(
+            tx.exec(
                 &format!("INSERT INTO teams ({TEAM_COLS}) VALUES (?1,?2,?3,?4,?5)"),
                 params![
                     t.id.0,
@@ -130,7 +130,7 @@ fn apply_change(tx: &Connection, org: &str, change: &OrgChange) -> StoreResult<(
             Ok(())
         }
         OrgChange::UpdateTeam(t) => touched(
-            tx.execute(
+            tx.exec(
                 "UPDATE teams SET name = ?3, updated_at = ?4 WHERE id = ?1 AND organization_id = ?2",
                 params![t.id.0, org, t.name, ms_opt(&t.updated_at)],
             )
@@ -138,18 +138,18 @@ fn apply_change(tx: &Connection, org: &str, change: &OrgChange) -> StoreResult<(
         ),
         OrgChange::DeleteTeam(team) => {
             touched(
-                tx.execute(
+                tx.exec(
                     "DELETE FROM teams WHERE id = ?1 AND organization_id = ?2",
                     [&team.0, org],
                 )
                 .map_err(map_err)?,
             )?;
-            tx.execute(
+            tx.exec(
                 "UPDATE members SET team_id = NULL WHERE team_id = ?1",
                 [&team.0],
             )
             .map_err(map_err)?;
-            tx.execute(
+            tx.exec(
                 "UPDATE sessions SET active_team_id = NULL WHERE active_team_id = ?1",
                 [&team.0],
             )
@@ -158,7 +158,7 @@ fn apply_change(tx: &Connection, org: &str, change: &OrgChange) -> StoreResult<(
         }
         OrgChange::AddTeamMember(t) => {
             in_org(tx, "teams", &t.team_id.0, org)?;
-            tx.execute(
+            tx.exec(
                 "INSERT INTO team_members (id, team_id, user_id, created_at) VALUES (?1,?2,?3,?4)",
                 params![t.id.0, t.team_id.0, t.user_id.0, ms(&t.created_at)],
             )
@@ -168,7 +168,7 @@ fn apply_change(tx: &Connection, org: &str, change: &OrgChange) -> StoreResult<(
         OrgChange::RemoveTeamMember { team, user } => {
             in_org(tx, "teams", &team.0, org)?;
             touched(
-                tx.execute(
+                tx.exec(
                     "DELETE FROM team_members WHERE team_id = ?1 AND user_id = ?2",
                     [&team.0, &user.0],
                 )
@@ -179,7 +179,7 @@ fn apply_change(tx: &Connection, org: &str, change: &OrgChange) -> StoreResult<(
             if r.organization_id.0 != org {
                 return Err(StoreError::Internal("role of another organization".into()));
             }
-            tx.execute(
+            tx.exec(
                 &format!("INSERT INTO organization_roles ({ROLE_COLS}) VALUES (?1,?2,?3,?4,?5,?6)"),
                 params![
                     r.id.0,
@@ -194,7 +194,7 @@ fn apply_change(tx: &Connection, org: &str, change: &OrgChange) -> StoreResult<(
             Ok(())
         }
         OrgChange::UpdateRole(r) => touched(
-            tx.execute(
+            tx.exec(
                 "UPDATE organization_roles SET role = ?3, permission = ?4, updated_at = ?5 \
                  WHERE id = ?1 AND organization_id = ?2",
                 params![r.id.0, org, r.role, r.permission, ms_opt(&r.updated_at)],
@@ -202,7 +202,7 @@ fn apply_change(tx: &Connection, org: &str, change: &OrgChange) -> StoreResult<(
             .map_err(unique("role"))?,
         ),
         OrgChange::DeleteRole(id) => touched(
-            tx.execute(
+            tx.exec(
                 "DELETE FROM organization_roles WHERE id = ?1 AND organization_id = ?2",
                 [&id.0, org],
             )
@@ -238,7 +238,7 @@ impl OrganizationStore for SqliteStore {
             match creator_version {
                 Some(v) => {
                     let n = tx
-                        .execute(
+                        .exec(
                             "UPDATE users SET version = version + 1 WHERE id = ?1 AND version = ?2",
                             params![m.user_id.0, v as i64],
                         )
@@ -249,7 +249,7 @@ impl OrganizationStore for SqliteStore {
                 }
                 None => bump_user(&tx, &m.user_id.0)?,
             }
-            tx.execute(
+            tx.exec(
                 &format!(
                     "INSERT INTO organizations ({ORG_COLS}) VALUES (?1,?2,?3,?4,?5,?6,0,?7,?8,0)"
                 ),
@@ -310,7 +310,7 @@ impl OrganizationStore for SqliteStore {
         self.write(move |c| {
             let tx = c.savepoint().map_err(map_err)?;
             let n = tx
-                .execute(
+                .exec(
                     "UPDATE organizations SET name=?2, slug=?3, logo=?4, metadata=?5, version=?6, \
                      member_count=?7, owner_count=?8, roles_version=?9 WHERE id=?1 AND version=?10",
                     params![
@@ -343,14 +343,14 @@ impl OrganizationStore for SqliteStore {
         self.write(move |c| {
             let tx = c.savepoint().map_err(map_err)?;
             // Sessions that had it active lose it (spec §4: deletion clears the active org).
-            tx.execute(
+            tx.exec(
                 "UPDATE sessions SET active_organization_id = NULL, active_team_id = NULL \
                  WHERE active_organization_id = ?1",
                 [&id],
             )
             .map_err(map_err)?;
             let n = tx
-                .execute(
+                .exec(
                     "DELETE FROM organizations WHERE id = ?1 AND version = ?2",
                     params![id, expected as i64],
                 )

@@ -76,7 +76,7 @@ impl RateLimitStore for SqliteStore {
     async fn purge_rate_limits(&self, now: DateTime<Utc>) -> StoreResult<u64> {
         self.write(move |c| {
             let n = c
-                .execute("DELETE FROM rate_limits WHERE resets_at <= ?1", [ms(&now)])
+                .exec("DELETE FROM rate_limits WHERE resets_at <= ?1", [ms(&now)])
                 .map_err(map_err)?;
             Ok(n as u64)
         })

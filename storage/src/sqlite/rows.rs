@@ -59,7 +59,7 @@ pub(super) fn account_row(r: &Row) -> rusqlite::Result<Account> {
 }
 
 pub(super) fn insert_account(conn: &Connection, a: &Account) -> StoreResult<()> {
-    conn.execute(
+    conn.exec(
         &format!("INSERT INTO accounts ({ACCOUNT_COLS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"),
         params![
             a.id.0, a.user_id.0, a.provider_id, a.account_id, a.password, a.access_token,
@@ -209,7 +209,7 @@ pub(super) fn member_row(r: &Row) -> rusqlite::Result<Member> {
 }
 
 pub(super) fn insert_member(conn: &Connection, m: &Member) -> StoreResult<()> {
-    conn.execute(
+    conn.exec(
         &format!("INSERT INTO members ({MEMBER_COLS}) VALUES (?1,?2,?3,?4,?5,?6)"),
         params![
             m.id.0,

@@ -208,6 +208,28 @@ CREATE INDEX audit_actor ON audit_events(actor_id, at, id) WHERE actor_id IS NOT
 CREATE INDEX audit_user ON audit_events(user_id, at, id) WHERE user_id IS NOT NULL;
 CREATE INDEX audit_org ON audit_events(organization_id, at, id) WHERE organization_id IS NOT NULL;
 "#,
+    // 8: new audit events are appended to `audit_recent`, which has no index by actor, user or
+    // organization, and moved under `audit_events`' indexes in batches (see `audit.rs`):
+    // appended one at a time, each event wrote a page of each of those three indexes; moved a
+    // batch at a time, the events of one actor, user or organization share their pages.
+    r#"
+CREATE TABLE audit_recent (
+    id TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    action TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    reason TEXT,
+    actor_id TEXT,
+    user_id TEXT,
+    organization_id TEXT,
+    target TEXT,
+    ip_address TEXT,
+    user_agent TEXT,
+    request_id TEXT,
+    details TEXT NOT NULL DEFAULT '{}'
+);
+CREATE UNIQUE INDEX audit_recent_at ON audit_recent(at, id);
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> StoreResult<()> {

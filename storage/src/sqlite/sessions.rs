@@ -8,7 +8,7 @@ impl SessionStore for SqliteStore {
     async fn create_session(&self, session: &Session) -> StoreResult<()> {
         let s = session.clone();
         self.write(move |c| {
-            c.execute(
+            c.exec(
                 &format!("INSERT INTO sessions ({SESSION_COLS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"),
                 params![
                     s.id.0, s.token, s.user_id.0, ms(&s.expires_at), s.ip_address, s.user_agent,
@@ -65,7 +65,7 @@ impl SessionStore for SqliteStore {
         let s = session.clone();
         self.write(move |c| {
             let n = c
-                .execute(
+                .exec(
                     "UPDATE sessions SET expires_at=?2, ip_address=?3, user_agent=?4, \
                      updated_at=?5, active_organization_id=?6, active_team_id=?7, \
                      impersonated_by=?8 WHERE token=?1",
@@ -89,7 +89,7 @@ impl SessionStore for SqliteStore {
     async fn delete_session(&self, token: &str) -> StoreResult<bool> {
         let t = token.to_owned();
         self.write(move |c| {
-            Ok(c.execute("DELETE FROM sessions WHERE token = ?1", [t])
+            Ok(c.exec("DELETE FROM sessions WHERE token = ?1", [t])
                 .map_err(map_err)?
                 > 0)
         })
@@ -101,7 +101,7 @@ impl SessionStore for SqliteStore {
         let keep = keep.map(str::to_owned);
         self.write(move |c| {
             let n = c
-                .execute(
+                .exec(
                     "DELETE FROM sessions WHERE user_id = ?1 AND (?2 IS NULL OR token <> ?2)",
                     params![id, keep],
                 )
@@ -114,7 +114,7 @@ impl SessionStore for SqliteStore {
     async fn purge_expired_sessions(&self, now: DateTime<Utc>) -> StoreResult<u64> {
         self.write(move |c| {
             let n = c
-                .execute("DELETE FROM sessions WHERE expires_at <= ?1", [ms(&now)])
+                .exec("DELETE FROM sessions WHERE expires_at <= ?1", [ms(&now)])
                 .map_err(map_err)?;
             Ok(n as u64)
         })

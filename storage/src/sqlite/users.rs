@@ -10,7 +10,7 @@ impl UserStore for SqliteStore {
         let a = account.cloned();
         self.write(move |conn| {
             let tx = conn.savepoint().map_err(map_err)?;
-            tx.execute(
+            tx.exec(
                 &format!(
                     "INSERT INTO users ({USER_COLS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
                 ),
@@ -70,7 +70,7 @@ impl UserStore for SqliteStore {
         let expected = version_before(u.version)?;
         self.write(move |c| {
             let n = c
-                .execute(
+                .exec(
                     "UPDATE users SET email=?2, email_verified=?3, name=?4, image=?5, role=?6, \
                      banned=?7, ban_reason=?8, ban_expires=?9, updated_at=?10, version=?11 \
                      WHERE id=?1 AND version=?12",
@@ -106,7 +106,7 @@ impl UserStore for SqliteStore {
             let tx = c.savepoint().map_err(map_err)?;
             // Its memberships go: the organizations' counts follow, and their versions move,
             // so no decision made on the old membership can be written after this.
-            tx.execute(
+            tx.exec(
                 "UPDATE organizations SET version = version + 1, \
                  member_count = member_count - 1, \
                  owner_count = owner_count - (SELECT COUNT(*) FROM members m \
@@ -117,10 +117,10 @@ impl UserStore for SqliteStore {
             )
             .map_err(map_err)?;
             let n = tx
-                .execute("DELETE FROM users WHERE id = ?1", [&id])
+                .exec("DELETE FROM users WHERE id = ?1", [&id])
                 .map_err(map_err)?;
             touched(n)?;
-            tx.execute("DELETE FROM verifications WHERE value = ?1", [&id])
+            tx.exec("DELETE FROM verifications WHERE value = ?1", [&id])
                 .map_err(map_err)?;
             tx.commit().map_err(map_err)
         })
@@ -175,7 +175,7 @@ impl AccountStore for SqliteStore {
         let a = account.clone();
         self.write(move |c| {
             let n = c
-                .execute(
+                .exec(
                     "UPDATE accounts SET password=?2, access_token=?3, refresh_token=?4, \
                      id_token=?5, access_token_expires_at=?6, refresh_token_expires_at=?7, \
                      scope=?8, updated_at=?9 WHERE id=?1",
@@ -207,7 +207,7 @@ impl AccountStore for SqliteStore {
         self.write(move |c| {
             let tx = c.savepoint().map_err(map_err)?;
             let n = tx
-                .execute(
+                .exec(
                     "UPDATE users SET version = version + 1 WHERE id = ?1 AND version = ?2",
                     params![user, expected as i64],
                 )
@@ -216,7 +216,7 @@ impl AccountStore for SqliteStore {
                 return Err(user_moved_or_gone(&tx, &user)?);
             }
             touched(
-                tx.execute(
+                tx.exec(
                     "DELETE FROM accounts WHERE id = ?1 AND user_id = ?2",
                     [&id, &user],
                 )

@@ -8,7 +8,7 @@ impl VerificationStore for SqliteStore {
     async fn create_verification(&self, v: &Verification) -> StoreResult<()> {
         let v = v.clone();
         self.write(move |c| {
-            c.execute(
+            c.exec(
                 &format!(
                     "INSERT INTO verifications ({VERIFICATION_COLS}) VALUES (?1,?2,?3,?4,?5,?6)"
                 ),
@@ -60,7 +60,7 @@ impl VerificationStore for SqliteStore {
         let i = identifier.to_owned();
         self.write(move |c| {
             Ok(
-                c.execute("DELETE FROM verifications WHERE identifier = ?1", [i])
+                c.exec("DELETE FROM verifications WHERE identifier = ?1", [i])
                     .map_err(map_err)?
                     > 0,
             )
@@ -73,7 +73,7 @@ impl VerificationStore for SqliteStore {
         // By the value index; the prefix is compared as text (no LIKE, so `_`/`%` are plain).
         self.write(move |c| {
             let n = c
-                .execute(
+                .exec(
                     "DELETE FROM verifications WHERE value = ?1 \
                      AND substr(identifier, 1, length(?2)) = ?2",
                     [value, prefix],
@@ -87,7 +87,7 @@ impl VerificationStore for SqliteStore {
     async fn purge_expired_verifications(&self, now: DateTime<Utc>) -> StoreResult<u64> {
         self.write(move |c| {
             let n = c
-                .execute(
+                .exec(
                     "DELETE FROM verifications WHERE expires_at <= ?1",
                     [ms(&now)],
                 )
