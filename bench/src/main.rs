@@ -3,6 +3,8 @@
 //! errors by status and code. It only speaks HTTP, so it measures Gatehouse and better-auth alike.
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod http;
+
 use clap::{Parser, ValueEnum};
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -87,6 +89,10 @@ struct Args {
     /// No progress line.
     #[arg(long)]
     quiet: bool,
+    /// Threads of the harness itself (1, as `wrk -t1`: one core at most, the rest left to the
+    /// server on a shared machine).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -195,9 +201,8 @@ impl Stats {
 }
 
 struct Target {
-    base: String,
     origin: String,
-    http: reqwest::Client,
+    http: http::Client,
     /// Shared across runs (warm-up, rounds), so a cookie a scenario changes (sign-out, sign-in)
     /// stays changed; a virtual user is used by one task at a time.
     users: Vec<Arc<tokio::sync::Mutex<VUser>>>,
@@ -206,7 +211,7 @@ struct Target {
 }
 
 /// An answer's body, unparsed.
-struct Body(bytes::Bytes);
+struct Body(Vec<u8>);
 
 impl Body {
     /// The body as JSON (`null` when it is not JSON).
@@ -221,8 +226,8 @@ impl Body {
 }
 
 impl Target {
-    fn api(&self, path: &str) -> String {
-        format!("{}/api/auth{path}", self.base)
+    fn api(path: &str) -> String {
+        format!("/api/auth{path}")
     }
 
     /// One request; `Ok` for a 2xx, else `"status CODE"`. Returns the body as it came (parsed
@@ -235,43 +240,31 @@ impl Target {
         body: Option<Value>,
         cookie: Option<&str>,
     ) -> Result<(Body, Vec<String>), String> {
-        let url = self.api(path);
-        let mut req = if post {
-            self.http.post(url)
-        } else {
-            self.http.get(url)
+        let cookie = cookie.filter(|c| !c.is_empty());
+        let mut headers = vec![("origin", self.origin.as_str())];
+        if let Some(c) = cookie {
+            headers.push(("cookie", c));
+        }
+        let json = match body {
+            Some(b) => Some(serde_json::to_vec(&b).map_err(|e| e.to_string())?),
+            None if post => Some(b"{}".to_vec()),
+            None => None,
         };
-        req = req.header("origin", &self.origin);
-        if let Some(c) = cookie.filter(|c| !c.is_empty()) {
-            req = req.header("cookie", c);
-        }
-        if let Some(b) = body {
-            req = req.json(&b);
-        } else if post {
-            req = req.header("content-type", "application/json").body("{}");
-        }
-        let resp = req.send().await.map_err(|e| {
-            if e.is_timeout() {
-                "timeout".to_owned()
-            } else {
-                "connect".to_owned()
-            }
-        })?;
-        let status = resp.status();
-        let cookies: Vec<String> = resp
-            .headers()
-            .get_all("set-cookie")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .filter(|c| !c.contains("Max-Age=0"))
-            .filter_map(|c| c.split(';').next().map(str::to_owned))
-            .collect();
-        let body = Body(resp.bytes().await.unwrap_or_default());
-        if status.is_success() {
-            Ok((body, cookies))
+        let answer = self
+            .http
+            .send(
+                if post { "POST" } else { "GET" },
+                &Self::api(path),
+                &headers,
+                json.as_deref(),
+            )
+            .await?;
+        let body = Body(answer.body);
+        if (200..300).contains(&answer.status) {
+            Ok((body, answer.cookies))
         } else {
             let code = body.json()["code"].as_str().unwrap_or("-").to_owned();
-            Err(format!("{} {code}", status.as_u16()))
+            Err(format!("{} {code}", answer.status))
         }
     }
 
@@ -301,13 +294,8 @@ async fn connect(url: &str, args: &Args, run_id: &str) -> Result<Target, String>
             .map(|u| u.origin().ascii_serialization())
             .map_err(|e| format!("--url {base}: {e}"))?,
     };
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(args.concurrency * 2)
-        .timeout(Duration::from_secs(30))
-        .build()
-        .map_err(|e| e.to_string())?;
+    let http = http::Client::new(http::Endpoint::parse(&base)?, Duration::from_secs(30));
     Ok(Target {
-        base,
         origin,
         http,
         users: Vec::new(),
@@ -675,9 +663,28 @@ async fn prepare(url: &str, args: &Args, run_id: &str) -> Result<Arc<Target>, St
     Ok(Arc::new(t))
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let args = Args::parse();
+    let runtime = if args.threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(args.threads)
+            .enable_all()
+            .build()
+    };
+    match runtime {
+        Ok(rt) => rt.block_on(run_all(args)),
+        Err(e) => {
+            eprintln!("gatehouse-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run_all(args: Args) -> ExitCode {
     let run_id: String = {
         use rand::Rng;
         let mut r = rand::thread_rng();
