@@ -88,6 +88,27 @@ impl Signer {
     }
 }
 
+/// Whether `a` and `b` are equal, in time that depends on their length only (which is not
+/// secret here: cookies of one server have one shape). Eight bytes a step, where `subtle`'s
+/// byte-wise `ct_eq` — an optimization barrier per byte — took ~2 µs for a 1 KB cookie.
+pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut diff = 0u64;
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        let x = u64::from_ne_bytes(x.try_into().unwrap_or_default());
+        let y = u64::from_ne_bytes(y.try_into().unwrap_or_default());
+        diff |= x ^ y;
+    }
+    for (x, y) in ra.iter().zip(rb) {
+        diff |= u64::from(x ^ y);
+    }
+    std::hint::black_box(diff) == 0
+}
+
 #[cold]
 fn unreachable_hmac() -> HmacSha256 {
     // `new_from_slice` only fails for fixed-size-key MACs, which HMAC is not.
@@ -366,6 +387,19 @@ fn verify_blocking(password: &str, hash: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn same_bytes_compares_every_byte() {
+        let a: Vec<u8> = (0..1031u32).map(|i| (i * 7) as u8).collect();
+        assert!(same_bytes(&a, &a.clone()));
+        for i in [0, 7, 8, 500, 1023, 1024, 1030] {
+            let mut b = a.clone();
+            b[i] ^= 1;
+            assert!(!same_bytes(&a, &b), "a difference at {i}");
+        }
+        assert!(!same_bytes(&a, &a[..1030]));
+        assert!(same_bytes(b"", b""));
+    }
 
     #[test]
     fn sign_and_unsign() {

@@ -93,6 +93,15 @@ pub struct SessionWithUser {
     pub user: UserDto,
 }
 
+impl SessionWithUser {
+    pub fn of(a: &crate::session::Authed) -> Self {
+        Self {
+            session: SessionDto::from(&a.session),
+            user: UserDto::from(&a.user),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Object)]
 #[oai(rename = "StatusResponse")]
 pub struct StatusResponse {
@@ -233,6 +242,73 @@ impl<T: Serialize + poem_openapi::types::ToJSON + Send> poem::IntoResponse for J
 
 impl<T: poem_openapi::types::Type + Serialize + poem_openapi::types::ToJSON + Send>
     poem_openapi::ApiResponse for JsonOut<T>
+{
+    fn meta() -> poem_openapi::registry::MetaResponses {
+        poem_openapi::payload::Json::<T>::meta()
+    }
+
+    fn register(registry: &mut poem_openapi::registry::Registry) {
+        T::register(registry);
+    }
+}
+
+/// A JSON answer written beforehand, documented as `T` (as [`JsonOut`]): for an answer served
+/// again as it was (get-session from a cookie verified before, see
+/// [`crate::session::VerifiedCookies`]).
+#[derive(Debug, Clone)]
+pub struct JsonBytes<T> {
+    body: bytes::Bytes,
+    of: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: Serialize + poem_openapi::types::ToJSON> JsonBytes<T> {
+    /// `value` written as [`JsonOut`] writes it.
+    pub fn new(value: &T) -> Self {
+        debug_assert_eq!(
+            serde_json::to_value(value).ok(),
+            value.to_json(),
+            "serde and poem-openapi write this answer differently"
+        );
+        Self::written(serde_json::to_vec(value).unwrap_or_default().into())
+    }
+}
+
+impl<T> JsonBytes<T> {
+    /// An answer written by [`JsonBytes::new`] before.
+    pub fn written(body: bytes::Bytes) -> Self {
+        Self {
+            body,
+            of: std::marker::PhantomData,
+        }
+    }
+
+    pub fn bytes(&self) -> &bytes::Bytes {
+        &self.body
+    }
+}
+
+impl<T: poem_openapi::types::Type> poem_openapi::payload::Payload for JsonBytes<T> {
+    const CONTENT_TYPE: &'static str = "application/json; charset=utf-8";
+
+    fn schema_ref() -> poem_openapi::registry::MetaSchemaRef {
+        T::schema_ref()
+    }
+
+    fn register(registry: &mut poem_openapi::registry::Registry) {
+        T::register(registry);
+    }
+}
+
+impl<T: Send> poem::IntoResponse for JsonBytes<T> {
+    fn into_response(self) -> poem::Response {
+        poem::Response::builder()
+            .content_type("application/json; charset=utf-8")
+            .body(self.body)
+    }
+}
+
+impl<T: poem_openapi::types::Type + Serialize + poem_openapi::types::ToJSON + Send>
+    poem_openapi::ApiResponse for JsonBytes<T>
 {
     fn meta() -> poem_openapi::registry::MetaResponses {
         poem_openapi::payload::Json::<T>::meta()

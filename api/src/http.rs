@@ -72,6 +72,20 @@ impl CookieNames {
 
 /// The request's cookies by name (values percent-decoded). Malformed pairs are skipped.
 pub fn request_cookie(req: &Request, name: &str) -> Option<String> {
+    raw_cookie(req, name).and_then(|v| {
+        // Signed values are base64 and dots: most have nothing to decode.
+        if !v.contains('%') {
+            return Some(v.to_owned());
+        }
+        percent_decode_str(v)
+            .decode_utf8()
+            .ok()
+            .map(|v| v.into_owned())
+    })
+}
+
+/// A cookie's value exactly as the request carries it (not decoded).
+pub fn raw_cookie<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
     req.headers()
         .get_all(header::COOKIE)
         .iter()
@@ -79,17 +93,7 @@ pub fn request_cookie(req: &Request, name: &str) -> Option<String> {
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(k, _)| *k == name)
-        .and_then(|(_, v)| {
-            let v = v.trim_matches('"');
-            // Signed values are base64 and dots: most have nothing to decode.
-            if !v.contains('%') {
-                return Some(v.to_owned());
-            }
-            percent_decode_str(v)
-                .decode_utf8()
-                .ok()
-                .map(|v| v.into_owned())
-        })
+        .map(|(_, v)| v.trim_matches('"'))
 }
 
 /// `Set-Cookie` values a handler or extractor wants on the response; the cookie middleware

@@ -49,6 +49,8 @@ pub struct Inner {
     pub origins: http::TrustedOrigins,
     pub cookies: http::CookieNames,
     pub revocations: session::Revocations,
+    /// Cookie-cache cookies verified lately (see [`session::VerifiedCookies`]).
+    pub verified: session::VerifiedCookies,
     pub mailer: mail::Mailer,
     pub social: social::Social,
     pub jwt: jwt::Jwt,
@@ -543,6 +545,7 @@ impl AppState {
             cookies: http::CookieNames::new(&config.cookie_prefix, config.is_https()),
             signer: crypto::Signer::new(secret.expose()),
             revocations: session::Revocations::default(),
+            verified: session::VerifiedCookies::default(),
             mailer,
             hasher,
             reader: actors.reader(),

@@ -2,7 +2,7 @@
 //! with refresh, expiry and the cookies that go with them. Used by `get-session` directly and
 //! by every authenticated route through the [`Auth`] extractor.
 use crate::error::{ApiError, ApiResult, Code};
-use crate::http::{request_cookie, PendingCookies};
+use crate::http::{raw_cookie, request_cookie, PendingCookies};
 use crate::AppState;
 use base64::Engine;
 use chrono::{DateTime, Utc};
@@ -11,7 +11,8 @@ use poem_openapi::registry::{MetaSecurityScheme, Registry};
 use poem_openapi::{ApiExtractor, ApiExtractorType, ExtractParamOptions};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::hash::BuildHasher;
+use std::sync::{Arc, Mutex, RwLock};
 use storage::{Session, User, UserId};
 
 /// The signed-in caller.
@@ -58,6 +59,82 @@ impl Revocations {
             .lock()
             .map(|m| m.get(user).is_some_and(|t| *t >= issued))
             .unwrap_or(true)
+    }
+}
+
+/// Cookie-cache cookies verified lately, so the same cookie is not verified again: a browser
+/// sends one `session_data` cookie on every request until it is re-issued, and checking it —
+/// percent-decoding, two HMACs, base64, JSON, then writing the answer — was most of a cached
+/// get-session. Keyed by the cookie's value exactly as sent, with the session-token cookie it
+/// came with (the same bytes verify the same way). A hit is checked as a verified cookie is —
+/// its own expiry, the session's, and the user's last revocation in this process — so nothing
+/// about what is trusted changes; only the work of deriving it again is saved. At most
+/// [`VERIFIED_COOKIES`] are kept (about 3 KB each: the cookie, the session and user, the
+/// answer); the table is emptied when full.
+pub struct VerifiedCookies {
+    hits: RwLock<HashMap<u64, Arc<CookieHit>>>,
+    /// Keys the table by the cookie's last characters (its signature).
+    hasher: std::collections::hash_map::RandomState,
+}
+
+/// The most verified cookies kept (per process).
+pub const VERIFIED_COOKIES: usize = 4096;
+
+/// A verified cookie-cache cookie and what it holds.
+pub struct CookieHit {
+    data_cookie: Box<str>,
+    token_cookie: Box<str>,
+    pub authed: Authed,
+    expires: i64,
+    issued: DateTime<Utc>,
+    /// get-session's answer for it, written once.
+    pub answer: crate::dto::JsonBytes<crate::dto::Nullable<crate::dto::SessionWithUser>>,
+}
+
+impl Default for VerifiedCookies {
+    fn default() -> Self {
+        Self {
+            hits: RwLock::default(),
+            hasher: std::collections::hash_map::RandomState::new(),
+        }
+    }
+}
+
+impl VerifiedCookies {
+    /// How many verified cookies are kept now.
+    pub fn len(&self) -> usize {
+        self.hits.read().map_or(0, |m| m.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn key(&self, data_cookie: &str) -> u64 {
+        let b = data_cookie.as_bytes();
+        self.hasher.hash_one(&b[b.len().saturating_sub(48)..])
+    }
+
+    fn get(&self, data_cookie: &str, token_cookie: &str) -> Option<Arc<CookieHit>> {
+        let hit = self
+            .hits
+            .read()
+            .ok()?
+            .get(&self.key(data_cookie))
+            .cloned()?;
+        let same = |a: &str, b: &str| crate::crypto::same_bytes(a.as_bytes(), b.as_bytes());
+        (same(&hit.data_cookie, data_cookie) && same(&hit.token_cookie, token_cookie))
+            .then_some(hit)
+    }
+
+    fn put(&self, hit: CookieHit) {
+        let key = self.key(&hit.data_cookie);
+        if let Ok(mut m) = self.hits.write() {
+            if m.len() >= VERIFIED_COOKIES {
+                m.clear();
+            }
+            m.insert(key, Arc::new(hit));
+        }
     }
 }
 
@@ -116,6 +193,21 @@ impl AppState {
         (value_len <= 4093).then_some(cookie)
     }
 
+    /// The cookie cache's session from a cookie verified before (see [`VerifiedCookies`]),
+    /// when it is still to be trusted.
+    pub fn cookie_hit(&self, req: &Request) -> Option<Arc<CookieHit>> {
+        let data = raw_cookie(req, &self.cookies.session_data)?;
+        let token = raw_cookie(req, &self.cookies.session_token)?;
+        let hit = self.verified.get(data, token)?;
+        let now = self.clock.now();
+        (hit.expires > now.timestamp_millis()
+            && hit.authed.session.expires_at > now
+            && !self
+                .revocations
+                .revoked_since(&hit.authed.user.id, hit.issued))
+        .then_some(hit)
+    }
+
     fn cached_session(&self, req: &Request, token: &str) -> Option<Authed> {
         let raw = request_cookie(req, &self.cookies.session_data)?;
         let payload = self.signer.unsign(&raw)?;
@@ -134,10 +226,26 @@ impl AppState {
         {
             return None;
         }
-        Some(Authed {
+        let authed = Authed {
             session: entry.session,
             user: entry.user,
-        })
+        };
+        if let (Some(data), Some(token)) = (
+            raw_cookie(req, &self.cookies.session_data),
+            raw_cookie(req, &self.cookies.session_token),
+        ) {
+            self.verified.put(CookieHit {
+                data_cookie: data.into(),
+                token_cookie: token.into(),
+                answer: crate::dto::JsonBytes::new(&crate::dto::Nullable(Some(
+                    crate::dto::SessionWithUser::of(&authed),
+                ))),
+                authed: authed.clone(),
+                expires: entry.expires,
+                issued,
+            });
+        }
+        Some(authed)
     }
 
     /// Resolves the caller's session. Cookies to set (refresh) or clear (a dead session) are
@@ -148,10 +256,16 @@ impl AppState {
         pending: &PendingCookies,
         opts: ResolveOptions,
     ) -> ApiResult<Option<Authed>> {
+        let cache = self.config.session.cookie_cache.enabled && !opts.disable_cookie_cache;
+        if cache {
+            if let Some(hit) = self.cookie_hit(req) {
+                return Ok(Some(hit.authed.clone()));
+            }
+        }
         let Some(token) = self.signed_token(req) else {
             return Ok(None);
         };
-        if self.config.session.cookie_cache.enabled && !opts.disable_cookie_cache {
+        if cache {
             if let Some(hit) = self.cached_session(req, &token) {
                 return Ok(Some(hit));
             }

@@ -1,7 +1,7 @@
 //! Reading, listing and revoking sessions.
 use super::Tag;
 use crate::audit::action;
-use crate::dto::{JsonOut, Nullable, SessionDto, SessionWithUser, StatusResponse, Text, UserDto};
+use crate::dto::{JsonBytes, Nullable, SessionDto, SessionWithUser, StatusResponse, Text};
 use crate::error::{ApiResult, Code};
 use crate::http::PendingCookies;
 use crate::session::{Principal, ResolveOptions};
@@ -19,7 +19,7 @@ enum GetSessionResponse {
     /// The session and its user, or `null` when there is no valid session.
     #[oai(status = 200)]
     Ok(
-        JsonOut<Nullable<SessionWithUser>>,
+        JsonBytes<Nullable<SessionWithUser>>,
         #[oai(header = "Cache-Control")] String,
         /// With a session (and the jwt plugin on): a fresh JWT for the user.
         #[oai(header = "set-auth-jwt")]
@@ -56,20 +56,36 @@ impl SessionApi {
             disable_cookie_cache: disable_cookie_cache.0.unwrap_or(false),
             disable_refresh: disable_refresh.0.unwrap_or(false),
         };
-        let found = state.resolve_session(req, cookies, opts).await?;
-        let jwt = match &found {
+        let state: &AppState = state.0;
+        let jwt_of = |user| async move {
             // Best effort: a session is answered even when no token can be made.
-            Some(a) if state.jwt.enabled() && state.config.jwt.set_auth_jwt_header => {
-                state.user_jwt(&a.user).await.ok()
+            if state.jwt.enabled() && state.config.jwt.set_auth_jwt_header {
+                state.user_jwt(user).await.ok()
+            } else {
+                None
             }
-            _ => None,
         };
-        let body = found.map(|a| SessionWithUser {
-            session: SessionDto::from(&a.session),
-            user: UserDto::from(&a.user),
-        });
+        let (body, jwt) = match state
+            .config
+            .session
+            .cookie_cache
+            .enabled
+            .then(|| state.cookie_hit(req))
+            .flatten()
+            .filter(|_| !opts.disable_cookie_cache)
+        {
+            // The cookie cache's cookie, verified before: its answer as written then.
+            Some(hit) => (hit.answer.clone(), jwt_of(&hit.authed.user).await),
+            None => match state.resolve_session(req, cookies, opts).await? {
+                Some(a) => (
+                    JsonBytes::new(&Nullable(Some(SessionWithUser::of(&a)))),
+                    jwt_of(&a.user).await,
+                ),
+                None => (JsonBytes::new(&Nullable(None)), None),
+            },
+        };
         Ok(GetSessionResponse::Ok(
-            JsonOut(Nullable(body)),
+            body,
             "no-store".into(),
             jwt.clone(),
             jwt.map(|_| "set-auth-jwt".into()),

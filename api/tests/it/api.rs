@@ -784,6 +784,84 @@ async fn cookie_cache_is_used_bypassed_and_loses_to_revocation() {
     assert!(h.session(&tampered).await["session"].is_object());
 }
 
+/// A cookie-cache cookie verified once is answered from the process's table of verified
+/// cookies: the answer a fresh verification gives, losing to the cache's max-age and to a
+/// revocation as a fresh one does. A cookie that differs by a byte, or comes with another
+/// session's token, is verified afresh.
+#[tokio::test]
+async fn verified_cookie_cache_cookies_answer_as_a_fresh_verification_does() {
+    let h = harness_with(|c| c.session.cookie_cache.enabled = true).await;
+    let pairs = |cookie: &str| -> (String, String) {
+        let find = |name: &str| {
+            cookie
+                .split("; ")
+                .find(|p| p.starts_with(name))
+                .unwrap()
+                .to_owned()
+        };
+        (
+            find("gatehouse.session_token="),
+            find("gatehouse.session_data="),
+        )
+    };
+    let a = h.sign_up("vic@example.com", PW).await.cookie_header();
+    let b = h.sign_up("wes@example.com", PW).await.cookie_header();
+    assert!(h.state.verified.is_empty());
+    let first = h.get("/api/auth/get-session", Some(&a)).await.expect(200);
+    assert_eq!(h.state.verified.len(), 1);
+    let again = h.get("/api/auth/get-session", Some(&a)).await.expect(200);
+    assert_eq!(first.text, again.text);
+    assert_eq!(
+        first.headers.get("set-auth-jwt"),
+        again.headers.get("set-auth-jwt")
+    );
+    assert_eq!(again.json()["user"]["email"], "vic@example.com");
+    // Routes that need a session take it from there too.
+    h.get("/api/auth/list-sessions", Some(&a)).await.expect(200);
+    assert_eq!(h.session(&b).await["user"]["email"], "wes@example.com");
+    assert_eq!(h.state.verified.len(), 2);
+    // b's session token with a's cache cookie: b's session, never a's.
+    let (a_token, a_data) = pairs(&a);
+    let (b_token, _) = pairs(&b);
+    let mixed = format!("{b_token}; {a_data}");
+    assert_eq!(h.session(&mixed).await["user"]["email"], "wes@example.com");
+    // a's session deleted behind this process's back (as another process would): its cache
+    // cookie still answers within the max-age, as a verified cookie does; the same cookie
+    // with one byte changed is verified afresh, fails, and the store has no session.
+    let token = again.json()["session"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.store.delete_session(&token).await.unwrap();
+    assert_eq!(h.session(&a).await["user"]["email"], "vic@example.com");
+    let mid = a_data.len() / 2;
+    let flipped = if &a_data[mid..=mid] == "A" { "B" } else { "A" };
+    let tampered = format!(
+        "{a_token}; {}{flipped}{}",
+        &a_data[..mid],
+        &a_data[mid + 1..]
+    );
+    assert_eq!(
+        h.get("/api/auth/get-session", Some(&tampered)).await.text,
+        "null"
+    );
+    // A revocation through this process wins at once over b's verified cookie.
+    let b2 = h
+        .sign_in("wes@example.com", PW)
+        .await
+        .expect(200)
+        .cookie_header();
+    h.clock.advance(Duration::milliseconds(5));
+    h.post("/api/auth/revoke-other-sessions", json!({}), Some(&b2))
+        .await
+        .expect(200);
+    assert_eq!(h.get("/api/auth/get-session", Some(&b)).await.text, "null");
+    // Past the cache's max-age a verified cookie is not trusted either.
+    assert!(h.session(&b2).await["session"].is_object());
+    h.clock.advance(Duration::seconds(301));
+    assert_eq!(h.get("/api/auth/get-session", Some(&a)).await.text, "null");
+}
+
 #[tokio::test]
 async fn https_base_url_uses_secure_cookies_and_prefix_is_configurable() {
     let h = harness_with(|c| {
