@@ -31,14 +31,14 @@ use storage::{Clock, DynStore, StoreError};
 
 pub use admin::{AdminAction, AdminUpdate, Caller};
 pub use org::{Acting, OrgHandle, OrgPatch, RoleChange, TeamChange, TeamOutcome};
-pub use reader::Reader;
+pub use reader::{CachedView, Reader};
 pub use social::{SocialSignIn, SocialUser};
 pub use user::{
     Accepted, BanChange, LinkMode, Linked, NewSession, PasswordChange, ProviderAccount,
     ProviderTokens, ResetOutcome, SignedIn, UserHandle, UserPatch, CHANGE_EMAIL_PREFIX,
     RESET_PASSWORD_PREFIX,
 };
-pub use views::ViewCacheConfig;
+pub use views::{Answers, ViewCacheConfig};
 
 /// The one error type of the actors crate.
 #[derive(Debug, thiserror::Error)]

@@ -60,7 +60,34 @@ reads! {
     list_audit(q: &AuditQuery) -> Page<AuditEvent>;
 }
 
+/// An organization as this process's view cache holds it: every member (with their users),
+/// invitations and teams, the viewer's membership, and the answers written from it.
+pub struct CachedView {
+    pub view: Arc<OrganizationView>,
+    pub viewer: Option<Member>,
+    pub answers: Arc<views::Answers>,
+}
+
 impl Reader {
+    /// The organization from this process's view cache, when it holds it (`None`: read it
+    /// with [`Reader::organization_view`], which fills the cache). Fresh as every read of the
+    /// cache is (see `views`).
+    pub fn cached_view(&self, org: &OrgId, viewer: &UserId) -> Option<CachedView> {
+        let Lookup::Hit(view, answers) = self.views.lookup(org) else {
+            return None;
+        };
+        let viewer = view
+            .members
+            .iter()
+            .find(|(m, _)| m.user_id == *viewer)
+            .map(|(m, _)| m.clone());
+        Some(CachedView {
+            view,
+            viewer,
+            answers,
+        })
+    }
+
     /// An organization, the viewer's membership, a window of members with their users and
     /// (with `details`) its invitations and teams: from this process's view cache when it
     /// holds the organization (see `views`: never stale after a change made in this process,
@@ -71,7 +98,7 @@ impl Reader {
         q: &ViewQuery,
     ) -> StoreResult<Option<OrganizationView>> {
         let ticket = match self.views.lookup(org) {
-            Lookup::Hit(view) => return Ok(Some(views::answer(&view, q))),
+            Lookup::Hit(view, _) => return Ok(Some(views::answer(&view, q))),
             Lookup::Bypass => return self.store.organization_view(org, q).await,
             Lookup::Miss(ticket) => ticket,
         };

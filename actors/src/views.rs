@@ -15,7 +15,8 @@
 //!   large, so its reads go straight to the store).
 //!
 //! A hit answers any member window and the viewer's own membership from the complete member
-//! list, without the store.
+//! list, without the store; the answers routes write from an entry are kept with it
+//! ([`Answers`]), so an unchanged organization's answer is written once, not on every read.
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -44,6 +45,7 @@ enum Entry {
     Complete {
         at: Instant,
         view: Arc<OrganizationView>,
+        answers: Arc<Answers>,
     },
     /// More members than a view reads: not cached.
     TooLarge { at: Instant },
@@ -66,8 +68,9 @@ struct Inner {
 
 /// What [`ViewCache::lookup`] found.
 pub(crate) enum Lookup {
-    /// The whole organization, from the cache: [`answer`] cuts the view asked for.
-    Hit(Arc<OrganizationView>),
+    /// The whole organization, from the cache: [`answer`] cuts the view asked for; with the
+    /// answers written from it.
+    Hit(Arc<OrganizationView>, Arc<Answers>),
     /// Read the store with the query as it is (cache off, or the organization is too large).
     Bypass,
     /// Not cached: read the whole view, then [`ViewCache::fill`] with this ticket.
@@ -103,7 +106,9 @@ impl ViewCache {
         };
         let fresh = |e: &Entry| e.at().elapsed() < self.config.ttl;
         match inner.entries.get(org) {
-            Some(e @ Entry::Complete { view, .. }) if fresh(e) => Lookup::Hit(view.clone()),
+            Some(e @ Entry::Complete { view, answers, .. }) if fresh(e) => {
+                Lookup::Hit(view.clone(), answers.clone())
+            }
             Some(e @ Entry::TooLarge { .. }) if fresh(e) => Lookup::Bypass,
             _ => Lookup::Miss(inner.drops),
         }
@@ -140,6 +145,7 @@ impl ViewCache {
             Entry::Complete {
                 at: now,
                 view: Arc::new(shared),
+                answers: Arc::default(),
             }
         } else {
             Entry::TooLarge { at: now }
@@ -166,6 +172,34 @@ impl ViewCache {
     #[cfg(test)]
     fn len(&self) -> usize {
         self.inner.lock().map(|i| i.entries.len()).unwrap_or(0)
+    }
+}
+
+/// Answers written from one cached view, by what the route asked (its own key, e.g. its
+/// query): they are what the route would write again from the same view, and go with the
+/// entry (a change drops both). At most [`ANSWERS_KEPT`] per organization; others are
+/// written every time.
+#[derive(Default)]
+pub struct Answers(Mutex<Vec<(String, bytes::Bytes)>>);
+
+/// Answers kept per organization.
+const ANSWERS_KEPT: usize = 8;
+
+impl Answers {
+    /// The answer kept for `key`, else the one `write` makes (kept when there is room).
+    pub fn get_or_write(&self, key: &str, write: impl FnOnce() -> bytes::Bytes) -> bytes::Bytes {
+        if let Ok(kept) = self.0.lock() {
+            if let Some((_, b)) = kept.iter().find(|(k, _)| k == key) {
+                return b.clone();
+            }
+        }
+        let b = write();
+        if let Ok(mut kept) = self.0.lock() {
+            if kept.len() < ANSWERS_KEPT && !kept.iter().any(|(k, _)| k == key) {
+                kept.push((key.to_owned(), b.clone()));
+            }
+        }
+        b
     }
 }
 
@@ -282,7 +316,7 @@ mod tests {
 
     /// The entry of a lookup that must hit.
     fn hit(c: &ViewCache, org: &OrgId) -> Arc<OrganizationView> {
-        let Lookup::Hit(v) = c.lookup(org) else {
+        let Lookup::Hit(v, _) = c.lookup(org) else {
             panic!("not cached")
         };
         v
@@ -328,7 +362,7 @@ mod tests {
         // A change after the fill drops it.
         let t = miss(&c, &org);
         c.fill(&org, t, &v);
-        assert!(matches!(c.lookup(&org), Lookup::Hit(_)));
+        assert!(matches!(c.lookup(&org), Lookup::Hit(..)));
         c.drop_org(&org);
         assert!(matches!(c.lookup(&org), Lookup::Miss(_)));
     }

@@ -206,55 +206,10 @@ impl<T: poem_openapi::types::ToJSON> poem_openapi::types::ToJSON for Nullable<T>
 /// `Json<T>` — which first builds the whole answer as a `serde_json::Value` (a map and a string
 /// per field, then freed): a tenth of get-session's time. For the answers read most often;
 /// their DTOs derive `Serialize` with the same names as their `Object` derive. Debug builds
-/// (every test) check each answer against what `Json<T>` would have written.
-#[derive(Debug, Clone)]
-pub struct JsonOut<T>(pub T);
-
-impl<T: poem_openapi::types::Type + Send> poem_openapi::payload::Payload for JsonOut<T> {
-    const CONTENT_TYPE: &'static str = "application/json; charset=utf-8";
-
-    fn schema_ref() -> poem_openapi::registry::MetaSchemaRef {
-        T::schema_ref()
-    }
-
-    fn register(registry: &mut poem_openapi::registry::Registry) {
-        T::register(registry);
-    }
-}
-
-impl<T: Serialize + poem_openapi::types::ToJSON + Send> poem::IntoResponse for JsonOut<T> {
-    fn into_response(self) -> poem::Response {
-        debug_assert_eq!(
-            serde_json::to_value(&self.0).ok(),
-            self.0.to_json(),
-            "serde and poem-openapi write this answer differently"
-        );
-        match serde_json::to_vec(&self.0) {
-            Ok(body) => poem::Response::builder()
-                .content_type(<Self as poem_openapi::payload::Payload>::CONTENT_TYPE)
-                .body(body),
-            // As poem's own `Json` answers a value it cannot write (a DTO of strings,
-            // numbers and booleans cannot fail).
-            Err(_) => poem::http::StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-        }
-    }
-}
-
-impl<T: poem_openapi::types::Type + Serialize + poem_openapi::types::ToJSON + Send>
-    poem_openapi::ApiResponse for JsonOut<T>
-{
-    fn meta() -> poem_openapi::registry::MetaResponses {
-        poem_openapi::payload::Json::<T>::meta()
-    }
-
-    fn register(registry: &mut poem_openapi::registry::Registry) {
-        T::register(registry);
-    }
-}
-
-/// A JSON answer written beforehand, documented as `T` (as [`JsonOut`]): for an answer served
-/// again as it was (get-session from a cookie verified before, see
-/// [`crate::session::VerifiedCookies`]).
+/// (every test) check each answer against what `Json<T>` would have written. Written once, an
+/// answer can be served again as it is ([`JsonBytes::written`]): get-session for a cookie
+/// verified before ([`crate::session::VerifiedCookies`]), an organization read from the view
+/// cache (`actors::Answers`).
 #[derive(Debug, Clone)]
 pub struct JsonBytes<T> {
     body: bytes::Bytes,
@@ -262,7 +217,7 @@ pub struct JsonBytes<T> {
 }
 
 impl<T: Serialize + poem_openapi::types::ToJSON> JsonBytes<T> {
-    /// `value` written as [`JsonOut`] writes it.
+    /// `value`, written (a DTO of strings, numbers and booleans cannot fail to be).
     pub fn new(value: &T) -> Self {
         debug_assert_eq!(
             serde_json::to_value(value).ok(),

@@ -2513,3 +2513,70 @@ async fn a_read_after_a_change_sees_it_while_readers_race_the_change() {
         }
     }
 }
+
+/// Organization reads answered from the view cache are written once per cached organization
+/// and query: every window of list-members is its own answer (and the same on every read), the
+/// caller's membership is checked on every read, and a change shows at once.
+#[tokio::test]
+async fn cached_organization_answers_are_per_query_and_follow_changes() {
+    let h = org_harness(100).await;
+    let (owner, _) = user(&h, "owner@example.com").await;
+    let org = create_org(&h, &owner, "answers").await;
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let mut ids = vec![];
+    for i in 0..4 {
+        let (_, u) = user(&h, &format!("m{i}@example.com")).await;
+        ids.push(
+            add_member(&h, &org_id, &u, "member").await["id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let full = format!("/api/auth/organization/get-full-organization?organizationId={org_id}");
+    let list = |q: &str| format!("/api/auth/organization/list-members?organizationId={org_id}{q}");
+    let member_ids = |v: &Value| -> Vec<String> {
+        v["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // The ids of a list-members window and the total.
+    let window = |q: &'static str| {
+        let (path, h, owner) = (list(q), &h, &owner);
+        async move {
+            let v = h.get(&path, Some(owner)).await.expect(200).json();
+            (member_ids(&v), v["total"].as_u64().unwrap())
+        }
+    };
+    // The first read fills the cache; the later ones are answered from it.
+    let first = h.get(&full, Some(&owner)).await.expect(200);
+    let all = member_ids(&first.json());
+    assert_eq!(all.len(), 5);
+    assert!(ids.iter().all(|id| all.contains(id)));
+    for _ in 0..2 {
+        let again = h.get(&full, Some(&owner)).await.expect(200);
+        assert_eq!(again.text, first.text);
+        assert_eq!(window("").await, (all.clone(), 5));
+        assert_eq!(window("&limit=2&offset=1").await, (all[1..3].to_vec(), 5));
+        assert_eq!(window("&offset=9").await, (vec![], 5));
+    }
+    // Somebody else is refused from the cached organization.
+    let (stranger, _) = user(&h, "stranger@example.com").await;
+    h.get(&full, Some(&stranger)).await.expect(403);
+    h.get(&list(""), Some(&stranger)).await.expect(403);
+    // A change shows at once in every cached answer.
+    h.post(
+        "/api/auth/organization/remove-member",
+        json!({"memberIdOrEmail": ids[0], "organizationId": org_id}),
+        Some(&owner),
+    )
+    .await
+    .expect(200);
+    let left: Vec<String> = all.iter().filter(|id| **id != ids[0]).cloned().collect();
+    let now = h.get(&full, Some(&owner)).await.expect(200).json();
+    assert_eq!(member_ids(&now), left);
+    assert_eq!(window("&limit=2&offset=1").await, (left[1..3].to_vec(), 4));
+}

@@ -229,15 +229,15 @@ pub(crate) struct OrgIdBody {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dto::{JsonOut, Nullable, SessionDto, SessionWithUser, UserDto};
+    use crate::dto::{JsonBytes, Nullable, SessionDto, SessionWithUser, UserDto};
     use poem::IntoResponse;
     use poem_openapi::types::ToJSON;
 
-    /// What `JsonOut` writes: the bytes serde makes, as JSON, equal to poem-openapi's `Json`.
+    /// What `JsonBytes` writes: the bytes serde makes, as JSON, equal to poem-openapi's `Json`.
     fn same<T: Serialize + ToJSON + Send + Clone>(v: &T) {
         let serde = serde_json::to_value(v).unwrap();
         assert_eq!(Some(serde.clone()), v.to_json());
-        let r = JsonOut(v.clone()).into_response();
+        let r = JsonBytes::new(v).into_response();
         let p = poem_openapi::payload::Json(v.clone()).into_response();
         assert_eq!(r.status(), p.status());
         assert_eq!(r.content_type(), p.content_type());
