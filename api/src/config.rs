@@ -743,6 +743,11 @@ pub struct PasswordConfig {
     /// answer requests when both want it, and use every core otherwise — session reads stay
     /// fast during a burst of sign-ins, which take longer then.
     pub hash_thread_nice: i32,
+    /// Hashing threads in the idle scheduling class (`SCHED_IDLE`, Linux): they run only on a
+    /// core no other thread wants, and a request thread that wakes takes the core from them at
+    /// once — where a high nice value still lets a hash hold the core for a while. Off: the
+    /// nice value alone decides.
+    pub hash_thread_idle: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -856,6 +861,7 @@ impl Default for PasswordConfig {
             argon2_parallelism: 1,
             max_concurrent_hashes: 0,
             hash_thread_nice: 19,
+            hash_thread_idle: true,
         }
     }
 }

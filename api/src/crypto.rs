@@ -177,7 +177,7 @@ impl PasswordHasher {
                 "password.hash_thread_nice must be 0–19".into(),
             ));
         }
-        let nice = cfg.hash_thread_nice;
+        let (nice, idle) = (cfg.hash_thread_nice, cfg.hash_thread_idle);
         let (tx, rx) = std::sync::mpsc::channel::<Job>();
         let rx = Arc::new(std::sync::Mutex::new(rx));
         for i in 0..threads {
@@ -187,6 +187,9 @@ impl PasswordHasher {
                 .spawn(move || {
                     if nice > 0 {
                         lower_this_threads_priority(nice);
+                    }
+                    if idle {
+                        idle_this_thread();
                     }
                     loop {
                         // The lock is held only while taking a job, not while running it.
@@ -271,6 +274,25 @@ impl PasswordHasher {
             }))
             .map_err(|e| HashError::Hash(e.to_string()))?;
         rx.await.map_err(|e| HashError::Hash(e.to_string()))?
+    }
+}
+
+/// Puts the calling thread in the idle scheduling class (Linux `SCHED_IDLE`): it runs on a core
+/// only when no other thread wants it, and a thread that wakes up takes the core at once.
+/// Needs no privilege; where it still fails, the thread keeps its nice value and a warning
+/// says so.
+fn idle_this_thread() {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: pid 0 is the calling thread; the call reads `param` only.
+        let done = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+        if done != 0 {
+            tracing::warn!(
+                error = %std::io::Error::last_os_error(),
+                "could not put the hashing thread in the idle scheduling class"
+            );
+        }
     }
 }
 
@@ -453,6 +475,45 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The scheduling policy of the hashing thread that runs the next job of `h`.
+    #[cfg(target_os = "linux")]
+    fn policy_of_a_hashing_thread(h: &PasswordHasher) -> i32 {
+        let (tx, rx) = std::sync::mpsc::channel();
+        h.jobs
+            .send(Box::new(move || {
+                // SAFETY: pid 0 is the calling thread.
+                let _ = tx.send(unsafe { libc::sched_getscheduler(0) });
+            }))
+            .unwrap();
+        rx.recv().unwrap()
+    }
+
+    /// By default the hashing threads are in the idle scheduling class; turned off, they keep
+    /// the normal one.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn hashing_threads_are_idle_class_by_default() {
+        let cfg = PasswordConfig {
+            argon2_memory_kib: 1024,
+            argon2_iterations: 1,
+            max_concurrent_hashes: 2,
+            ..PasswordConfig::default()
+        };
+        assert!(cfg.hash_thread_idle);
+        let h = PasswordHasher::new(&cfg).unwrap();
+        for _ in 0..4 {
+            assert_eq!(policy_of_a_hashing_thread(&h), libc::SCHED_IDLE);
+        }
+        let h = PasswordHasher::new(&PasswordConfig {
+            hash_thread_idle: false,
+            ..cfg
+        })
+        .unwrap();
+        for _ in 0..4 {
+            assert_eq!(policy_of_a_hashing_thread(&h), libc::SCHED_OTHER);
+        }
     }
 
     #[cfg(target_os = "linux")]
