@@ -86,14 +86,26 @@ pub fn request_cookie(req: &Request, name: &str) -> Option<String> {
 
 /// A cookie's value exactly as the request carries it (not decoded).
 pub fn raw_cookie<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
-    req.headers()
+    raw_cookies(req, [name])[0]
+}
+
+/// Several cookies' values exactly as the request carries them, in one pass over the header.
+pub fn raw_cookies<'a, const N: usize>(req: &'a Request, names: [&str; N]) -> [Option<&'a str>; N] {
+    let mut found = [None; N];
+    let pairs = req
+        .headers()
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.trim_matches('"'))
+        .filter_map(|pair| pair.trim().split_once('='));
+    for (k, v) in pairs {
+        if let Some(i) = names.iter().position(|n| *n == k) {
+            // The first of a name wins, as for one cookie.
+            found[i].get_or_insert(v.trim_matches('"'));
+        }
+    }
+    found
 }
 
 /// `Set-Cookie` values a handler or extractor wants on the response; the cookie middleware
@@ -672,6 +684,21 @@ pub fn user_agent(req: &Request) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raw_cookies_finds_each_name_once_in_one_pass() {
+        let req = Request::builder()
+            .header(header::COOKIE, "a=1; b=\"2\"; a=3")
+            .header(header::COOKIE, "c=4;d")
+            .finish();
+        assert_eq!(
+            raw_cookies(&req, ["c", "a", "b", "z"]),
+            [Some("4"), Some("1"), Some("2"), None]
+        );
+        assert_eq!(raw_cookie(&req, "a"), Some("1"));
+        assert_eq!(raw_cookie(&req, "d"), None);
+        assert_eq!(raw_cookies(&Request::default(), ["a"]), [None]);
+    }
 
     #[test]
     fn redirect_targets() {

@@ -2,7 +2,7 @@
 //! with refresh, expiry and the cookies that go with them. Used by `get-session` directly and
 //! by every authenticated route through the [`Auth`] extractor.
 use crate::error::{ApiError, ApiResult, Code};
-use crate::http::{raw_cookie, request_cookie, PendingCookies};
+use crate::http::{raw_cookies, request_cookie, PendingCookies};
 use crate::AppState;
 use base64::Engine;
 use chrono::{DateTime, Utc};
@@ -72,9 +72,28 @@ impl Revocations {
 /// [`VERIFIED_COOKIES`] are kept (about 3 KB each: the cookie, the session and user, the
 /// answer); the table is emptied when full.
 pub struct VerifiedCookies {
-    hits: RwLock<HashMap<u64, Arc<CookieHit>>>,
+    /// By a keyed hash of the cookie (so the table hashes its keys no further).
+    hits: RwLock<HashMap<u64, Arc<CookieHit>, std::hash::BuildHasherDefault<KeyedHash>>>,
     /// Keys the table by the cookie's last characters (its signature).
     hasher: std::collections::hash_map::RandomState,
+}
+
+/// A key that is a keyed hash already, taken as it is.
+#[derive(Default)]
+struct KeyedHash(u64);
+
+impl std::hash::Hasher for KeyedHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
 }
 
 /// The most verified cookies kept (per process).
@@ -196,9 +215,11 @@ impl AppState {
     /// The cookie cache's session from a cookie verified before (see [`VerifiedCookies`]),
     /// when it is still to be trusted.
     pub fn cookie_hit(&self, req: &Request) -> Option<Arc<CookieHit>> {
-        let data = raw_cookie(req, &self.cookies.session_data)?;
-        let token = raw_cookie(req, &self.cookies.session_token)?;
-        let hit = self.verified.get(data, token)?;
+        let [data, token] = raw_cookies(
+            req,
+            [&self.cookies.session_data, &self.cookies.session_token],
+        );
+        let hit = self.verified.get(data?, token?)?;
         let now = self.clock.now();
         (hit.expires > now.timestamp_millis()
             && hit.authed.session.expires_at > now
@@ -230,9 +251,9 @@ impl AppState {
             session: entry.session,
             user: entry.user,
         };
-        if let (Some(data), Some(token)) = (
-            raw_cookie(req, &self.cookies.session_data),
-            raw_cookie(req, &self.cookies.session_token),
+        if let [Some(data), Some(token)] = raw_cookies(
+            req,
+            [&self.cookies.session_data, &self.cookies.session_token],
         ) {
             self.verified.put(CookieHit {
                 data_cookie: data.into(),
