@@ -68,6 +68,13 @@ pub struct CachedView {
     pub answers: Arc<views::Answers>,
 }
 
+impl CachedView {
+    /// The window of members a list asks for: `limit` after the first `offset`.
+    pub fn members(&self, offset: u32, limit: u32) -> &[(Member, Option<User>)] {
+        views::window(&self.view, offset, limit)
+    }
+}
+
 impl Reader {
     /// The organization from this process's view cache, when it holds it (`None`: read it
     /// with [`Reader::organization_view`], which fills the cache). Fresh as every read of the
@@ -76,11 +83,7 @@ impl Reader {
         let Lookup::Hit(view, answers) = self.views.lookup(org) else {
             return None;
         };
-        let viewer = view
-            .members
-            .iter()
-            .find(|(m, _)| m.user_id == *viewer)
-            .map(|(m, _)| m.clone());
+        let viewer = views::member_of(&view, viewer);
         Some(CachedView {
             view,
             viewer,

@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use storage::{OrgId, OrganizationView, ViewQuery};
+use storage::{Member, OrgId, OrganizationView, User, UserId, ViewQuery};
 
 /// How the cache behaves (see the module documentation).
 #[derive(Debug, Clone)]
@@ -213,23 +213,32 @@ pub(crate) fn covers(view: &OrganizationView, q: &ViewQuery) -> bool {
     complete(view) || q.offset as u64 + q.limit as u64 <= view.members.len() as u64
 }
 
+/// The members of `view` in a window: `limit` after the first `offset`.
+pub(crate) fn window(
+    view: &OrganizationView,
+    offset: u32,
+    limit: u32,
+) -> &[(Member, Option<User>)] {
+    let from = (offset as usize).min(view.members.len());
+    let to = from.saturating_add(limit as usize).min(view.members.len());
+    &view.members[from..to]
+}
+
+/// `user`'s membership among `view`'s members.
+pub(crate) fn member_of(view: &OrganizationView, user: &UserId) -> Option<Member> {
+    view.members
+        .iter()
+        .find(|(m, _)| m.user_id == *user)
+        .map(|(m, _)| m.clone())
+}
+
 /// What `q` reads, cut from a view that [`covers`] it (the viewer's membership from the member
 /// list when the view is complete, else as the view read it).
 pub(crate) fn answer(view: &OrganizationView, q: &ViewQuery) -> OrganizationView {
-    let members: Vec<_> = view
-        .members
-        .iter()
-        .skip(q.offset as usize)
-        .take(q.limit as usize)
-        .cloned()
-        .collect();
+    let members = window(view, q.offset, q.limit).to_vec();
     let viewer = match &view.viewer {
         Some(m) if m.user_id == q.viewer => Some(m.clone()),
-        _ => view
-            .members
-            .iter()
-            .find(|(m, _)| m.user_id == q.viewer)
-            .map(|(m, _)| m.clone()),
+        _ => member_of(view, &q.viewer),
     };
     OrganizationView {
         organization: view.organization.clone(),

@@ -143,15 +143,12 @@ impl MemberApi {
             if c.viewer.is_none() {
                 return Err(Code::NotAMemberOfThis.into());
             }
-            let window = |v: &storage::OrganizationView| {
-                let from = (offset as usize).min(v.members.len());
-                let to = from.saturating_add(limit as usize).min(v.members.len());
-                answer(&v.members[from..to], v.total_members)
-            };
             let body = c
                 .answers
                 .get_or_write(&format!("members {offset} {limit}"), || {
-                    window(&c.view).bytes().clone()
+                    answer(c.members(offset, limit), c.view.total_members)
+                        .bytes()
+                        .clone()
                 });
             return Ok(JsonBytes::written(body));
         }
