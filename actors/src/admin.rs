@@ -2,6 +2,7 @@
 //! [`policy::AdminPolicy`]; every change of a user then goes through that user's actor (a ban
 //! and its revocation of sessions are one message of it, so a concurrent sign-in cannot slip
 //! in between).
+use crate::events::{data, Ctx, Emit, Facts};
 use crate::{ActorError, Actors, BanChange, NewSession, PasswordChange, Rule, UserPatch};
 use chrono::{DateTime, Utc};
 use storage::{Account, Session, User, UserId, UserList, UserQuery};
@@ -163,6 +164,7 @@ impl Actors {
         mut user: User,
         account: Option<Account>,
         role: Option<String>,
+        ctx: &Ctx,
     ) -> Result<User, ActorError> {
         self.authorize(caller, AdminAction::CreateUsers)?;
         if let Some(role) = role {
@@ -170,9 +172,13 @@ impl Actors {
             self.known_roles(&role)?;
             user.role = Some(role);
         }
+        let events = Emit::user(&user.id, self.shared.clock.now())
+            .domain("user.created", data::user(&user))
+            .request(ctx, &Facts::default())
+            .done();
         self.shared
             .store
-            .create_user(&user, account.as_ref())
+            .create_user(&user, account.as_ref(), &events)
             .await
             .map_err(|e| match e {
                 storage::StoreError::Conflict(_) => ActorError::Refused(Rule::EmailInUse),
@@ -187,6 +193,7 @@ impl Actors {
         caller: &Caller,
         id: &UserId,
         change: AdminUpdate,
+        ctx: &Ctx,
     ) -> Result<User, ActorError> {
         self.authorize(caller, AdminAction::UpdateUsers)?;
         if let Some(role) = &change.role {
@@ -212,6 +219,7 @@ impl Actors {
             ban: change.ban,
         };
         self.user(id.clone())
+            .with(ctx.clone())
             .update_user(patch)
             .await
             .map_err(|e| match e {
@@ -226,6 +234,7 @@ impl Actors {
         caller: &Caller,
         id: &UserId,
         roles: String,
+        ctx: &Ctx,
     ) -> Result<User, ActorError> {
         self.authorize(caller, AdminAction::SetRole)?;
         self.known_roles(&roles)?;
@@ -235,6 +244,7 @@ impl Actors {
                 role: Some(Some(roles)),
                 ..UserPatch::default()
             },
+            ctx,
         )
         .await
     }
@@ -246,6 +256,7 @@ impl Actors {
         id: &UserId,
         reason: String,
         expires: Option<DateTime<Utc>>,
+        ctx: &Ctx,
     ) -> Result<User, ActorError> {
         self.authorize(caller, AdminAction::Ban)?;
         self.target(id).await?;
@@ -258,11 +269,17 @@ impl Actors {
                 ban: Some(BanChange::Ban { reason, expires }),
                 ..UserPatch::default()
             },
+            ctx,
         )
         .await
     }
 
-    pub async fn admin_unban(&self, caller: &Caller, id: &UserId) -> Result<User, ActorError> {
+    pub async fn admin_unban(
+        &self,
+        caller: &Caller,
+        id: &UserId,
+        ctx: &Ctx,
+    ) -> Result<User, ActorError> {
         self.authorize(caller, AdminAction::Ban)?;
         self.change(
             id,
@@ -270,13 +287,15 @@ impl Actors {
                 ban: Some(BanChange::Unban),
                 ..UserPatch::default()
             },
+            ctx,
         )
         .await
     }
 
-    async fn change(&self, id: &UserId, patch: UserPatch) -> Result<User, ActorError> {
+    async fn change(&self, id: &UserId, patch: UserPatch, ctx: &Ctx) -> Result<User, ActorError> {
         self.target(id).await?;
         self.user(id.clone())
+            .with(ctx.clone())
             .update_user(patch)
             .await
             .map_err(|e| match e {
@@ -302,12 +321,16 @@ impl Actors {
         &self,
         caller: &Caller,
         token: &str,
+        ctx: &Ctx,
     ) -> Result<Option<UserId>, ActorError> {
         self.authorize(caller, AdminAction::RevokeSessions)?;
         let Some(s) = self.shared.store.get_session(token).await? else {
             return Ok(None);
         };
-        self.user(s.user_id.clone()).revoke_session(token).await?;
+        self.user(s.user_id.clone())
+            .with(ctx.clone())
+            .revoke_session(token)
+            .await?;
         Ok(Some(s.user_id))
     }
 
@@ -315,18 +338,28 @@ impl Actors {
         &self,
         caller: &Caller,
         id: &UserId,
+        ctx: &Ctx,
     ) -> Result<u64, ActorError> {
         self.authorize(caller, AdminAction::RevokeSessions)?;
-        self.user(id.clone()).revoke_sessions(None).await
+        self.user(id.clone())
+            .with(ctx.clone())
+            .revoke_sessions(None)
+            .await
     }
 
-    pub async fn admin_remove_user(&self, caller: &Caller, id: &UserId) -> Result<(), ActorError> {
+    pub async fn admin_remove_user(
+        &self,
+        caller: &Caller,
+        id: &UserId,
+        ctx: &Ctx,
+    ) -> Result<(), ActorError> {
         self.authorize(caller, AdminAction::DeleteUsers)?;
         if caller.user_id() == Some(id) {
             return Err(ActorError::Refused(Rule::CannotRemoveYourself));
         }
         self.target(id).await?;
         self.user(id.clone())
+            .with(ctx.clone())
             .delete_user()
             .await
             .map_err(|e| match e {
@@ -341,10 +374,12 @@ impl Actors {
         caller: &Caller,
         id: &UserId,
         hash: &str,
+        ctx: &Ctx,
     ) -> Result<(), ActorError> {
         self.authorize(caller, AdminAction::SetPassword)?;
         self.target(id).await?;
         self.user(id.clone())
+            .with(ctx.clone())
             .set_password(hash, PasswordChange::Upsert)
             .await
     }
@@ -357,6 +392,7 @@ impl Actors {
         id: &UserId,
         mut new: NewSession,
         lifetime: chrono::Duration,
+        ctx: &Ctx,
     ) -> Result<(Session, User), ActorError> {
         self.authorize(caller, AdminAction::Impersonate)?;
         let Caller::User(admin) = caller else {
@@ -377,7 +413,11 @@ impl Actors {
         new.impersonated_by = Some(admin.id.clone());
         new.lifetime = Some(lifetime);
         new.dont_remember = true;
-        let session = self.user(id.clone()).create_session(new).await?;
+        let session = self
+            .user(id.clone())
+            .with(ctx.clone())
+            .create_session(new)
+            .await?;
         Ok((session, target))
     }
 }

@@ -15,7 +15,8 @@
 )]
 
 mod admin;
-mod audit;
+pub mod consumers;
+mod events;
 mod org;
 mod reader;
 mod runtime;
@@ -30,6 +31,7 @@ use std::time::Duration;
 use storage::{Clock, DynStore, StoreError};
 
 pub use admin::{AdminAction, AdminUpdate, Caller};
+pub use events::{fill_mail, Ctx, Facts, Fill, Note, When, INVITATION_ID, INVITATION_ROLE};
 pub use org::{Acting, OrgHandle, OrgPatch, RoleChange, TeamChange, TeamOutcome};
 pub use reader::{CachedView, Reader};
 pub use social::{SocialSignIn, SocialUser};
@@ -270,8 +272,6 @@ pub(crate) struct Shared {
     /// configured roles only), built once: an organization actor that starts needs no casbin
     /// enforcer of its own unless the organization has roles of its own.
     pub base_policy: Arc<policy::Policy>,
-    /// Writes audit events in groups.
-    pub audit: audit::AuditWriter,
     /// Organization views this process read (see `views`): changes drop them.
     pub views: Arc<views::ViewCache>,
 }
@@ -331,7 +331,6 @@ impl Actors {
             .map_err(|e| ActorError::Internal(e.to_string()))?;
         Ok(Self {
             shared: Arc::new(Shared {
-                audit: audit::AuditWriter::start(store.clone()),
                 views: Arc::new(views::ViewCache::new(
                     config.view_cache.clone(),
                     config.org.membership_limit,
@@ -354,10 +353,15 @@ impl Actors {
         &self,
         user: &storage::User,
         account: &storage::Account,
+        ctx: &Ctx,
     ) -> Result<(), ActorError> {
+        let events = events::Emit::user(&user.id, self.shared.clock.now())
+            .domain("user.created", events::data::user(user))
+            .request(ctx, &Facts::default())
+            .done();
         self.shared
             .store
-            .create_user(user, Some(account))
+            .create_user(user, Some(account), &events)
             .await
             .map_err(|e| match e {
                 StoreError::Conflict(_) => ActorError::Refused(Rule::UserExists),
@@ -384,14 +388,17 @@ impl Actors {
         Ok(())
     }
 
-    /// Appends an event to the audit log (an owner-less write: the log belongs to no user or
-    /// organization, and an event is never changed), kept at least `keep_for`.
-    pub async fn record_audit(
-        &self,
-        event: &storage::AuditEvent,
-        keep_for: std::time::Duration,
-    ) -> Result<(), ActorError> {
-        Ok(self.shared.audit.record(event.clone(), keep_for).await?)
+    /// Stores events that go with no change: a refusal's audit record (a refused decision
+    /// writes nothing, so it emits nothing itself), mail that needs nothing stored. Records
+    /// are stamped with this server's clock.
+    pub async fn record(&self, ctx: &Ctx) -> Result<(), ActorError> {
+        if ctx.is_empty() {
+            return Ok(());
+        }
+        let events = events::Emit::of("server".into(), self.shared.clock.now())
+            .request(ctx, &Facts::default())
+            .done();
+        Ok(self.shared.store.append_events(&events).await?)
     }
 
     /// Housekeeping: deletes audit events from before `before` (the retention); how many.
@@ -400,6 +407,34 @@ impl Actors {
         before: chrono::DateTime<chrono::Utc>,
     ) -> Result<u64, ActorError> {
         Ok(self.shared.store.purge_audit(before).await?)
+    }
+
+    /// Remembers a single-use marker `identifier` for `lifetime` (an owner-less write: e.g.
+    /// that a mail was sent); `false` when it was there already.
+    pub async fn remember(
+        &self,
+        identifier: &str,
+        lifetime: ChronoDuration,
+    ) -> Result<bool, ActorError> {
+        let now = self.shared.clock.now();
+        let marker = storage::Verification {
+            id: storage::VerificationId::generate(),
+            identifier: identifier.to_owned(),
+            value: "marker".into(),
+            expires_at: now + lifetime,
+            created_at: now,
+            updated_at: now,
+        };
+        match self.shared.store.create_verification(&marker, &[]).await {
+            Ok(()) => Ok(true),
+            Err(StoreError::Conflict(_)) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The store this system writes to (for the event stream's consumers).
+    pub fn store(&self) -> DynStore {
+        self.shared.store.clone()
     }
 
     /// The store work of issuing a reset token, for an address without an account: a reset
@@ -412,15 +447,21 @@ impl Actors {
             .await?;
         let now = self.shared.clock.now();
         let identifier = format!("{RESET_PASSWORD_PREFIX}{}", storage::random_string(24));
+        // The same store work as a real token with its mail (an event that is then dropped
+        // with the value: a decoy sends nothing).
+        let decoy = events::Emit::user(&ghost, now).done();
         store
-            .create_verification(&storage::Verification {
-                id: storage::VerificationId::generate(),
-                identifier: identifier.clone(),
-                value: ghost.0,
-                expires_at: now + lifetime,
-                created_at: now,
-                updated_at: now,
-            })
+            .create_verification(
+                &storage::Verification {
+                    id: storage::VerificationId::generate(),
+                    identifier: identifier.clone(),
+                    value: ghost.0,
+                    expires_at: now + lifetime,
+                    created_at: now,
+                    updated_at: now,
+                },
+                &decoy,
+            )
             .await?;
         store.delete_verification(&identifier).await?;
         Ok(())
@@ -473,6 +514,7 @@ impl Actors {
     pub(crate) async fn call<A, M, T>(
         &self,
         kind: &str,
+        ctx: &Arc<Ctx>,
         args: &A::Arguments,
         make: impl Fn() -> A,
         build: impl Fn(RpcReplyPort<Result<T, ActorError>>) -> M,
@@ -491,6 +533,7 @@ impl Actors {
             kind,
             timeout: self.shared.config.call_timeout,
             supervisor: &self.supervisor,
+            ctx,
         };
         runtime::call(spec, args, make, build).await
     }

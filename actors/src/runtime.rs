@@ -6,6 +6,7 @@
 //! caller that gives up takes it first (queued → cancelled), and the actor then skips the
 //! request. Exactly one side wins, so "the caller was told 503" means "nothing was applied",
 //! and a request that had started is waited for instead of being reported as failed.
+use crate::events::Ctx;
 use crate::ActorError;
 use ractor::{Actor, ActorRef, RpcReplyPort, SpawnErr};
 use std::collections::HashMap;
@@ -18,9 +19,14 @@ const QUEUED: u8 = 0;
 const STARTED: u8 = 1;
 const CANCELLED: u8 = 2;
 
-/// What an actor's mailbox carries: a request with its ticket, or the idle timer's tick.
+/// What an actor's mailbox carries: a request with its ticket and what the request adds to
+/// the decision (its audit records and mail, see `events`), or the idle timer's tick.
 pub(crate) enum Envelope<M> {
-    Call { ticket: Arc<AtomicU8>, msg: M },
+    Call {
+        ticket: Arc<AtomicU8>,
+        msg: M,
+        ctx: Arc<Ctx>,
+    },
     IdleCheck,
 }
 
@@ -52,7 +58,7 @@ impl Idle {
         &mut self,
         myself: &ActorRef<Envelope<M>>,
         envelope: Envelope<M>,
-    ) -> Option<M> {
+    ) -> Option<(M, Arc<Ctx>)> {
         match envelope {
             Envelope::IdleCheck => {
                 if self.last_active.elapsed() >= self.timeout {
@@ -60,12 +66,12 @@ impl Idle {
                 }
                 None
             }
-            Envelope::Call { ticket, msg } => {
+            Envelope::Call { ticket, msg, ctx } => {
                 self.last_active = Instant::now();
                 ticket
                     .compare_exchange(QUEUED, STARTED, Ordering::AcqRel, Ordering::Acquire)
                     .is_ok()
-                    .then_some(msg)
+                    .then_some((msg, ctx))
             }
         }
     }
@@ -119,6 +125,7 @@ pub(crate) struct CallSpec<'a> {
     pub kind: &'a str,
     pub timeout: Duration,
     pub supervisor: &'a ActorRef<()>,
+    pub ctx: &'a Arc<Ctx>,
 }
 
 /// Sends a request to the actor registered as `spec.name`, spawning it under the supervisor
@@ -169,6 +176,7 @@ where
         let envelope = Envelope::Call {
             ticket: ticket.clone(),
             msg: build(tx.into()),
+            ctx: spec.ctx.clone(),
         };
         if actor.send_message(envelope).is_err() {
             // Never enqueued.

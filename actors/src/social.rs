@@ -2,6 +2,7 @@
 //! the provider's email (and link, if the rules allow), or create one. Each step that changes a
 //! user runs in that user's actor; creating a user is decided by the store's unique email and
 //! unique (provider, account id), so concurrent first sign-ins — in any process — make one user.
+use crate::events::{data, Ctx, Emit, Facts, When};
 use crate::user::{LinkMode, ProviderAccount};
 use crate::{ActorError, Actors, Rule};
 use storage::{StoreError, User};
@@ -39,7 +40,12 @@ pub struct SocialUser {
 }
 
 impl Actors {
-    pub async fn social_sign_in(&self, s: &SocialSignIn) -> Result<SocialUser, ActorError> {
+    /// `ctx`'s notes are kept with the decision that made them true (see [`When`]).
+    pub async fn social_sign_in(
+        &self,
+        s: &SocialSignIn,
+        ctx: &Ctx,
+    ) -> Result<SocialUser, ActorError> {
         let store = &self.shared.store;
         let acc = &s.account;
         // A few rounds: each lost race (a user or an account created meanwhile) changes which
@@ -51,6 +57,7 @@ impl Actors {
             {
                 let signed = self
                     .user(linked.user_id.clone())
+                    .with(ctx.clone())
                     .signed_in_with(
                         acc,
                         s.update_account_on_sign_in,
@@ -76,6 +83,7 @@ impl Actors {
                     }
                     match self
                         .user(user.id.clone())
+                        .with(ctx.clone())
                         .link_account(acc, LinkMode::Implicit { trusted: s.trusted })
                         .await
                     {
@@ -103,7 +111,18 @@ impl Actors {
                     let mut user = User::new(&acc.email, s.name.clone(), s.image.clone(), now);
                     user.email_verified = acc.email_verified;
                     let account = acc.row(&user.id, now);
-                    match store.create_user(&user, Some(&account)).await {
+                    let events = Emit::user(&user.id, now)
+                        .domain("user.created", data::user(&user))
+                        .request(
+                            ctx,
+                            &Facts {
+                                happened: &[When::Created],
+                                user: Some(&user.id),
+                                ..Facts::default()
+                            },
+                        )
+                        .done();
+                    match store.create_user(&user, Some(&account), &events).await {
                         Ok(()) => {
                             return Ok(SocialUser {
                                 user,
@@ -127,7 +146,7 @@ impl Actors {
 impl Actors {
     /// Records the state of a sign-in or link flow (single use; see [`Actors::take_state`]).
     pub async fn put_state(&self, v: &storage::Verification) -> Result<(), ActorError> {
-        Ok(self.shared.store.create_verification(v).await?)
+        Ok(self.shared.store.create_verification(v, &[]).await?)
     }
 
     /// Takes a flow's state: of concurrent callbacks with one state, exactly one gets it.

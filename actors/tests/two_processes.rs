@@ -76,7 +76,7 @@ async fn new_user(store: &DynStore) -> User {
             now,
         )
     };
-    store.create_user(&u, None).await.unwrap();
+    store.create_user(&u, None, &[]).await.unwrap();
     u
 }
 
@@ -99,7 +99,10 @@ async fn new_org(t: &Two, owner: &User) -> Organization {
         team_id: None,
         created_at: now,
     };
-    t.store.create_organization(&org, &m, None).await.unwrap();
+    t.store
+        .create_organization(&org, &m, None, &[])
+        .await
+        .unwrap();
     org
 }
 
@@ -336,7 +339,7 @@ async fn unlinking_from_two_processes_keeps_the_last_account(backend: Backend) {
             a.provider_id = provider.into();
             a.account_id = random_lower_alnum(12);
             a.password = None;
-            t.store.create_account(&a).await.unwrap();
+            t.store.create_account(&a, &[]).await.unwrap();
         }
         let (ha, hb) = (t.a.user(u.id.clone()), t.b.user(u.id.clone()));
         let (ra, rb) = tokio::join!(

@@ -113,9 +113,15 @@ impl Origin {
     }
 }
 
-/// An event being described; [`AppState::audit`] records it.
+/// An audit record being described. The decision it describes keeps it in its own write
+/// ([`AppState::noting`] makes the request's context of it); a refusal is recorded on its own
+/// ([`AppState::record_refusal`]).
 #[derive(Debug, Clone)]
-pub struct Event(AuditEvent);
+pub struct Event {
+    record: AuditEvent,
+    fill: Vec<actors::Fill>,
+    when: actors::When,
+}
 
 impl Event {
     pub fn new(action: &'static str, origin: &Origin) -> Self {
@@ -124,23 +130,27 @@ impl Event {
                 .and_then(|v| v.to_str().ok())
                 .map(|s| s.chars().take(max).collect::<String>())
         };
-        // Stamped with the server's clock when it is recorded (`AppState::audit`).
+        // Stamped with the server's clock when it is stored.
         let mut e = AuditEvent::new(action, chrono::DateTime::UNIX_EPOCH);
         e.ip_address = origin.ip.map(|ip| ip.to_string());
         e.user_agent = text(&origin.user_agent, 512);
         e.request_id = text(&origin.request_id, 128);
-        Self(e)
+        Self {
+            record: e,
+            fill: Vec::new(),
+            when: actors::When::Always,
+        }
     }
 
     /// Who acted.
     pub fn actor(mut self, id: &UserId) -> Self {
-        self.0.actor_id = Some(id.clone());
+        self.record.actor_id = Some(id.clone());
         self
     }
 
     /// The user the event is about.
     pub fn user(mut self, id: &UserId) -> Self {
-        self.0.user_id = Some(id.clone());
+        self.record.user_id = Some(id.clone());
         self
     }
 
@@ -150,32 +160,44 @@ impl Event {
     }
 
     pub fn org(mut self, id: &OrgId) -> Self {
-        self.0.organization_id = Some(id.clone());
+        self.record.organization_id = Some(id.clone());
         self
     }
 
     pub fn target(mut self, t: impl Into<String>) -> Self {
-        self.0.target = Some(t.into());
+        self.record.target = Some(t.into());
         self
     }
 
     pub fn detail(mut self, key: &str, value: impl Into<String>) -> Self {
-        self.0.details.insert(key.to_owned(), value.into());
+        self.record.details.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// What the decision fills in (the member, session… it was about).
+    pub fn fill(mut self, f: actors::Fill) -> Self {
+        self.fill.push(f);
+        self
+    }
+
+    /// Kept only if the decision did this (a social sign-in creating the user…).
+    pub fn when(mut self, w: actors::When) -> Self {
+        self.when = w;
         self
     }
 
     /// Failed, for the reason `code` names.
     pub fn failed(mut self, code: Code) -> Self {
-        self.0.outcome = AuditOutcome::Failure;
-        self.0.reason = Some(code.code().to_owned());
+        self.record.outcome = AuditOutcome::Failure;
+        self.record.reason = Some(code.code().to_owned());
         self
     }
 
     /// Failed, for a reason that is not one of the API's codes (a social sign-in's redirect
     /// error, as `account_not_linked`).
     pub fn failed_because(mut self, reason: &str) -> Self {
-        self.0.outcome = AuditOutcome::Failure;
-        self.0.reason = Some(reason.to_owned());
+        self.record.outcome = AuditOutcome::Failure;
+        self.record.reason = Some(reason.to_owned());
         self
     }
 
@@ -184,6 +206,15 @@ impl Event {
         match admin {
             Some(a) => self.detail("impersonatedBy", a.0.clone()),
             None => self,
+        }
+    }
+
+    fn note(self, keep_for_secs: u64) -> actors::Note {
+        actors::Note {
+            record: self.record,
+            fill: self.fill,
+            keep_for_secs,
+            when: self.when,
         }
     }
 }
@@ -198,70 +229,70 @@ impl crate::session::Principal {
 }
 
 impl AppState {
-    /// What a social sign-in did besides signing in: created the user, linked the account to
-    /// the user with its email, or replaced the user's address with the provider's.
-    pub async fn audit_social(&self, origin: &Origin, provider: &str, signed: &actors::SocialUser) {
-        let id = &signed.user.id;
-        if signed.created {
-            let ev = Event::new(action::SIGN_UP, origin)
-                .own(id)
-                .detail("method", "social")
-                .detail("provider", provider);
-            self.audit(ev).await;
+    /// The request's context for a decision that keeps these audit records (none when the
+    /// audit log is off).
+    pub fn noting(&self, events: impl IntoIterator<Item = Event>) -> actors::Ctx {
+        let mut ctx = actors::Ctx::default();
+        if self.config.audit.enabled {
+            let keep = self.config.audit.retention().as_secs();
+            ctx.notes = events.into_iter().map(|e| e.note(keep)).collect();
         }
-        if signed.linked {
-            let ev = Event::new(action::ACCOUNT_LINKED, origin)
-                .own(id)
-                .target(provider)
-                .detail("implicit", "true");
-            self.audit(ev).await;
-        }
-        if let Some(from) = &signed.replaced_email {
-            let ev = Event::new(action::EMAIL_CHANGED, origin)
-                .own(id)
-                .target(signed.user.email.clone())
-                .detail("from", from.clone())
-                .detail("provider", provider);
-            self.audit(ev).await;
-        }
+        ctx
     }
 
-    /// Records an event (when the audit log is on). A store that fails to take it is logged
-    /// and counted, never turned into a failure of the operation that already happened.
-    pub async fn audit(&self, ev: Event) {
-        if !self.config.audit.enabled {
+    /// What a social sign-in keeps besides the sign-in itself, each when its decision did it:
+    /// the user created, the account linked to the user with its email, the user's address
+    /// replaced by the provider's.
+    pub fn social_notes(&self, origin: &Origin, provider: &str) -> actors::Ctx {
+        use actors::{Fill, When};
+        self.noting([
+            Event::new(action::SIGN_UP, origin)
+                .detail("method", "social")
+                .detail("provider", provider)
+                .fill(Fill::OwnUser)
+                .when(When::Created),
+            Event::new(action::ACCOUNT_LINKED, origin)
+                .target(provider)
+                .detail("implicit", "true")
+                .fill(Fill::OwnUser)
+                .when(When::Linked),
+            Event::new(action::EMAIL_CHANGED, origin)
+                .detail("provider", provider)
+                .fill(Fill::OwnUser)
+                .fill(Fill::EmailChange)
+                .when(When::EmailReplaced),
+        ])
+    }
+
+    /// The request's context for a decision that keeps this audit record.
+    pub fn noted(&self, ev: Event) -> actors::Ctx {
+        self.noting([ev])
+    }
+
+    /// Records a refusal (when the audit log is on): a refused decision writes nothing, so
+    /// its record is stored on its own. A store that fails to take it is logged and counted,
+    /// never turned into a failure of the request.
+    pub async fn record_refusal(&self, ev: Event, code: Code) {
+        self.record(self.noted(ev.failed(code))).await;
+    }
+
+    /// Stores records (and mail) that go with no change; see [`AppState::record_refusal`].
+    pub async fn record(&self, ctx: actors::Ctx) {
+        if ctx.is_empty() {
             return;
         }
-        let mut e = ev.0;
-        e.at = self.clock.now();
-        if let Err(err) = self
-            .actors
-            .record_audit(&e, self.config.audit.retention())
-            .await
-        {
+        if let Err(err) = self.actors.record(&ctx).await {
             self.metrics.audit_failures.inc();
-            tracing::warn!(action = %e.action, error = %err, "could not record an audit event");
+            tracing::warn!(error = %err, "could not record an audit event");
         }
     }
 
-    /// Records `ev` with the outcome of `result` (a failure with its code as the reason) and
-    /// hands `result` back.
+    /// Hands `result` back; a failure is recorded as `ev`, refused with its code (the
+    /// success's record was kept by the decision, from the request's context).
     pub async fn audited<T>(&self, ev: Event, result: ApiResult<T>) -> ApiResult<T> {
-        self.audited_with(ev, result, |ev, _| ev).await
-    }
-
-    /// As [`AppState::audited`], adding to a success's event what only the result knows.
-    pub async fn audited_with<T>(
-        &self,
-        ev: Event,
-        result: ApiResult<T>,
-        on_success: impl FnOnce(Event, &T) -> Event,
-    ) -> ApiResult<T> {
-        let ev = match &result {
-            Ok(t) => on_success(ev, t),
-            Err(e) => ev.failed(e.code),
-        };
-        self.audit(ev).await;
+        if let Err(e) = &result {
+            self.record_refusal(ev, e.code).await;
+        }
         result
     }
 }

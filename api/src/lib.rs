@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod config;
 pub mod crypto;
+pub mod delivery;
 pub mod dto;
 pub mod error;
 pub mod http;
@@ -51,7 +52,9 @@ pub struct Inner {
     pub revocations: session::Revocations,
     /// Cookie-cache cookies verified lately (see [`session::VerifiedCookies`]).
     pub verified: session::VerifiedCookies,
-    pub mailer: mail::Mailer,
+    pub mailer: Arc<mail::Mailer>,
+    /// Delivers stored mail its request did not (see [`delivery`]).
+    pub mail_consumer: actors::consumers::ConsumerHandle,
     pub social: social::Social,
     pub jwt: jwt::Jwt,
     pub role_catalog: RoleCatalog,
@@ -534,6 +537,18 @@ impl AppState {
         let social =
             social::Social::from_config(&config, secret.expose()).map_err(StartError::Social)?;
         let jwt = jwt::Jwt::new(&config.jwt, &config.base_url, secret.expose())?;
+        let mailer = Arc::new(mailer);
+        let mail_consumer = actors::consumers::spawn(
+            store.clone(),
+            clock.clone(),
+            storage::random_string(16),
+            delivery::MailConsumer::spec(),
+            Arc::new(delivery::MailConsumer::new(
+                mailer.clone(),
+                &actors,
+                clock.clone(),
+            )),
+        );
         if jwt.enabled() {
             jwt.ensure_keys(&actors, &actors.reader(), clock.now())
                 .await?;
@@ -547,6 +562,7 @@ impl AppState {
             revocations: session::Revocations::default(),
             verified: session::VerifiedCookies::default(),
             mailer,
+            mail_consumer,
             hasher,
             reader: actors.reader(),
             actors,

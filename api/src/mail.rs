@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The kinds of message Gatehouse sends; each has a template.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum MailKind {
     VerifyEmail,
@@ -89,6 +89,39 @@ impl MailKind {
                  <p>— {{{{app_name}}}}</p></body></html>"
             ),
         }
+    }
+}
+
+/// A message to send, as a decision stores it with its change (the mail consumer's payload):
+/// everything to render it later. It holds the link, so it is never delivered to webhooks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct MailJob {
+    /// Random: the message is sent once under this id ([`crate::AppState::deliver`]).
+    pub id: String,
+    pub kind: MailKind,
+    pub to: String,
+    pub link: String,
+    /// Template values (`name`, `new_email`…).
+    pub vars: Vec<(String, String)>,
+}
+
+impl MailJob {
+    pub fn new(kind: MailKind, to: &str, link: String, vars: &[(&str, &str)]) -> Self {
+        Self {
+            id: storage::random_string(20),
+            kind,
+            to: to.to_owned(),
+            link,
+            vars: vars
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    /// The job as a mail event's payload.
+    pub fn value(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
     }
 }
 
@@ -206,17 +239,27 @@ impl Mailer {
         !matches!(self.transport, Transport::Disabled)
     }
 
-    /// Renders the message of `kind` for `to` and hands it to the transport. `vars` fill the
-    /// template (`name`, `email`, `new_email`…); `link` and `app_name` are always set.
-    pub async fn send(
-        &self,
-        kind: MailKind,
-        to: &str,
-        link: &str,
-        vars: &[(&str, &str)],
-    ) -> Result<(), MailError> {
-        let mail = self.render(kind, to, link, vars)?;
-        let count = count_into(self.outcomes.clone(), kind);
+    /// Whether sending waits on a server (SMTP), so a request should not wait for it.
+    pub fn is_remote(&self) -> bool {
+        matches!(self.transport, Transport::Smtp(_))
+    }
+
+    /// The longest a delivery can take (every attempt timing out, with the pauses between).
+    pub fn longest_delivery(&self) -> Duration {
+        let pauses: u64 = (1..=self.retries).map(|a| 500u64 << a.min(6)).sum();
+        self.timeout * (self.retries + 1) + Duration::from_millis(pauses)
+    }
+
+    /// Renders `job` and delivers it, waiting until it is written (outbox) or accepted by the
+    /// SMTP server (with the configured retries): `Ok` only then.
+    pub async fn deliver(&self, job: &MailJob) -> Result<(), MailError> {
+        let vars: Vec<(&str, &str)> = job
+            .vars
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let mail = self.render(job.kind, &job.to, &job.link, &vars)?;
+        let count = count_into(self.outcomes.clone(), job.kind);
         match &self.transport {
             Transport::Disabled => Ok(()),
             Transport::Outbox(dir) => {
@@ -226,16 +269,18 @@ impl Mailer {
             }
             Transport::Smtp(smtp) => {
                 let message = build_message(&self.from, &mail)?;
-                let smtp = smtp.clone();
-                let (timeout, retries) = (self.timeout, self.retries);
-                tokio::spawn(async move {
-                    let sent = deliver(smtp, message, mail.kind, timeout, retries).await;
-                    count(if sent { "sent" } else { "failed" });
-                });
-                Ok(())
+                let sent =
+                    deliver(smtp.clone(), message, mail.kind, self.timeout, self.retries).await;
+                count(if sent { "sent" } else { "failed" });
+                if sent {
+                    Ok(())
+                } else {
+                    Err(MailError::Build("not accepted by the SMTP server".into()))
+                }
             }
         }
     }
+
 
     fn render(
         &self,

@@ -423,16 +423,15 @@ async fn user_command(config: Config, command: UserCommand) -> CommandResult {
             user.email_verified = verified;
             let hash = state.hasher.hash(password.clone()).await?;
             let account = storage::Account::credential(&user.id, hash, now);
-            let user = state
-                .actors
-                .admin_create_user(&server, user, Some(account), role)
-                .await
-                .map_err(|e| gatehouse_api::error::ApiError::from(e).to_string())?;
             let ev = Event::new(action::ADMIN_USER_CREATED, &Origin::default())
                 .user(&user.id)
                 .target(user.email.clone())
                 .detail("by", "cli");
-            state.audit(ev).await;
+            let user = state
+                .actors
+                .admin_create_user(&server, user, Some(account), role, &state.noted(ev))
+                .await
+                .map_err(|e| gatehouse_api::error::ApiError::from(e).to_string())?;
             if generated {
                 // Printed once, on stdout; never logged.
                 println!("{password}");
@@ -446,16 +445,15 @@ async fn user_command(config: Config, command: UserCommand) -> CommandResult {
                 .get_user_by_email(&email.to_lowercase())
                 .await?
                 .ok_or_else(|| format!("no user with email {email}"))?;
-            let user = state
-                .actors
-                .admin_set_role(&server, &user.id, role.clone())
-                .await
-                .map_err(|e| gatehouse_api::error::ApiError::from(e).to_string())?;
             let ev = Event::new(action::ADMIN_ROLE_SET, &Origin::default())
                 .user(&user.id)
-                .detail("role", role)
+                .detail("role", role.clone())
                 .detail("by", "cli");
-            state.audit(ev).await;
+            let user = state
+                .actors
+                .admin_set_role(&server, &user.id, role.clone(), &state.noted(ev))
+                .await
+                .map_err(|e| gatehouse_api::error::ApiError::from(e).to_string())?;
             format!(
                 "{} now has role {}",
                 user.email,

@@ -490,7 +490,7 @@ impl crate::AppState {
             .target(req.uri().path().to_owned())
             .detail("limit", r.limit)
             .failed(r.error.code);
-            self.audit(ev).await;
+            self.record(self.noted(ev)).await;
         }
         Err(r.error)
     }

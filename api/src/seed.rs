@@ -67,7 +67,7 @@ pub async fn seed(
             user.email_verified = true;
             let account = Account::credential(&user.id, password_hash.to_owned(), now);
             store
-                .create_user(&user, Some(&account))
+                .create_user(&user, Some(&account), &[])
                 .await
                 .map_err(|e| match e {
                     StoreError::Conflict(_) => StoreError::Internal(format!(
@@ -78,19 +78,22 @@ pub async fn seed(
                 })?;
             for _ in 0..plan.sessions_per_user {
                 store
-                    .create_session(&Session {
-                        id: SessionId::generate(),
-                        token: storage::random_string(32),
-                        user_id: user.id.clone(),
-                        expires_at: now + Duration::days(7),
-                        ip_address: None,
-                        user_agent: Some("gatehouse seed".into()),
-                        created_at: now,
-                        updated_at: now,
-                        active_organization_id: None,
-                        active_team_id: None,
-                        impersonated_by: None,
-                    })
+                    .create_session(
+                        &Session {
+                            id: SessionId::generate(),
+                            token: storage::random_string(32),
+                            user_id: user.id.clone(),
+                            expires_at: now + Duration::days(7),
+                            ip_address: None,
+                            user_agent: Some("gatehouse seed".into()),
+                            created_at: now,
+                            updated_at: now,
+                            active_organization_id: None,
+                            active_team_id: None,
+                            impersonated_by: None,
+                        },
+                        &[],
+                    )
                     .await?;
             }
             Ok::<u64, StoreError>(u64::from(plan.sessions_per_user))
@@ -127,7 +130,7 @@ pub async fn seed(
                 created_at: now,
             };
             store
-                .create_organization(&org, &member(owner_n, storage::OWNER_ROLE), None)
+                .create_organization(&org, &member(owner_n, storage::OWNER_ROLE), None, &[])
                 .await?;
             if per_org > 0 {
                 let changes: Vec<OrgChange> = (1..=per_org)
@@ -135,7 +138,7 @@ pub async fn seed(
                     .collect();
                 org.version += 1;
                 org.member_count += per_org as u32;
-                store.change_organization(&org, &changes).await?;
+                store.change_organization(&org, &changes, &[]).await?;
             }
             Ok::<u64, StoreError>(per_org + 1)
         })

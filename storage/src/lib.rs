@@ -13,6 +13,7 @@
 pub mod audit;
 mod clock;
 mod entities;
+pub mod events;
 mod ids;
 pub mod observe;
 mod query;
@@ -28,6 +29,7 @@ use std::sync::Arc;
 pub use audit::{AuditEvent, AuditOutcome, AuditQuery, AuditStore};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use entities::*;
+pub use events::{Delivery, Event, EventStore, Lease, Payload, Read, Topic};
 pub use ids::*;
 pub use query::{FieldValue, FilterOp, SearchOp, UserField, UserList, UserQuery};
 pub use rate_limit::{stored_key, MemoryRateLimits, RateLimitStore, WindowCount};
@@ -64,7 +66,12 @@ pub trait UserStore: Send + Sync {
     /// user is visible only once everything it needs is written; a failed create releases its
     /// claims, and a crash may leave a claim pointing at no user, which reads as absent and a
     /// later claim takes over.
-    async fn create_user(&self, user: &User, account: Option<&Account>) -> StoreResult<()>;
+    async fn create_user(
+        &self,
+        user: &User,
+        account: Option<&Account>,
+        events: &[Event],
+    ) -> StoreResult<()>;
     async fn get_user(&self, id: &UserId) -> StoreResult<Option<User>>;
     /// The users of `ids` that exist, in no particular order (a list's members, at once).
     async fn get_users(&self, ids: &[UserId]) -> StoreResult<Vec<User>>;
@@ -72,7 +79,7 @@ pub trait UserStore: Send + Sync {
     /// Replaces the mutable fields of an existing user, only if it is at version
     /// `user.version - 1` (`ConcurrentModification` otherwise); `NotFound` if it is gone,
     /// `Conflict("email")` if a changed email is taken.
-    async fn update_user(&self, user: &User) -> StoreResult<()>;
+    async fn update_user(&self, user: &User, events: &[Event]) -> StoreResult<()>;
     /// Deletes the user (`NotFound` if it did not exist): from then on it reads as absent, and
     /// so does everything that belongs to it — sessions, accounts, memberships, team
     /// memberships, and verification values whose value is the user id (pending reset and
@@ -80,7 +87,7 @@ pub trait UserStore: Send + Sync {
     /// organization's version for memberships). After a crash in between, rows of a user that
     /// is gone are never served: readers check the user (a session of a deleted user does not
     /// resolve).
-    async fn delete_user(&self, id: &UserId) -> StoreResult<()>;
+    async fn delete_user(&self, id: &UserId, events: &[Event]) -> StoreResult<()>;
 }
 
 /// Linked accounts (the password credential and social providers).
@@ -88,7 +95,7 @@ pub trait UserStore: Send + Sync {
 pub trait AccountStore: Send + Sync {
     /// `Conflict("account")` when (provider_id, account_id) is linked already. Moves the user's
     /// version.
-    async fn create_account(&self, account: &Account) -> StoreResult<()>;
+    async fn create_account(&self, account: &Account, events: &[Event]) -> StoreResult<()>;
     async fn list_accounts(&self, user_id: &UserId) -> StoreResult<Vec<Account>>;
     async fn get_account_by_provider(
         &self,
@@ -96,18 +103,23 @@ pub trait AccountStore: Send + Sync {
         account_id: &str,
     ) -> StoreResult<Option<Account>>;
     /// Replaces the mutable fields (tokens, password, scope); `NotFound` if it is gone.
-    async fn update_account(&self, account: &Account) -> StoreResult<()>;
+    async fn update_account(&self, account: &Account, events: &[Event]) -> StoreResult<()>;
     /// Unlinks an account of `user`, only if the user is at version `expected` (the version the
     /// "not the last account" decision was made on): `ConcurrentModification` otherwise.
-    async fn delete_account(&self, user: &UserId, id: &AccountId, expected: u64)
-        -> StoreResult<()>;
+    async fn delete_account(
+        &self,
+        user: &UserId,
+        id: &AccountId,
+        expected: u64,
+        events: &[Event],
+    ) -> StoreResult<()>;
 }
 
 /// Sessions, keyed by token, listed per user.
 #[async_trait]
 pub trait SessionStore: Send + Sync {
     /// `Conflict("token")` if the token exists (never expected: tokens are random).
-    async fn create_session(&self, session: &Session) -> StoreResult<()>;
+    async fn create_session(&self, session: &Session, events: &[Event]) -> StoreResult<()>;
     async fn get_session(&self, token: &str) -> StoreResult<Option<Session>>;
     /// The session and its user (`None`: the user is gone), in one round trip where the
     /// backend can: what every authenticated request reads.
@@ -120,10 +132,15 @@ pub trait SessionStore: Send + Sync {
     /// (`NotFound`), so a revocation cannot be undone by a concurrent refresh.
     async fn update_session(&self, session: &Session) -> StoreResult<()>;
     /// Returns whether a session was deleted.
-    async fn delete_session(&self, token: &str) -> StoreResult<bool>;
+    async fn delete_session(&self, token: &str, events: &[Event]) -> StoreResult<bool>;
     /// Deletes every session of the user that exists when the call starts, except `keep` (if
     /// given); returns how many. One created concurrently may survive it.
-    async fn delete_user_sessions(&self, user_id: &UserId, keep: Option<&str>) -> StoreResult<u64>;
+    async fn delete_user_sessions(
+        &self,
+        user_id: &UserId,
+        keep: Option<&str>,
+        events: &[Event],
+    ) -> StoreResult<u64>;
     /// Removes sessions that expired before `now`; returns how many. A backend that expires
     /// rows itself (TTL, as ScyllaDB) does nothing here. Until then a read may return an
     /// expired session: callers check `expires_at`.
@@ -134,7 +151,7 @@ pub trait SessionStore: Send + Sync {
 #[async_trait]
 pub trait VerificationStore: Send + Sync {
     /// `Conflict("identifier")` when the identifier exists.
-    async fn create_verification(&self, v: &Verification) -> StoreResult<()>;
+    async fn create_verification(&self, v: &Verification, events: &[Event]) -> StoreResult<()>;
     async fn get_verification(&self, identifier: &str) -> StoreResult<Option<Verification>>;
     /// Atomically deletes and returns the value: of N concurrent consumers exactly one gets it.
     async fn consume_verification(&self, identifier: &str) -> StoreResult<Option<Verification>>;
@@ -203,6 +220,7 @@ pub trait OrganizationStore: Send + Sync {
         org: &Organization,
         owner: &Member,
         creator_version: Option<u64>,
+        events: &[Event],
     ) -> StoreResult<()>;
     async fn get_organization(&self, id: &OrgId) -> StoreResult<Option<Organization>>;
     async fn get_organization_by_slug(&self, slug: &str) -> StoreResult<Option<Organization>>;
@@ -217,13 +235,19 @@ pub trait OrganizationStore: Send + Sync {
         &self,
         next: &Organization,
         changes: &[OrgChange],
+        events: &[Event],
     ) -> StoreResult<()>;
     /// Deletes the organization, only if it is at version `expected`
     /// (`ConcurrentModification` otherwise): from then on it and everything in it (members,
     /// invitations, teams, roles) read as absent and it cannot change. Its slug is freed and
     /// what pointed at it (lookups, members' sessions' active organization) is removed before
     /// the call returns; after a crash in between, lookups that point at it read as nothing.
-    async fn delete_organization(&self, id: &OrgId, expected: u64) -> StoreResult<()>;
+    async fn delete_organization(
+        &self,
+        id: &OrgId,
+        expected: u64,
+        events: &[Event],
+    ) -> StoreResult<()>;
     async fn list_user_organizations(&self, user_id: &UserId) -> StoreResult<Vec<Organization>>;
     /// How many organizations the user is a member of, counting a creation or join by another
     /// process that is under way (so a decision made on the user's version, as the
@@ -522,6 +546,7 @@ pub trait Store:
     + KeyPairStore
     + ScanStore
     + AuditStore
+    + EventStore
     + RateLimitStore
 {
 }
@@ -539,6 +564,7 @@ impl<T> Store for T where
         + KeyPairStore
         + ScanStore
         + AuditStore
+        + EventStore
         + RateLimitStore
 {
 }

@@ -210,21 +210,21 @@ pub async fn import(store: &dyn Store, input: impl BufRead) -> Result<Counts, Tr
                 let mut accounts = accounts.into_iter();
                 let first = accounts.next();
                 store
-                    .create_user(&user, first.as_ref())
+                    .create_user(&user, first.as_ref(), &[])
                     .await
                     .map_err(|e| at(format!("user {}: {e}", user.id)))?;
                 n.users += 1;
                 n.accounts += u64::from(first.is_some());
                 for a in accounts {
                     store
-                        .create_account(&a)
+                        .create_account(&a, &[])
                         .await
                         .map_err(|e| at(format!("account {}: {e}", a.id)))?;
                     n.accounts += 1;
                 }
                 for s in sessions {
                     store
-                        .create_session(&s)
+                        .create_session(&s, &[])
                         .await
                         .map_err(|e| at(format!("session {}: {e}", s.id)))?;
                     n.sessions += 1;
@@ -297,7 +297,9 @@ async fn import_organization(
         roles_version: 0,
         ..org.clone()
     };
-    store.create_organization(&current, &first, None).await?;
+    store
+        .create_organization(&current, &first, None, &[])
+        .await?;
     let changes: Vec<OrgChange> = roles
         .into_iter()
         .map(OrgChange::CreateRole)
@@ -315,7 +317,7 @@ async fn import_organization(
                 next.owner_count += u32::from(holds_owner(&m.role));
             }
         }
-        store.change_organization(&next, chunk).await?;
+        store.change_organization(&next, chunk, &[]).await?;
         current = next;
     }
     // The exported roles version, so cached policies elsewhere never mistake it for an old one.
@@ -323,7 +325,7 @@ async fn import_organization(
         let mut next = current.clone();
         next.version += 1;
         next.roles_version = org.roles_version;
-        store.change_organization(&next, &[]).await?;
+        store.change_organization(&next, &[], &[]).await?;
     }
     Ok(())
 }

@@ -34,7 +34,7 @@ async fn servers_connect_only_to_a_migrated_keyspace_and_keep_its_data() {
     let u = contract::user("keep@example.com");
     {
         let s = ScyllaStore::migrate(&opts).await.unwrap();
-        s.create_user(&u, None).await.unwrap();
+        s.create_user(&u, None, &[]).await.unwrap();
     }
     // Migrating again changes nothing; connecting sees the data.
     migrated(&opts).await;

@@ -26,7 +26,7 @@ async fn reopening_keeps_data_and_migrations_run_once() {
     let u = contract::user("keep@example.com");
     {
         let s = SqliteStore::open(&path).await.unwrap();
-        s.create_user(&u, None).await.unwrap();
+        s.create_user(&u, None, &[]).await.unwrap();
     }
     let s = SqliteStore::open(&path).await.unwrap();
     assert_eq!(s.get_user(&u.id).await.unwrap(), Some(u));

@@ -23,7 +23,7 @@ async fn populated(s: &DynStore) {
     let mut users = Vec::new();
     for i in 0..5 {
         let u = contract::user(&format!("user{i}@example.com"));
-        s.create_user(&u, Some(&contract::credential(&u)))
+        s.create_user(&u, Some(&contract::credential(&u)), &[])
             .await
             .unwrap();
         let mut social = Account::credential(&u.id, String::new(), now);
@@ -31,11 +31,11 @@ async fn populated(s: &DynStore) {
         social.account_id = format!("gh-{i}");
         social.password = None;
         social.access_token = Some(format!("token-{i}"));
-        s.create_account(&social).await.unwrap();
-        s.create_session(&contract::session(&u)).await.unwrap();
+        s.create_account(&social, &[]).await.unwrap();
+        s.create_session(&contract::session(&u), &[]).await.unwrap();
         let mut old = contract::session(&u);
         old.expires_at = now - Duration::hours(1);
-        s.create_session(&old).await.unwrap();
+        s.create_session(&old, &[]).await.unwrap();
         users.push(s.get_user(&u.id).await.unwrap().unwrap());
     }
     for (n, slug) in ["acme", "globex"].iter().enumerate() {
@@ -55,7 +55,7 @@ async fn populated(s: &DynStore) {
             team_id: None,
             created_at: now,
         };
-        s.create_organization(&o, &member(&users[n], "owner"), None)
+        s.create_organization(&o, &member(&users[n], "owner"), None, &[])
             .await
             .unwrap();
         let team = Team {
@@ -105,6 +105,7 @@ async fn populated(s: &DynStore) {
                     created_at: now,
                 }),
             ],
+            &[],
         )
         .await
         .unwrap();

@@ -1,7 +1,9 @@
 //! The typed handle through which every change of one organization is asked of its actor.
 use super::{Acting, OrgActor, OrgMsg, OrgPatch, Reply, RoleChange, TeamChange, TeamOutcome};
+use crate::events::Ctx;
 use crate::{ActorError, Actors};
 use policy::Permissions;
+use std::sync::Arc;
 use storage::{
     Invitation, InvitationId, Member, MemberId, OrgId, Organization, OrganizationRole, Team,
     TeamId, UserId,
@@ -12,11 +14,22 @@ use storage::{
 pub struct OrgHandle {
     actors: Actors,
     id: OrgId,
+    ctx: Arc<Ctx>,
 }
 
 impl OrgHandle {
     pub(crate) fn new(actors: Actors, id: OrgId) -> Self {
-        Self { actors, id }
+        Self {
+            actors,
+            id,
+            ctx: Arc::default(),
+        }
+    }
+
+    /// Asks with `ctx`: the audit records to keep with the decision and the mail to send.
+    pub fn with(mut self, ctx: Ctx) -> Self {
+        self.ctx = Arc::new(ctx);
+        self
     }
 
     pub async fn update(
@@ -168,6 +181,7 @@ impl OrgHandle {
             .actors
             .call(
                 "org",
+                &self.ctx,
                 &self.id,
                 || OrgActor {
                     shared: shared.clone(),

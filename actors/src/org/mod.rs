@@ -15,6 +15,7 @@ mod teams;
 
 pub use handle::OrgHandle;
 
+use crate::events::{data, Ctx, Emit, Facts, When};
 use crate::runtime::{Envelope, Idle};
 use crate::{ActorError, Rule, Shared};
 use policy::{Permissions, Policy};
@@ -154,6 +155,8 @@ pub(crate) struct OrgState {
     /// Memberships read at one version of the organization.
     members: Members,
     idle: Idle,
+    /// What the message being handled adds to its decision (see `events`).
+    ctx: Arc<Ctx>,
 }
 
 /// Memberships read at one version of the organization, so a decision does not read again
@@ -242,6 +245,7 @@ impl Actor for OrgActor {
             policy: None,
             members: Members::default(),
             idle: Idle::start(&myself, self.shared.config.idle_timeout),
+            ctx: Arc::default(),
         })
     }
 
@@ -251,9 +255,10 @@ impl Actor for OrgActor {
         envelope: Envelope<OrgMsg>,
         state: &mut OrgState,
     ) -> Result<(), ActorProcessingErr> {
-        let Some(msg) = state.idle.open(&myself, envelope) else {
+        let Some((msg, ctx)) = state.idle.open(&myself, envelope) else {
             return Ok(());
         };
+        state.ctx = ctx;
         // Memberships read by earlier messages are trusted again only once this message has
         // read the organization's version.
         state.members.fresh = false;
@@ -379,6 +384,35 @@ impl<T> Decision<T> {
     }
 }
 
+/// What a decision's answer tells its events: the member and the invitation it was about.
+pub(crate) trait Answer {
+    fn facts(&self) -> (Option<&Member>, Option<&Invitation>) {
+        (None, None)
+    }
+}
+
+impl Answer for Member {
+    fn facts(&self) -> (Option<&Member>, Option<&Invitation>) {
+        (Some(self), None)
+    }
+}
+
+impl Answer for Invitation {
+    fn facts(&self) -> (Option<&Member>, Option<&Invitation>) {
+        (None, Some(self))
+    }
+}
+
+impl Answer for (Invitation, Option<Member>) {
+    fn facts(&self) -> (Option<&Member>, Option<&Invitation>) {
+        (self.1.as_ref(), Some(&self.0))
+    }
+}
+
+impl Answer for Organization {}
+impl Answer for TeamOutcome {}
+impl Answer for OrganizationRole {}
+
 /// After writing a decision: done (written, or refused), or decide again.
 pub(crate) enum Step<T> {
     Done(Result<T, ActorError>),
@@ -452,14 +486,20 @@ fn conflict_error(what: &'static str) -> ActorError {
 
 impl OrgActor {
     /// Writes a decision under the organization's version (see [`guarded!`]).
-    async fn commit<T>(&self, state: &mut OrgState, d: Decision<T>) -> Step<T> {
+    async fn commit<T: Answer>(&self, state: &mut OrgState, d: Decision<T>) -> Step<T> {
+        let events = self.events_of(state, &d);
         if d.unchanged {
-            return Step::Done(Ok(d.value));
+            // Nothing changes (an invitation sent again): what the request asked to keep and
+            // send still is.
+            return Step::Done(match self.shared.store.append_events(&events).await {
+                Ok(()) => Ok(d.value),
+                Err(e) => Err(e.into()),
+            });
         }
         match self
             .shared
             .store
-            .change_organization(&d.next, &d.changes)
+            .change_organization(&d.next, &d.changes, &events)
             .await
         {
             Ok(()) => {
@@ -470,6 +510,69 @@ impl OrgActor {
             Err(StoreError::Conflict(what)) => Step::Done(Err(conflict_error(what))),
             Err(e) => Step::Done(Err(e.into())),
         }
+    }
+
+    /// What a decision emits: a domain event per change (the object from the change, or from
+    /// the decision's answer), and the request's notes and mail.
+    fn events_of<T: Answer>(&self, state: &OrgState, d: &Decision<T>) -> Vec<storage::Event> {
+        let (member, invitation) = d.value.facts();
+        let mut e = Emit::org(&state.id, self.shared.clock.now());
+        if d.unchanged {
+            return e.request(&state.ctx, &Facts::default()).done();
+        }
+        let mut happened = Vec::new();
+        if d.changes.is_empty() {
+            e = e.domain("organization.updated", data::org(&d.next));
+        }
+        let about_member = || member.map(data::member).unwrap_or_default();
+        let about_invitation = || invitation.map(data::invitation).unwrap_or_default();
+        for c in &d.changes {
+            e = match c {
+                OrgChange::AddMember(m) => {
+                    happened.push(When::MemberAdded);
+                    e.domain("member.added", data::member(m))
+                }
+                OrgChange::SetMemberRole { .. } => e.domain("member.role_changed", about_member()),
+                OrgChange::RemoveMember(_) => e.domain("member.removed", about_member()),
+                OrgChange::Invite(i) => e.domain("invitation.created", data::invitation(i)),
+                OrgChange::TransitionInvitation { to, .. } => {
+                    let name = match to {
+                        storage::InvitationStatus::Accepted => "invitation.accepted",
+                        storage::InvitationStatus::Rejected => "invitation.rejected",
+                        _ => "invitation.canceled",
+                    };
+                    e.domain(name, about_invitation())
+                }
+                OrgChange::CreateTeam(t) => e.domain("team.created", data::team(t)),
+                OrgChange::UpdateTeam(t) => e.domain("team.updated", data::team(t)),
+                OrgChange::DeleteTeam(t) => e.domain("team.deleted", serde_json::json!({"id": t})),
+                OrgChange::AddTeamMember(tm) => e.domain(
+                    "team.member_added",
+                    serde_json::json!({"teamId": tm.team_id, "userId": tm.user_id}),
+                ),
+                OrgChange::RemoveTeamMember { team, user } => e.domain(
+                    "team.member_removed",
+                    serde_json::json!({"teamId": team, "userId": user}),
+                ),
+                OrgChange::CreateRole(r) => e.domain(
+                    "role.created",
+                    serde_json::json!({"id": r.id, "role": r.role, "organizationId": r.organization_id}),
+                ),
+                OrgChange::UpdateRole(r) => e.domain(
+                    "role.updated",
+                    serde_json::json!({"id": r.id, "role": r.role, "organizationId": r.organization_id}),
+                ),
+                OrgChange::DeleteRole(r) => e.domain("role.deleted", serde_json::json!({"id": r})),
+            };
+        }
+        let facts = Facts {
+            member,
+            invitation,
+            org: Some(&d.next),
+            happened: &happened,
+            ..Facts::default()
+        };
+        e.request(&state.ctx, &facts).done()
     }
 
     /// The organization as stored now (every decision starts here).
@@ -605,10 +708,20 @@ impl OrgActor {
             let org = self.org(state).await?;
             self.check(state, &org, acting, "organization", "delete")
                 .await?;
+            let events = Emit::org(&state.id, self.shared.clock.now())
+                .domain("organization.deleted", data::org(&org))
+                .request(
+                    &state.ctx,
+                    &Facts {
+                        org: Some(&org),
+                        ..Facts::default()
+                    },
+                )
+                .done();
             match self
                 .shared
                 .store
-                .delete_organization(&state.id, org.version)
+                .delete_organization(&state.id, org.version, &events)
                 .await
             {
                 Ok(()) => return Ok(org),

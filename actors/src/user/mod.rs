@@ -1,4 +1,5 @@
 //! The user actor: owns the changes of one user's sessions and profile.
+use crate::events::{data, Ctx, Emit, Facts};
 use crate::runtime::{Attempts, Envelope, Idle};
 use crate::{Acting, ActorError, Actors, Rule, Shared};
 use chrono::{DateTime, Utc};
@@ -111,8 +112,9 @@ pub(crate) enum UserMsg {
     Social(social::SocialMsg),
     CreateSession(NewSession, Reply<Session>),
     IssueResetToken {
+        token: String,
         lifetime: chrono::Duration,
-        reply: Reply<String>,
+        reply: Reply<()>,
     },
     ResetPassword {
         token: String,
@@ -229,18 +231,26 @@ impl Actor for UserActor {
         envelope: Envelope<UserMsg>,
         state: &mut UserState,
     ) -> Result<(), ActorProcessingErr> {
-        let Some(msg) = state.idle.open(&myself, envelope) else {
+        let Some((msg, ctx)) = state.idle.open(&myself, envelope) else {
             return Ok(());
         };
+        let ctx = ctx.as_ref();
         let shown = msg.shows_in_organizations();
         // A reply fails only when the caller gave up waiting; nothing to do then.
         match msg {
-            UserMsg::Social(m) => self.social(&state.id, m).await,
+            UserMsg::Social(m) => self.social(&state.id, m, ctx).await,
             UserMsg::CreateSession(new, reply) => {
-                let _ = reply.send(self.create_session(&state.id, new).await);
+                let _ = reply.send(self.create_session(&state.id, new, ctx).await);
             }
-            UserMsg::IssueResetToken { lifetime, reply } => {
-                let _ = reply.send(self.issue_reset_token(&state.id, lifetime).await);
+            UserMsg::IssueResetToken {
+                token,
+                lifetime,
+                reply,
+            } => {
+                let r = self
+                    .issue_reset_token(&state.id, token, lifetime, ctx)
+                    .await;
+                let _ = reply.send(r);
             }
             UserMsg::ResetPassword {
                 token,
@@ -249,7 +259,7 @@ impl Actor for UserActor {
                 reply,
             } => {
                 let r = self
-                    .reset_password(&state.id, &token, hash, revoke_sessions)
+                    .reset_password(&state.id, &token, hash, revoke_sessions, ctx)
                     .await;
                 let _ = reply.send(r);
             }
@@ -257,7 +267,7 @@ impl Actor for UserActor {
                 revoke_sessions,
                 reply,
             } => {
-                let _ = reply.send(self.verify_email(&state.id, revoke_sessions).await);
+                let _ = reply.send(self.verify_email(&state.id, revoke_sessions, ctx).await);
             }
             UserMsg::ConfirmEmailChange {
                 id,
@@ -266,7 +276,7 @@ impl Actor for UserActor {
                 reply,
             } => {
                 let r = self
-                    .confirm_email_change(&state.id, &id, new_email, apply)
+                    .confirm_email_change(&state.id, &id, new_email, apply, ctx)
                     .await;
                 let _ = reply.send(r);
             }
@@ -278,22 +288,17 @@ impl Actor for UserActor {
                 let _ = reply.send(self.refresh_session(&state.id, &token, dont_remember).await);
             }
             UserMsg::RevokeSession(token, reply) => {
-                let _ = reply.send(self.revoke_session(&state.id, &token).await);
+                let _ = reply.send(self.revoke_session(&state.id, &token, ctx).await);
             }
             UserMsg::RevokeSessions { keep, reply } => {
-                let r = self
-                    .shared
-                    .store
-                    .delete_user_sessions(&state.id, keep.as_deref())
-                    .await
-                    .map_err(Into::into);
-                let _ = reply.send(r);
+                let _ = reply.send(self.revoke_sessions(&state.id, keep.as_deref(), ctx).await);
             }
             UserMsg::UpdateUser(patch, reply) => {
-                let _ = reply.send(self.update_user(&state.id, patch).await);
+                let _ = reply.send(self.update_user(&state.id, patch, ctx).await);
             }
             UserMsg::SetPassword(hash, how, reply) => {
-                let _ = reply.send(self.set_password(&state.id, hash, how).await);
+                let events = self.request(&state.id, ctx, &Facts::default());
+                let _ = reply.send(self.set_password(&state.id, hash, how, &events).await);
             }
             UserMsg::UnlinkAccount {
                 provider_id,
@@ -307,18 +312,13 @@ impl Actor for UserActor {
                         provider_id.as_deref(),
                         account_id.as_deref(),
                         allow_unlinking_all,
+                        ctx,
                     )
                     .await;
                 let _ = reply.send(r);
             }
             UserMsg::DeleteUser(reply) => {
-                let r = self
-                    .shared
-                    .store
-                    .delete_user(&state.id)
-                    .await
-                    .map_err(Into::into);
-                let _ = reply.send(r);
+                let _ = reply.send(self.delete_user(&state.id, ctx).await);
             }
             UserMsg::CreateOrganization {
                 org,
@@ -327,15 +327,14 @@ impl Actor for UserActor {
                 activate,
                 reply,
             } => {
-                let (org, owner) = *org;
                 let r = self
                     .create_organization(
                         &state.id,
-                        org,
-                        owner,
+                        *org,
                         limit,
                         default_team,
                         activate.as_deref(),
+                        ctx,
                     )
                     .await;
                 let _ = reply.send(r);
@@ -347,7 +346,7 @@ impl Actor for UserActor {
                 reply,
             } => {
                 let r = self
-                    .accept_invitation(&state.id, org, invitation, &token)
+                    .accept_invitation(&state.id, org, invitation, &token, ctx)
                     .await;
                 let _ = reply.send(r);
             }
@@ -358,7 +357,7 @@ impl Actor for UserActor {
                 reply,
             } => {
                 let r = self
-                    .leave_organization(&state.id, org, member, &token)
+                    .leave_organization(&state.id, org, member, &token, ctx)
                     .await;
                 let _ = reply.send(r);
             }
@@ -367,12 +366,12 @@ impl Actor for UserActor {
                 lifetime,
                 reply,
             } => {
-                let _ = reply.send(self.issue_token(&state.id, identifier, lifetime).await);
+                let _ = reply.send(self.issue_token(&state.id, identifier, lifetime, ctx).await);
             }
             UserMsg::DeleteWithToken { identifier, reply } => {
                 let r = async {
                     self.take_token(&state.id, &identifier).await?;
-                    Ok(self.shared.store.delete_user(&state.id).await?)
+                    self.delete_user(&state.id, ctx).await
                 }
                 .await;
                 let _ = reply.send(r);
@@ -384,7 +383,7 @@ impl Actor for UserActor {
                 reply,
             } => {
                 let r = self
-                    .change_password(&state.id, &current_hash, new_hash, new_session)
+                    .change_password(&state.id, &current_hash, new_hash, new_session, ctx)
                     .await;
                 let _ = reply.send(r);
             }
@@ -411,6 +410,11 @@ impl UserActor {
         self.shared.clock.now()
     }
 
+    /// The request's notes and mail, as events of this user.
+    fn request(&self, user: &UserId, ctx: &Ctx, facts: &Facts<'_>) -> Vec<storage::Event> {
+        Emit::user(user, self.now()).request(ctx, facts).done()
+    }
+
     /// Refuses a banned user (`Banned`); a ban that has ended is lifted here.
     async fn check_not_banned(&self, id: &UserId) -> Result<(), ActorError> {
         let store = &self.shared.store;
@@ -432,7 +436,7 @@ impl UserActor {
             user.ban_expires = None;
             user.updated_at = now;
             user.version += 1;
-            match store.update_user(&user).await {
+            match store.update_user(&user, &[]).await {
                 Ok(()) => return Ok(()),
                 Err(storage::StoreError::ConcurrentModification) => continue,
                 Err(e) => return Err(e.into()),
@@ -441,7 +445,12 @@ impl UserActor {
         Err(contended())
     }
 
-    async fn create_session(&self, user: &UserId, new: NewSession) -> Result<Session, ActorError> {
+    async fn create_session(
+        &self,
+        user: &UserId,
+        new: NewSession,
+        ctx: &Ctx,
+    ) -> Result<Session, ActorError> {
         self.check_not_banned(user).await?;
         let now = self.now();
         let policy = &self.shared.config.sessions;
@@ -463,9 +472,19 @@ impl UserActor {
             active_team_id: None,
             impersonated_by: new.impersonated_by,
         };
+        let events = Emit::user(user, now)
+            .domain("session.created", data::session(&session))
+            .request(
+                ctx,
+                &Facts {
+                    session: Some(&session),
+                    ..Facts::default()
+                },
+            )
+            .done();
         self.shared
             .store
-            .create_session(&session)
+            .create_session(&session, &events)
             .await
             .map_err(|e| match e {
                 // The user is gone (deleted meanwhile).
@@ -476,7 +495,13 @@ impl UserActor {
         // seen now (and this session goes), or it was written after this session and its
         // revocation of every session removes this one too.
         if let Err(e) = self.check_not_banned(user).await {
-            self.shared.store.delete_session(&session.token).await?;
+            let events = Emit::user(user, self.now())
+                .domain("session.revoked", data::session(&session))
+                .done();
+            self.shared
+                .store
+                .delete_session(&session.token, &events)
+                .await?;
             return Err(e);
         }
         Ok(session)
@@ -499,7 +524,7 @@ impl UserActor {
         }
         let now = self.now();
         if session.expires_at <= now {
-            store.delete_session(token).await?;
+            store.delete_session(token, &[]).await?;
             return Ok(None);
         }
         let policy = &self.shared.config.sessions;
@@ -544,12 +569,61 @@ impl UserActor {
         }
     }
 
-    async fn revoke_session(&self, user: &UserId, token: &str) -> Result<bool, ActorError> {
+    async fn revoke_session(
+        &self,
+        user: &UserId,
+        token: &str,
+        ctx: &Ctx,
+    ) -> Result<bool, ActorError> {
         let store = &self.shared.store;
         match store.get_session(token).await? {
-            Some(s) if &s.user_id == user => Ok(store.delete_session(token).await?),
+            Some(s) if &s.user_id == user => {
+                let events = Emit::user(user, self.now())
+                    .domain("session.revoked", data::session(&s))
+                    .request(
+                        ctx,
+                        &Facts {
+                            session: Some(&s),
+                            ..Facts::default()
+                        },
+                    )
+                    .done();
+                Ok(store.delete_session(token, &events).await?)
+            }
             _ => Ok(false),
         }
+    }
+
+    /// Revokes every session of the user but `keep`; how many.
+    async fn revoke_sessions(
+        &self,
+        user: &UserId,
+        keep: Option<&str>,
+        ctx: &Ctx,
+    ) -> Result<u64, ActorError> {
+        let events = Emit::user(user, self.now())
+            .domain(
+                "session.revoked",
+                serde_json::json!({ "userId": user, "allSessions": keep.is_none() }),
+            )
+            .request(ctx, &Facts::default())
+            .done();
+        Ok(self
+            .shared
+            .store
+            .delete_user_sessions(user, keep, &events)
+            .await?)
+    }
+
+    /// Deletes the user with everything that belongs to it.
+    async fn delete_user(&self, user: &UserId, ctx: &Ctx) -> Result<(), ActorError> {
+        let store = &self.shared.store;
+        let gone = store.get_user(user).await?.ok_or(ActorError::NotFound)?;
+        let events = Emit::user(user, self.now())
+            .domain("user.deleted", data::user(&gone))
+            .request(ctx, &Facts::default())
+            .done();
+        Ok(store.delete_user(user, &events).await?)
     }
 
     /// Creates an organization owned by this user; counted here, so concurrent creates by one
@@ -559,14 +633,26 @@ impl UserActor {
     async fn create_organization(
         &self,
         user: &UserId,
-        org: Organization,
-        owner: Member,
+        (org, owner): (Organization, Member),
         limit: Option<u32>,
         default_team: bool,
         activate: Option<&str>,
+        ctx: &Ctx,
     ) -> Result<Option<Session>, ActorError> {
         let store = &self.shared.store;
         let mut created = false;
+        let events = Emit::org(&org.id, self.now())
+            .domain("organization.created", data::org(&org))
+            .domain("member.added", data::member(&owner))
+            .request(
+                ctx,
+                &Facts {
+                    org: Some(&org),
+                    member: Some(&owner),
+                    ..Facts::default()
+                },
+            )
+            .done();
         let mut attempts = Attempts::new();
         while attempts.next().await {
             // With a limit, the count is decided on the user's version: a membership gained
@@ -581,7 +667,10 @@ impl UserActor {
                 }
                 None => None,
             };
-            match store.create_organization(&org, &owner, version).await {
+            match store
+                .create_organization(&org, &owner, version, &events)
+                .await
+            {
                 Ok(()) => {
                     created = true;
                     break;
@@ -644,10 +733,12 @@ impl UserActor {
         org: OrgId,
         invitation: InvitationId,
         token: &str,
+        ctx: &Ctx,
     ) -> Result<Accepted, ActorError> {
         let (invitation, member) = self
             .actors
             .org(org.clone())
+            .with(ctx.clone())
             .respond_invitation(user.clone(), invitation, true)
             .await?;
         // An invitation to a team also makes that team the active one (as better-auth).
@@ -678,8 +769,9 @@ impl UserActor {
         org: OrgId,
         member: Option<MemberId>,
         token: &str,
+        ctx: &Ctx,
     ) -> Result<(Member, Option<Session>), ActorError> {
-        let handle = self.actors.org(org.clone());
+        let handle = self.actors.org(org.clone()).with(ctx.clone());
         let removed = match member {
             None => handle.leave(user.clone()).await?,
             Some(m) => handle.remove_member(Acting::User(user.clone()), m).await?,
@@ -707,6 +799,7 @@ impl UserActor {
         current_hash: &str,
         new_hash: String,
         new_session: Option<NewSession>,
+        ctx: &Ctx,
     ) -> Result<Option<Session>, ActorError> {
         let store = &self.shared.store;
         let current = store
@@ -718,22 +811,25 @@ impl UserActor {
         if current.as_deref() != Some(current_hash) {
             return Err(ActorError::Refused(Rule::InvalidPassword));
         }
-        self.set_password(user, new_hash, PasswordChange::OnlyIfExists)
+        let events = self.request(user, ctx, &Facts::default());
+        self.set_password(user, new_hash, PasswordChange::OnlyIfExists, &events)
             .await?;
         match new_session {
             Some(new) => {
-                store.delete_user_sessions(user, None).await?;
-                Ok(Some(self.create_session(user, new).await?))
+                self.revoke_sessions(user, None, &Ctx::default()).await?;
+                Ok(Some(self.create_session(user, new, &Ctx::default()).await?))
             }
             None => Ok(None),
         }
     }
 
+    /// `events` are stored with the credential's change.
     async fn set_password(
         &self,
         id: &UserId,
         hash: String,
         how: PasswordChange,
+        events: &[storage::Event],
     ) -> Result<(), ActorError> {
         let store = &self.shared.store;
         let now = self.now();
@@ -749,7 +845,7 @@ impl UserActor {
             (Some(mut a), _) => {
                 a.password = Some(hash);
                 a.updated_at = now;
-                store.update_account(&a).await?;
+                store.update_account(&a, events).await?;
             }
             (None, PasswordChange::OnlyIfExists) => {
                 return Err(ActorError::Refused(Rule::AccountNotFound))
@@ -757,7 +853,7 @@ impl UserActor {
             (None, _) => {
                 store.get_user(id).await?.ok_or(ActorError::NotFound)?;
                 store
-                    .create_account(&Account::credential(id, hash, now))
+                    .create_account(&Account::credential(id, hash, now), events)
                     .await?;
             }
         }
@@ -770,28 +866,25 @@ impl UserActor {
 
     /// A new password-reset token; every older one of the user stops working (only the newest
     /// mailed link resets). Serialized here, so two concurrent requests leave one valid token.
+    /// The mailed link (the request's mail) is stored with the token.
     async fn issue_reset_token(
         &self,
         user: &UserId,
+        token: String,
         lifetime: chrono::Duration,
-    ) -> Result<String, ActorError> {
+        ctx: &Ctx,
+    ) -> Result<(), ActorError> {
         let store = &self.shared.store;
         store
             .delete_verifications_of(&user.0, RESET_PASSWORD_PREFIX)
             .await?;
-        let token = storage::random_string(24);
-        let now = self.now();
-        store
-            .create_verification(&Verification {
-                id: VerificationId::generate(),
-                identifier: format!("{RESET_PASSWORD_PREFIX}{token}"),
-                value: user.0.clone(),
-                expires_at: now + lifetime,
-                created_at: now,
-                updated_at: now,
-            })
-            .await?;
-        Ok(token)
+        self.issue_token(
+            user,
+            format!("{RESET_PASSWORD_PREFIX}{token}"),
+            lifetime,
+            ctx,
+        )
+        .await
     }
 
     /// Stores a single-use token `identifier` pointing at this user (delete-account links,
@@ -801,18 +894,23 @@ impl UserActor {
         user: &UserId,
         identifier: String,
         lifetime: chrono::Duration,
+        ctx: &Ctx,
     ) -> Result<(), ActorError> {
         let now = self.now();
+        let events = self.request(user, ctx, &Facts::default());
         self.shared
             .store
-            .create_verification(&Verification {
-                id: VerificationId::generate(),
-                identifier,
-                value: user.0.clone(),
-                expires_at: now + lifetime,
-                created_at: now,
-                updated_at: now,
-            })
+            .create_verification(
+                &Verification {
+                    id: VerificationId::generate(),
+                    identifier,
+                    value: user.0.clone(),
+                    expires_at: now + lifetime,
+                    created_at: now,
+                    updated_at: now,
+                },
+                &events,
+            )
             .await?;
         Ok(())
     }
@@ -843,6 +941,7 @@ impl UserActor {
         token: &str,
         hash: String,
         revoke_sessions: bool,
+        ctx: &Ctx,
     ) -> Result<ResetOutcome, ActorError> {
         let store = &self.shared.store;
         self.take_token(user, &format!("{RESET_PASSWORD_PREFIX}{token}"))
@@ -851,9 +950,18 @@ impl UserActor {
             .get_user(user)
             .await?
             .ok_or(ActorError::Refused(Rule::InvalidToken))?;
-        self.set_password(user, hash, PasswordChange::Upsert)
-            .await?;
         let unproven = !u.email_verified;
+        let sessions_revoked = revoke_sessions || unproven;
+        let events = self.request(
+            user,
+            ctx,
+            &Facts {
+                sessions_revoked: Some(sessions_revoked),
+                ..Facts::default()
+            },
+        );
+        self.set_password(user, hash, PasswordChange::Upsert, &events)
+            .await?;
         if unproven {
             self.update_user(
                 user,
@@ -861,12 +969,12 @@ impl UserActor {
                     email_verified: Some(true),
                     ..UserPatch::default()
                 },
+                &Ctx::default(),
             )
             .await?;
         }
-        let sessions_revoked = revoke_sessions || unproven;
         if sessions_revoked {
-            store.delete_user_sessions(user, None).await?;
+            self.revoke_sessions(user, None, &Ctx::default()).await?;
         }
         Ok(ResetOutcome { sessions_revoked })
     }
@@ -879,23 +987,35 @@ impl UserActor {
         &self,
         user: &UserId,
         revoke_sessions: bool,
+        ctx: &Ctx,
     ) -> Result<(User, bool), ActorError> {
         let store = &self.shared.store;
         let u = store.get_user(user).await?.ok_or(ActorError::NotFound)?;
         if u.email_verified {
+            let events = self.request(
+                user,
+                ctx,
+                &Facts {
+                    sessions_revoked: Some(false),
+                    ..Facts::default()
+                },
+            );
+            store.append_events(&events).await?;
             return Ok((u, false));
         }
         let u = self
-            .update_user(
+            .change_user(
                 user,
                 UserPatch {
                     email_verified: Some(true),
                     ..UserPatch::default()
                 },
+                ctx,
+                Some(revoke_sessions),
             )
             .await?;
         if revoke_sessions {
-            store.delete_user_sessions(user, None).await?;
+            self.revoke_sessions(user, None, &Ctx::default()).await?;
         }
         Ok((u, revoke_sessions))
     }
@@ -909,16 +1029,16 @@ impl UserActor {
         id: &str,
         new_email: String,
         apply: bool,
+        ctx: &Ctx,
     ) -> Result<User, ActorError> {
         self.take_token(user, &format!("{CHANGE_EMAIL_PREFIX}{id}"))
             .await?;
         if !apply {
-            return self
-                .shared
-                .store
-                .get_user(user)
-                .await?
-                .ok_or(ActorError::NotFound);
+            let store = &self.shared.store;
+            store
+                .append_events(&self.request(user, ctx, &Facts::default()))
+                .await?;
+            return store.get_user(user).await?.ok_or(ActorError::NotFound);
         }
         self.update_user(
             user,
@@ -927,6 +1047,7 @@ impl UserActor {
                 email_verified: Some(true),
                 ..UserPatch::default()
             },
+            ctx,
         )
         .await
     }
@@ -937,8 +1058,10 @@ impl UserActor {
         provider_id: Option<&str>,
         account_id: Option<&str>,
         allow_unlinking_all: bool,
+        ctx: &Ctx,
     ) -> Result<(), ActorError> {
         let store = &self.shared.store;
+        let events = self.request(id, ctx, &Facts::default());
         let mut attempts = Attempts::new();
         while attempts.next().await {
             let user = store.get_user(id).await?.ok_or(ActorError::NotFound)?;
@@ -957,7 +1080,10 @@ impl UserActor {
             }
             // Decided on the user's version: an unlink (or link) made meanwhile, here or in
             // another process, makes this one decide again.
-            match store.delete_account(id, &target.id, user.version).await {
+            match store
+                .delete_account(id, &target.id, user.version, &events)
+                .await
+            {
                 Err(storage::StoreError::ConcurrentModification) => continue,
                 other => return Ok(other?),
             }
@@ -967,7 +1093,23 @@ impl UserActor {
 
     /// Applies `patch` to the user as stored now; when another process changed the user
     /// meanwhile (its version moved), applies it again to the newer row: no change is lost.
-    async fn update_user(&self, id: &UserId, patch: UserPatch) -> Result<User, ActorError> {
+    async fn update_user(
+        &self,
+        id: &UserId,
+        patch: UserPatch,
+        ctx: &Ctx,
+    ) -> Result<User, ActorError> {
+        self.change_user(id, patch, ctx, None).await
+    }
+
+    /// [`UserActor::update_user`], telling the request's notes whether sessions were revoked.
+    async fn change_user(
+        &self,
+        id: &UserId,
+        patch: UserPatch,
+        ctx: &Ctx,
+        sessions_revoked: Option<bool>,
+    ) -> Result<User, ActorError> {
         let store = &self.shared.store;
         let mut attempts = Attempts::new();
         while attempts.next().await {
@@ -1002,10 +1144,20 @@ impl UserActor {
             }
             user.updated_at = self.now();
             user.version += 1;
-            match store.update_user(&user).await {
+            let events = Emit::user(id, self.now())
+                .domain("user.updated", data::user(&user))
+                .request(
+                    ctx,
+                    &Facts {
+                        sessions_revoked,
+                        ..Facts::default()
+                    },
+                )
+                .done();
+            match store.update_user(&user, &events).await {
                 Ok(()) => {
                     if matches!(patch.ban, Some(BanChange::Ban { .. })) {
-                        store.delete_user_sessions(id, None).await?;
+                        self.revoke_sessions(id, None, &Ctx::default()).await?;
                     }
                     return Ok(user);
                 }
@@ -1031,11 +1183,22 @@ fn contended() -> ActorError {
 pub struct UserHandle {
     actors: Actors,
     id: UserId,
+    ctx: Arc<Ctx>,
 }
 
 impl UserHandle {
     pub(crate) fn new(actors: Actors, id: UserId) -> Self {
-        Self { actors, id }
+        Self {
+            actors,
+            id,
+            ctx: Arc::default(),
+        }
+    }
+
+    /// Asks with `ctx`: the audit records to keep with the decision and the mail to send.
+    pub fn with(mut self, ctx: Ctx) -> Self {
+        self.ctx = Arc::new(ctx);
+        self
     }
 
     pub async fn create_session(&self, new: NewSession) -> Result<Session, ActorError> {
@@ -1191,13 +1354,19 @@ impl UserHandle {
         .await
     }
 
-    /// A new password-reset token for the mailed link; older ones of this user stop working.
+    /// Stores `token` as the user's password-reset token, with the mail that carries its link
+    /// (the request's); older ones of this user stop working.
     pub async fn issue_reset_token(
         &self,
+        token: &str,
         lifetime: chrono::Duration,
-    ) -> Result<String, ActorError> {
-        self.call(|reply| UserMsg::IssueResetToken { lifetime, reply })
-            .await
+    ) -> Result<(), ActorError> {
+        self.call(|reply| UserMsg::IssueResetToken {
+            token: token.to_owned(),
+            lifetime,
+            reply,
+        })
+        .await
     }
 
     /// Resets the password with a mailed token (see the actor method for what else it does).
@@ -1290,6 +1459,7 @@ impl UserHandle {
             .actors
             .call(
                 "user",
+                &self.ctx,
                 &self.id,
                 || UserActor {
                     shared: shared.clone(),

@@ -3,6 +3,7 @@
 //! provider returned on a later sign-in. Decided in the user's actor, on the user as stored
 //! now; the store's unique (provider, account id) decides between processes.
 use super::{contended, Reply, UserActor};
+use crate::events::{data, Ctx, Emit, Facts, When};
 use crate::runtime::Attempts;
 use crate::{ActorError, Rule};
 use chrono::{DateTime, Utc};
@@ -109,14 +110,14 @@ pub struct SignedIn {
 }
 
 impl UserActor {
-    pub(super) async fn social(&self, id: &UserId, msg: SocialMsg) {
+    pub(super) async fn social(&self, id: &UserId, msg: SocialMsg, ctx: &Ctx) {
         match msg {
             SocialMsg::Link {
                 account,
                 mode,
                 reply,
             } => {
-                let _ = reply.send(self.link(id, &account, mode).await);
+                let _ = reply.send(self.link(id, &account, mode, ctx).await);
             }
             SocialMsg::SignedIn {
                 account,
@@ -125,7 +126,7 @@ impl UserActor {
                 reply,
             } => {
                 let r = self
-                    .signed_in(id, &account, update_tokens, override_info)
+                    .signed_in(id, &account, update_tokens, override_info, ctx)
                     .await;
                 let _ = reply.send(r);
             }
@@ -144,8 +145,20 @@ impl UserActor {
         id: &UserId,
         acc: &ProviderAccount,
         mode: LinkMode,
+        ctx: &Ctx,
     ) -> Result<Linked, ActorError> {
         let store = &self.shared.store;
+        // Kept with the account's row: linked (or, linked already, its tokens updated).
+        let events = Emit::user(id, self.now())
+            .request(
+                ctx,
+                &Facts {
+                    happened: &[When::Linked],
+                    user: Some(id),
+                    ..Facts::default()
+                },
+            )
+            .done();
         let user = store.get_user(id).await?.ok_or(ActorError::NotFound)?;
         match mode {
             LinkMode::Implicit { trusted } => {
@@ -179,10 +192,12 @@ impl UserActor {
                 }
                 let mut tokens = acc.tokens.clone();
                 tokens.scope = merge_scopes(existing.scope.as_deref(), tokens.scope.as_deref());
-                return Ok(Linked::Updated(self.write_tokens(existing, &tokens).await?));
+                return Ok(Linked::Updated(
+                    self.write_tokens(existing, &tokens, &events).await?,
+                ));
             }
             let row = acc.row(id, self.now());
-            match store.create_account(&row).await {
+            match store.create_account(&row, &events).await {
                 Ok(()) => return Ok(Linked::Created(row)),
                 // Linked meanwhile (to whom is decided on the next round).
                 Err(StoreError::Conflict(_)) => continue,
@@ -201,6 +216,7 @@ impl UserActor {
         acc: &ProviderAccount,
         update_tokens: bool,
         override_info: Option<(String, Option<String>)>,
+        ctx: &Ctx,
     ) -> Result<SignedIn, ActorError> {
         let store = &self.shared.store;
         if update_tokens {
@@ -211,7 +227,7 @@ impl UserActor {
                 .ok_or(ActorError::Refused(Rule::AccountNotFound))?;
             let mut tokens = acc.tokens.clone();
             tokens.scope = None;
-            self.write_tokens(existing, &tokens).await?;
+            self.write_tokens(existing, &tokens, &[]).await?;
         }
         // The provider's address replaces the user's only when it is a real one and no other
         // user has it (then the rest of the override still applies).
@@ -249,7 +265,20 @@ impl UserActor {
             }
             user.updated_at = self.now();
             user.version += 1;
-            match store.update_user(&user).await {
+            let replaced = (user.email != before.email).then_some(When::EmailReplaced);
+            let events = Emit::user(id, self.now())
+                .domain("user.updated", data::user(&user))
+                .request(
+                    ctx,
+                    &Facts {
+                        happened: replaced.as_slice(),
+                        email_change: Some((&before.email, &user.email)),
+                        user: Some(id),
+                        ..Facts::default()
+                    },
+                )
+                .done();
+            match store.update_user(&user, &events).await {
                 Ok(()) => {
                     let replaced_email = (user.email != before.email).then_some(before.email);
                     return Ok(SignedIn {
@@ -285,7 +314,7 @@ impl UserActor {
             .into_iter()
             .find(|a| &a.id == row)
             .ok_or(ActorError::Refused(Rule::AccountNotFound))?;
-        self.write_tokens(existing, tokens).await
+        self.write_tokens(existing, tokens, &[]).await
     }
 
     /// Writes each token the provider returned over the stored one (a refresh token survives
@@ -294,6 +323,7 @@ impl UserActor {
         &self,
         mut a: Account,
         t: &ProviderTokens,
+        events: &[storage::Event],
     ) -> Result<Account, ActorError> {
         if let Some(v) = &t.access_token {
             a.access_token = Some(v.clone());
@@ -313,7 +343,7 @@ impl UserActor {
             a.scope = Some(v.clone());
         }
         a.updated_at = self.now();
-        self.shared.store.update_account(&a).await?;
+        self.shared.store.update_account(&a, events).await?;
         Ok(a)
     }
 }

@@ -371,7 +371,7 @@ impl AdminApi {
         };
         let user = state
             .actors
-            .admin_create_user(&who.caller, user, account, role)
+            .admin_create_user(&who.caller, user, account, role, &state.noted(ev.clone()))
             .await
             .map_err(ApiError::from);
         let user = state.audited(ev, user).await?;
@@ -573,7 +573,7 @@ impl AdminApi {
             .detail("fields", fields);
         let user = state
             .actors
-            .admin_update_user(&who.caller, &target, change)
+            .admin_update_user(&who.caller, &target, change, &state.noted(ev.clone()))
             .await
             .map_err(ApiError::from);
         let user = state.audited(ev, user).await?;
@@ -601,7 +601,7 @@ impl AdminApi {
             .detail("role", roles.clone());
         let user = state
             .actors
-            .admin_set_role(&who.caller, &target, roles)
+            .admin_set_role(&who.caller, &target, roles, &state.noted(ev.clone()))
             .await
             .map_err(ApiError::from);
         let user = state.audited(ev, user).await?;
@@ -644,7 +644,13 @@ impl AdminApi {
         }
         let user = state
             .actors
-            .admin_ban(&who.caller, &target, reason, expires)
+            .admin_ban(
+                &who.caller,
+                &target,
+                reason,
+                expires,
+                &state.noted(ev.clone()),
+            )
             .await
             .map_err(ApiError::from);
         let user = state.audited(ev, user).await?;
@@ -669,7 +675,7 @@ impl AdminApi {
         let ev = who.event(action::ADMIN_USER_UNBANNED, &target);
         let user = state
             .actors
-            .admin_unban(&who.caller, &target)
+            .admin_unban(&who.caller, &target, &state.noted(ev.clone()))
             .await
             .map_err(ApiError::from);
         let user = state.audited(ev, user).await?;
@@ -717,20 +723,22 @@ impl AdminApi {
     ) -> ApiResult<Json<SuccessResponse>> {
         // Named by its id in the event, never by its token.
         let known = state.reader.get_session(&body.0.session_token.0).await?;
-        let owner = state
-            .actors
-            .admin_revoke_session(&who.caller, &body.0.session_token.0)
-            .await
-            .map_err(ApiError::from);
-        let mut ev = who
+        let ev = who
             .event_about(
                 action::ADMIN_SESSIONS_REVOKED,
                 known.as_ref().map(|s| &s.user_id),
             )
-            .detail("scope", "one");
-        if let Some(s) = &known {
-            ev = ev.target(s.id.0.clone());
-        }
+            .detail("scope", "one")
+            .fill(actors::Fill::TargetSession);
+        let owner = state
+            .actors
+            .admin_revoke_session(
+                &who.caller,
+                &body.0.session_token.0,
+                &state.noted(ev.clone()),
+            )
+            .await
+            .map_err(ApiError::from);
         let owner = state.audited(ev, owner).await?;
         if let Some(owner) = owner {
             state.note_revocation(&owner);
@@ -758,7 +766,7 @@ impl AdminApi {
             .detail("scope", "all");
         let revoked = state
             .actors
-            .admin_revoke_sessions(&who.caller, &target)
+            .admin_revoke_sessions(&who.caller, &target, &state.noted(ev.clone()))
             .await
             .map_err(ApiError::from);
         state.audited(ev, revoked).await?;
@@ -797,15 +805,21 @@ impl AdminApi {
                 .min(i64::MAX as u64) as i64,
         );
         let target = user_id(&body.0.user_id);
-        let ev = who.event(action::ADMIN_IMPERSONATION_STARTED, &target);
+        let ev = who
+            .event(action::ADMIN_IMPERSONATION_STARTED, &target)
+            .fill(actors::Fill::TargetSession);
         let started = state
             .actors
-            .admin_impersonate(&who.caller, &target, new, lifetime)
+            .admin_impersonate(
+                &who.caller,
+                &target,
+                new,
+                lifetime,
+                &state.noted(ev.clone()),
+            )
             .await
             .map_err(ApiError::from);
-        let (session, user) = state
-            .audited_with(ev, started, |ev, (s, _)| ev.target(s.id.0.clone()))
-            .await?;
+        let (session, user) = state.audited(ev, started).await?;
         let n = &state.cookies;
         if let Some(admin) = &who.session {
             // As 1.7: the configured session lifetime (the admin's session may end sooner;
@@ -862,17 +876,17 @@ impl AdminApi {
             .get_user(&admin_id)
             .await?
             .ok_or(Code::AdminSessionNotFound)?;
-        state
-            .actors
-            .user(auth.user.id.clone())
-            .revoke_session(&auth.session.token)
-            .await?;
-        state.note_revocation(&auth.user.id);
         let ev = Event::new(action::ADMIN_IMPERSONATION_STOPPED, &auth.origin)
             .actor(&admin_id)
             .user(&auth.user.id)
             .target(auth.session.id.0.clone());
-        state.audit(ev).await;
+        state
+            .actors
+            .user(auth.user.id.clone())
+            .with(state.noted(ev))
+            .revoke_session(&auth.session.token)
+            .await?;
+        state.note_revocation(&auth.user.id);
         let authed = Authed {
             session: admin_session,
             user: admin,
@@ -908,7 +922,7 @@ impl AdminApi {
         let ev = who.event(action::ADMIN_USER_REMOVED, &target);
         let removed = state
             .actors
-            .admin_remove_user(&who.caller, &target)
+            .admin_remove_user(&who.caller, &target, &state.noted(ev.clone()))
             .await
             .map_err(ApiError::from);
         state.audited(ev, removed).await?;
@@ -941,7 +955,7 @@ impl AdminApi {
             .admin_authorize(&who.caller, actors::AdminAction::SetPassword)
             .map_err(ApiError::from);
         if let Err(e) = allowed {
-            state.audit(ev.failed(e.code)).await;
+            state.record_refusal(ev, e.code).await;
             return Err(e);
         }
         let hash = state
@@ -951,7 +965,7 @@ impl AdminApi {
             .map_err(ApiError::internal)?;
         let set = state
             .actors
-            .admin_set_password(&who.caller, &target, &hash)
+            .admin_set_password(&who.caller, &target, &hash, &state.noted(ev.clone()))
             .await
             .map_err(ApiError::from);
         state.audited(ev, set).await?;

@@ -107,13 +107,15 @@ impl AppState {
         Ok(())
     }
 
-    /// Creates a session through the user's actor and queues its cookies.
+    /// Creates a session through the user's actor and queues its cookies; `ctx`: the audit
+    /// records kept with it.
     pub(crate) async fn start_session(
         &self,
         req: &Request,
         cookies: &PendingCookies,
         user: User,
         remember_me: bool,
+        ctx: actors::Ctx,
     ) -> ApiResult<Authed> {
         let new = NewSession {
             ip_address: client_ip(req),
@@ -124,6 +126,7 @@ impl AppState {
         let session = self
             .actors
             .user(user.id.clone())
+            .with(ctx)
             .create_session(new)
             .await?;
         // A ban that had ended was lifted on the way: answer the user as it now is.
@@ -176,29 +179,33 @@ impl AuthApi {
         let now = state.clock.now();
         let user = User::new(&email, body.name.0, body.image.map(|t| t.0), now);
         let account = Account::credential(&user.id, hash, now);
-        // The store's unique email decides a race between two sign-ups of one address.
-        state.actors.sign_up(&user, &account).await?;
-        tracing::info!(user = %user.id, "user signed up");
         let origin = Origin::of(req);
-        state
-            .audit(
-                Event::new(action::SIGN_UP, &origin)
-                    .own(&user.id)
-                    .detail("method", "email"),
-            )
-            .await;
+        let ctx = state.noted(
+            Event::new(action::SIGN_UP, &origin)
+                .own(&user.id)
+                .detail("method", "email"),
+        );
         let ev = &state.config.email_verification;
-        if (ev.send_on_sign_up || ev.require_email_verification) && state.mailer.enabled() {
-            state
-                .send_verification(
-                    &user,
-                    MailKind::VerifyEmail,
-                    &user.email,
-                    None,
-                    cb.as_deref(),
-                )
-                .await?;
-        }
+        let mail: Vec<_> = ((ev.send_on_sign_up || ev.require_email_verification)
+            && state.mailer.enabled())
+        .then(|| {
+            state.verification_mail(
+                &user,
+                MailKind::VerifyEmail,
+                &user.email,
+                None,
+                cb.as_deref(),
+            )
+        })
+        .into_iter()
+        .collect();
+        // The store's unique email decides a race between two sign-ups of one address.
+        state
+            .actors
+            .sign_up(&user, &account, &state.mailing(ctx, &mail))
+            .await?;
+        tracing::info!(user = %user.id, "user signed up");
+        state.deliver(&mail).await;
         if ev.require_email_verification {
             // No session until the address is verified.
             return Ok(Json(SignUpResponse {
@@ -207,7 +214,13 @@ impl AuthApi {
             }));
         }
         let authed = state
-            .start_session(req, cookies, user, body.remember_me.unwrap_or(true))
+            .start_session(
+                req,
+                cookies,
+                user,
+                body.remember_me.unwrap_or(true),
+                actors::Ctx::default(),
+            )
             .await?;
         Ok(Json(SignUpResponse {
             token: Some(authed.session.token.clone()),
@@ -249,7 +262,7 @@ impl AuthApi {
             .await
         {
             outcome("limited");
-            state.audit(attempt().failed(e.code)).await;
+            state.record_refusal(attempt(), e.code).await;
             return Err(e);
         }
         let user = state.reader.get_user_by_email(&email).await?;
@@ -283,7 +296,7 @@ impl AuthApi {
                 Some(id) => attempt().own(id),
                 None => attempt(),
             };
-            state.audit(ev.failed(Code::InvalidEmailOrPassword)).await;
+            state.record_refusal(ev, Code::InvalidEmailOrPassword).await;
             return Err(Code::InvalidEmailOrPassword.into());
         };
         if state.config.email_verification.require_email_verification && !user.email_verified {
@@ -291,28 +304,26 @@ impl AuthApi {
             let may_mail = state.limit_mail(req, &user.email).await.is_ok();
             if state.mailer.enabled() && may_mail {
                 state
-                    .send_verification(
-                        &user,
-                        MailKind::VerifyEmail,
-                        &user.email,
-                        None,
-                        cb.as_deref(),
-                    )
+                    .send_verification(&user, MailKind::VerifyEmail, &user.email, cb.as_deref())
                     .await?;
             }
             outcome("unverified");
             state
-                .audit(attempt().own(&user.id).failed(Code::EmailNotVerified))
+                .record_refusal(attempt().own(&user.id), Code::EmailNotVerified)
                 .await;
             return Err(Code::EmailNotVerified.into());
         }
         let ev = attempt().own(&user.id);
         let started = state
-            .start_session(req, cookies, user, body.remember_me.unwrap_or(true))
+            .start_session(
+                req,
+                cookies,
+                user,
+                body.remember_me.unwrap_or(true),
+                state.noted(ev.clone().fill(actors::Fill::TargetSession)),
+            )
             .await;
-        let authed = state
-            .audited_with(ev, started, |ev, a| ev.target(a.session.id.0.clone()))
-            .await?;
+        let authed = state.audited(ev, started).await?;
         outcome("success");
         tracing::info!(user = %authed.user.id, "user signed in");
         Ok(SignInAnswer::Ok(
@@ -342,17 +353,17 @@ impl AuthApi {
             return Ok(Json(SuccessResponse { success: true }));
         };
         if let Some(session) = state.reader.get_session(&token).await? {
-            state
-                .actors
-                .user(session.user_id.clone())
-                .revoke_session(&token)
-                .await?;
-            state.note_revocation(&session.user_id);
             let ev = Event::new(action::SIGN_OUT, &Origin::of(req))
                 .own(&session.user_id)
                 .target(session.id.0.clone())
                 .impersonated_by(session.impersonated_by.as_ref());
-            state.audit(ev).await;
+            state
+                .actors
+                .user(session.user_id.clone())
+                .with(state.noted(ev))
+                .revoke_session(&token)
+                .await?;
+            state.note_revocation(&session.user_id);
         }
         Ok(Json(SuccessResponse { success: true }))
     }

@@ -129,29 +129,21 @@ impl SessionApi {
         body: Json<RevokeSessionBody>,
     ) -> ApiResult<Json<StatusResponse>> {
         let user = &auth.user.id;
-        // The audit event names the session by its id, never by its token.
-        let id = state
-            .reader
-            .get_session(&body.0.token.0)
-            .await?
-            .filter(|s| &s.user_id == user)
-            .map(|s| s.id.0);
+        // The audit event names the session by its id (the actor fills it), never its token.
+        let ev = auth
+            .event(action::SESSION_REVOKED)
+            .detail("scope", "one")
+            .fill(actors::Fill::TargetSession);
         let revoked = state
             .actors
             .user(user.clone())
+            .with(state.noted(ev))
             .revoke_session(&body.0.token.0)
             .await?;
         if !revoked {
             return Err(Code::SessionNotFound.into());
         }
         state.note_revocation(user);
-        let ev = auth.event(action::SESSION_REVOKED).detail("scope", "one");
-        state
-            .audit(match id {
-                Some(id) => ev.target(id),
-                None => ev,
-            })
-            .await;
         if body.0.token.0 == auth.session.token {
             cookies.push(state.cookies.clear_all());
         }
@@ -173,15 +165,14 @@ impl SessionApi {
         auth: Principal,
     ) -> ApiResult<Json<StatusResponse>> {
         let user = &auth.user.id;
+        let ev = auth.event(action::SESSION_REVOKED).detail("scope", "all");
         state
             .actors
             .user(user.clone())
+            .with(state.noted(ev))
             .revoke_sessions(None)
             .await?;
         state.note_revocation(user);
-        state
-            .audit(auth.event(action::SESSION_REVOKED).detail("scope", "all"))
-            .await;
         cookies.push(state.cookies.clear_all());
         Ok(Json(StatusResponse { status: true }))
     }
@@ -200,18 +191,16 @@ impl SessionApi {
         auth: Principal,
     ) -> ApiResult<Json<StatusResponse>> {
         let user = &auth.user.id;
+        let ev = auth
+            .event(action::SESSION_REVOKED)
+            .detail("scope", "others");
         state
             .actors
             .user(user.clone())
+            .with(state.noted(ev))
             .revoke_sessions(Some(&auth.session.token))
             .await?;
         state.note_revocation(user);
-        state
-            .audit(
-                auth.event(action::SESSION_REVOKED)
-                    .detail("scope", "others"),
-            )
-            .await;
         Ok(Json(StatusResponse { status: true }))
     }
 }

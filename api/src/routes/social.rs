@@ -443,18 +443,22 @@ impl AppState {
         };
         let allow_sign_up = !provider.cfg.disable_sign_up
             && (!provider.cfg.disable_implicit_sign_up || flow.request_sign_up);
+        let ctx = self.social_notes(&origin, provider_id);
         let signed = self
             .actors
-            .social_sign_in(&SocialSignIn {
-                account,
-                name: info.name.clone(),
-                image: info.image.clone(),
-                trusted: provider.cfg.trusted,
-                allow_sign_up,
-                update_account_on_sign_in: self.config.account.update_account_on_sign_in,
-                implicit_linking: self.config.account.implicit_linking,
-                override_user_info: provider.cfg.override_user_info_on_sign_in,
-            })
+            .social_sign_in(
+                &SocialSignIn {
+                    account,
+                    name: info.name.clone(),
+                    image: info.image.clone(),
+                    trusted: provider.cfg.trusted,
+                    allow_sign_up,
+                    update_account_on_sign_in: self.config.account.update_account_on_sign_in,
+                    implicit_linking: self.config.account.implicit_linking,
+                    override_user_info: provider.cfg.override_user_info_on_sign_in,
+                },
+                &ctx,
+            )
             .await;
         let signed = match signed {
             Ok(s) => s,
@@ -469,11 +473,10 @@ impl AppState {
                     }
                 };
                 let ev = attempt().target(account_email.clone()).failed_because(code);
-                self.audit(ev).await;
+                self.record(self.noted(ev)).await;
                 return self.error_redirect(&error_url, code, None);
             }
         };
-        self.audit_social(&origin, provider_id, &signed).await;
         tracing::info!(user = %signed.user.id, provider = provider_id, created = signed.created, "social sign-in");
         let ev = &self.config.email_verification;
         let require_verified =
@@ -489,7 +492,6 @@ impl AppState {
                     &signed.user,
                     MailKind::VerifyEmail,
                     &signed.user.email,
-                    None,
                     Some(&flow.callback_url),
                 )
                 .await
@@ -499,12 +501,16 @@ impl AppState {
         }
         let user_id = signed.user.id.clone();
         if require_verified && !signed.user.email_verified {
-            let ev = attempt().own(&user_id).failed(Code::EmailNotVerified);
-            self.audit(ev).await;
+            let ev = attempt().own(&user_id);
+            self.record_refusal(ev, Code::EmailNotVerified).await;
             return self.error_redirect(&error_url, "email_not_verified", None);
         }
-        let started = self.start_session(req, cookies, signed.user, true).await;
-        let started = self.audited(attempt().own(&user_id), started).await;
+        let ev = attempt().own(&user_id);
+        let ctx = self.noted(ev.clone().fill(actors::Fill::TargetSession));
+        let started = self
+            .start_session(req, cookies, signed.user, true, ctx)
+            .await;
+        let started = self.audited(ev, started).await;
         if let Err(e) = started {
             if e.code == Code::BannedUser {
                 tracing::info!("social sign-in refused: banned user");
@@ -540,9 +546,13 @@ impl AppState {
         if !alive {
             return self.error_redirect(error_url, "unable_to_link_account", None);
         }
+        let ev = Event::new(action::ACCOUNT_LINKED, origin)
+            .own(&storage::UserId(link.user_id.clone()))
+            .target(provider.id());
         let r = self
             .actors
             .user(storage::UserId(link.user_id.clone()))
+            .with(self.noted(ev.clone()))
             .link_account(
                 account,
                 LinkMode::Explicit {
@@ -551,12 +561,8 @@ impl AppState {
                 },
             )
             .await;
-        let ev = Event::new(action::ACCOUNT_LINKED, origin)
-            .own(&storage::UserId(link.user_id.clone()))
-            .target(provider.id());
         match r {
             Ok(_) => {
-                self.audit(ev).await;
                 tracing::info!(user = %link.user_id, provider = provider.id(), "account linked");
                 Redirect::Found(flow.callback_url.clone())
             }
@@ -572,7 +578,7 @@ impl AppState {
                         "unable_to_link_account"
                     }
                 };
-                self.audit(ev.failed_because(code)).await;
+                self.record(self.noted(ev.failed_because(code))).await;
                 self.error_redirect(error_url, code, None)
             }
         }
@@ -673,31 +679,37 @@ impl AppState {
             .detail("method", "id-token")
             .detail("provider", provider_id);
         let email = account.email.clone();
+        let ctx = self.social_notes(&origin, provider_id);
         let signed = self
             .actors
-            .social_sign_in(&SocialSignIn {
-                account,
-                name: info.name,
-                image: info.image,
-                trusted: p.cfg.trusted,
-                allow_sign_up: !p.cfg.disable_sign_up
-                    && (!p.cfg.disable_implicit_sign_up || request_sign_up),
-                update_account_on_sign_in: self.config.account.update_account_on_sign_in,
-                implicit_linking: self.config.account.implicit_linking,
-                override_user_info: p.cfg.override_user_info_on_sign_in,
-            })
+            .social_sign_in(
+                &SocialSignIn {
+                    account,
+                    name: info.name,
+                    image: info.image,
+                    trusted: p.cfg.trusted,
+                    allow_sign_up: !p.cfg.disable_sign_up
+                        && (!p.cfg.disable_implicit_sign_up || request_sign_up),
+                    update_account_on_sign_in: self.config.account.update_account_on_sign_in,
+                    implicit_linking: self.config.account.implicit_linking,
+                    override_user_info: p.cfg.override_user_info_on_sign_in,
+                },
+                &ctx,
+            )
             .await
             .map_err(ApiError::from);
         let signed = self.audited(attempt.clone().target(email), signed).await?;
-        self.audit_social(&origin, provider_id, &signed).await;
         let attempt = attempt.own(&signed.user.id);
         let require_verified = self.config.email_verification.require_email_verification
             || p.cfg.require_email_verification;
         if require_verified && !signed.user.email_verified {
-            self.audit(attempt.failed(Code::EmailNotVerified)).await;
+            self.record_refusal(attempt, Code::EmailNotVerified).await;
             return Err(Code::EmailNotVerified.into());
         }
-        let started = self.start_session(req, cookies, signed.user, true).await;
+        let ctx = self.noted(attempt.clone().fill(actors::Fill::TargetSession));
+        let started = self
+            .start_session(req, cookies, signed.user, true, ctx)
+            .await;
         let authed = self.audited(attempt, started).await?;
         tracing::info!(user = %authed.user.id, provider = provider_id, "id-token sign-in");
         Ok(StartResponse::Ok(
@@ -719,9 +731,11 @@ impl AppState {
         t: &IdTokenBody,
     ) -> ApiResult<StartResponse> {
         let (p, account, _) = self.verified_id_token(provider_id, t).await?;
+        let ev = auth.event(action::ACCOUNT_LINKED).target(provider_id);
         let linked = self
             .actors
             .user(auth.user.id.clone())
+            .with(self.noted(ev.clone()))
             .link_account(
                 &account,
                 LinkMode::Explicit {
@@ -731,7 +745,6 @@ impl AppState {
             )
             .await
             .map_err(ApiError::from);
-        let ev = auth.event(action::ACCOUNT_LINKED).target(provider_id);
         self.audited(ev, linked).await?;
         Ok(StartResponse::Ok(
             Json(SocialRedirect {

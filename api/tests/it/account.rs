@@ -765,7 +765,7 @@ async fn delete_account_via_the_mailed_link() {
         created_at: now,
     };
     h.store
-        .create_organization(&org, &member(&owner, "owner"), None)
+        .create_organization(&org, &member(&owner, "owner"), None, &[])
         .await
         .unwrap();
     h.state
@@ -896,21 +896,24 @@ async fn list_and_unlink_accounts() {
     );
     let now = storage::Clock::now(&*h.clock);
     h.store
-        .create_account(&storage::Account {
-            id: storage::AccountId::generate(),
-            user_id: storage::UserId(uid.clone()),
-            provider_id: "github".into(),
-            account_id: "777".into(),
-            password: None,
-            access_token: Some("gho_secret".into()),
-            refresh_token: None,
-            id_token: None,
-            access_token_expires_at: None,
-            refresh_token_expires_at: None,
-            scope: Some("read:user,user:email".into()),
-            created_at: now,
-            updated_at: now,
-        })
+        .create_account(
+            &storage::Account {
+                id: storage::AccountId::generate(),
+                user_id: storage::UserId(uid.clone()),
+                provider_id: "github".into(),
+                account_id: "777".into(),
+                password: None,
+                access_token: Some("gho_secret".into()),
+                refresh_token: None,
+                id_token: None,
+                access_token_expires_at: None,
+                refresh_token_expires_at: None,
+                scope: Some("read:user,user:email".into()),
+                created_at: now,
+                updated_at: now,
+            },
+            &[],
+        )
         .await
         .unwrap();
     let list = h

@@ -30,7 +30,7 @@ async fn user_with_role(h: &H, email: &str, role: Option<&str>) -> (String, User
         let mut u = h.store.get_user(&id).await.unwrap().unwrap();
         u.role = Some(role.into());
         u.version += 1;
-        h.store.update_user(&u).await.unwrap();
+        h.store.update_user(&u, &[]).await.unwrap();
     }
     (r.cookie_header(), id)
 }
@@ -852,7 +852,7 @@ async fn list_users_pages_sorts_and_searches_500_users() {
             now + chrono::Duration::milliseconds(i as i64),
         );
         u.email_verified = i % 3 == 0;
-        h.store.create_user(&u, None).await.unwrap();
+        h.store.create_user(&u, None, &[]).await.unwrap();
     }
     let mut all: Vec<Value> = Vec::new();
     let mut offset = 0;

@@ -747,7 +747,7 @@ async fn cookie_cache_is_used_bypassed_and_loses_to_revocation() {
     let token = r.json()["token"].as_str().unwrap().to_owned();
 
     // Deleted behind this process's back (as another instance would): the cache still answers…
-    h.store.delete_session(&token).await.unwrap();
+    h.store.delete_session(&token, &[]).await.unwrap();
     assert_eq!(h.session(&cookie).await["session"]["token"], token.as_str());
     // …unless bypassed.
     assert_eq!(
@@ -832,7 +832,7 @@ async fn verified_cookie_cache_cookies_answer_as_a_fresh_verification_does() {
         .as_str()
         .unwrap()
         .to_owned();
-    h.store.delete_session(&token).await.unwrap();
+    h.store.delete_session(&token, &[]).await.unwrap();
     assert_eq!(h.session(&a).await["user"]["email"], "vic@example.com");
     let mid = a_data.len() / 2;
     let flipped = if &a_data[mid..=mid] == "A" { "B" } else { "A" };

@@ -359,7 +359,7 @@ async fn the_read_routes_refuse_who_may_not_read() {
         .unwrap();
     u.role = Some("admin".into());
     u.version += 1;
-    h.store.update_user(&u).await.unwrap();
+    h.store.update_user(&u, &[]).await.unwrap();
     let all = h
         .get("/api/auth/admin/audit-log", Some(&bob))
         .await
@@ -708,7 +708,7 @@ async fn the_other_event_kinds() {
         .unwrap();
     u.role = Some("admin".into());
     u.version += 1;
-    h.store.update_user(&u).await.unwrap();
+    h.store.update_user(&u, &[]).await.unwrap();
     let created = h
         .post(
             "/api/auth/admin/create-user",

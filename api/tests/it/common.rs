@@ -267,7 +267,7 @@ pub async fn store_user(h: &H, email: &str) -> storage::User {
         email_verified: true,
         ..storage::User::new(email, "Stored".into(), None, now)
     };
-    h.store.create_user(&u, None).await.unwrap();
+    h.store.create_user(&u, None, &[]).await.unwrap();
     u
 }
 

@@ -851,7 +851,7 @@ async fn linking_follows_the_rules() {
         .unwrap();
     u.email_verified = true;
     u.version += 1;
-    h.store.update_user(&u).await.unwrap();
+    h.store.update_user(&u, &[]).await.unwrap();
     let flow = sign_in_start(&h, "google").await;
     let r = callback(&h, "google", &flow, "good").await;
     assert_eq!(location(&r), "/dashboard");
@@ -867,7 +867,7 @@ async fn linking_follows_the_rules() {
     let mut u = h.store.get_user(&fay_id).await.unwrap().unwrap();
     u.email_verified = true;
     u.version += 1;
-    h.store.update_user(&u).await.unwrap();
+    h.store.update_user(&u, &[]).await.unwrap();
     let flow = sign_in_start(&h, "facebook").await;
     assert_eq!(
         location(&callback(&h, "facebook", &flow, "good").await),
@@ -1134,7 +1134,7 @@ async fn provider_tokens_are_answered_refreshed_and_used() {
     let mut expired = stored.clone();
     expired.access_token_expires_at = Some(chrono::Utc::now() - chrono::Duration::minutes(1));
     expired.access_token = Some(h.state.social.seal("at-github-old"));
-    h.store.update_account(&expired).await.unwrap();
+    h.store.update_account(&expired, &[]).await.unwrap();
     let r = h
         .post(
             "/api/auth/get-access-token",
@@ -1218,7 +1218,13 @@ async fn a_banned_user_cannot_sign_in_through_a_provider() {
     let id = storage::UserId(session["user"]["id"].as_str().unwrap().to_owned());
     h.state
         .actors
-        .admin_ban(&actors::Caller::Server, &id, "spam".into(), None)
+        .admin_ban(
+            &actors::Caller::Server,
+            &id,
+            "spam".into(),
+            None,
+            &Default::default(),
+        )
         .await
         .unwrap();
     assert_eq!(h.session(&first.cookie_header()).await, Value::Null);
@@ -1232,7 +1238,7 @@ async fn a_banned_user_cannot_sign_in_through_a_provider() {
     assert!(r.set_cookie("gatehouse.session_token").is_none());
     h.state
         .actors
-        .admin_unban(&actors::Caller::Server, &id)
+        .admin_unban(&actors::Caller::Server, &id, &Default::default())
         .await
         .unwrap();
     let flow = sign_in_start(&h, "github").await;
@@ -1428,7 +1434,7 @@ async fn rewrite_user(h: &H, email: &str, change: impl FnOnce(&mut storage::User
     let mut u = h.store.get_user_by_email(email).await.unwrap().unwrap();
     change(&mut u);
     u.version += 1;
-    h.store.update_user(&u).await.unwrap();
+    h.store.update_user(&u, &[]).await.unwrap();
 }
 
 #[tokio::test]

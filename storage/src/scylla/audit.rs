@@ -84,6 +84,65 @@ fn event_of(r: &Row) -> StoreResult<AuditEvent> {
 }
 
 impl ScyllaStore {
+    /// The writes of one event: a row in each table it is read from (with the retention as
+    /// TTL), for one logged batch.
+    pub(crate) fn audit_writes(
+        &self,
+        e: &AuditEvent,
+        keep_for: std::time::Duration,
+    ) -> StoreResult<Vec<(String, Vec<V>)>> {
+        let details =
+            serde_json::to_string(&e.details).map_err(|e| StoreError::Internal(e.to_string()))?;
+        let ttl = int(keep_for.as_secs().clamp(1, 630_720_000) as i32);
+        let row = |key: Option<&str>, path: Path<'_>| {
+            let mut values = Vec::with_capacity(16);
+            let mut cols = String::new();
+            if let Some(k) = key {
+                cols.push_str("key, ");
+                values.push(text(k));
+            }
+            values.extend([
+                text(&path.bucket(&e.at)),
+                ms(&e.at),
+                text(&e.id),
+                text(&e.action),
+                text(e.outcome.as_str()),
+                otext(e.reason.as_deref()),
+                otext(e.actor_id.as_ref().map(|u| u.0.as_str())),
+                otext(e.user_id.as_ref().map(|u| u.0.as_str())),
+                otext(e.organization_id.as_ref().map(|o| o.0.as_str())),
+                otext(e.target.as_deref()),
+                otext(e.ip_address.as_deref()),
+                otext(e.user_agent.as_deref()),
+                otext(e.request_id.as_deref()),
+                text(&details),
+                ttl.clone(),
+            ]);
+            let marks = vec!["?"; values.len() - 1].join(", ");
+            (
+                format!(
+                    "INSERT INTO {} ({cols}bucket, {COLS}) VALUES ({marks}) USING TTL ?",
+                    self.t(path.table())
+                ),
+                values,
+            )
+        };
+        let mut writes = vec![row(None, Path::Time)];
+        let mut users: Vec<&str> = Vec::new();
+        for u in [&e.actor_id, &e.user_id].into_iter().flatten() {
+            if !users.contains(&u.0.as_str()) {
+                users.push(&u.0);
+            }
+        }
+        for u in users {
+            writes.push(row(Some(u), Path::User(u)));
+        }
+        if let Some(o) = &e.organization_id {
+            writes.push(row(Some(&o.0), Path::Org(&o.0)));
+        }
+        Ok(writes)
+    }
+
     /// Up to `limit` events of one bucket past `pos` (or from the range's end), in `q`'s order.
     async fn audit_slice(
         &self,
@@ -146,55 +205,7 @@ impl AuditStore for ScyllaStore {
     }
 
     async fn append_audit(&self, e: &AuditEvent, keep_for: std::time::Duration) -> StoreResult<()> {
-        let details =
-            serde_json::to_string(&e.details).map_err(|e| StoreError::Internal(e.to_string()))?;
-        let ttl = int(keep_for.as_secs().clamp(1, 630_720_000) as i32);
-        let row = |key: Option<&str>, path: Path<'_>| {
-            let mut values = Vec::with_capacity(16);
-            let mut cols = String::new();
-            if let Some(k) = key {
-                cols.push_str("key, ");
-                values.push(text(k));
-            }
-            values.extend([
-                text(&path.bucket(&e.at)),
-                ms(&e.at),
-                text(&e.id),
-                text(&e.action),
-                text(e.outcome.as_str()),
-                otext(e.reason.as_deref()),
-                otext(e.actor_id.as_ref().map(|u| u.0.as_str())),
-                otext(e.user_id.as_ref().map(|u| u.0.as_str())),
-                otext(e.organization_id.as_ref().map(|o| o.0.as_str())),
-                otext(e.target.as_deref()),
-                otext(e.ip_address.as_deref()),
-                otext(e.user_agent.as_deref()),
-                otext(e.request_id.as_deref()),
-                text(&details),
-                ttl.clone(),
-            ]);
-            let marks = vec!["?"; values.len() - 1].join(", ");
-            (
-                format!(
-                    "INSERT INTO {} ({cols}bucket, {COLS}) VALUES ({marks}) USING TTL ?",
-                    self.t(path.table())
-                ),
-                values,
-            )
-        };
-        let mut writes = vec![row(None, Path::Time)];
-        let mut users: Vec<&str> = Vec::new();
-        for u in [&e.actor_id, &e.user_id].into_iter().flatten() {
-            if !users.contains(&u.0.as_str()) {
-                users.push(&u.0);
-            }
-        }
-        for u in users {
-            writes.push(row(Some(u), Path::User(u)));
-        }
-        if let Some(o) = &e.organization_id {
-            writes.push(row(Some(&o.0), Path::Org(&o.0)));
-        }
+        let writes = self.audit_writes(e, keep_for)?;
         self.batch(writes).await
     }
 

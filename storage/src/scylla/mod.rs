@@ -33,6 +33,7 @@ mod roles;
 mod scan;
 mod schema;
 mod sessions;
+mod stream;
 mod teams;
 pub mod testing;
 mod users;
@@ -50,6 +51,12 @@ use scylla::value::{CqlValue, Row};
 use std::time::Duration;
 
 pub use schema::SCHEMA_VERSION;
+pub(crate) use stream::{Decision, Probe};
+
+/// Keeps the events of every successful write.
+pub(crate) fn always<T>(_: &T) -> bool {
+    true
+}
 pub use scylla::statement::{Consistency, SerialConsistency};
 
 /// How to reach the cluster and how to write to it.

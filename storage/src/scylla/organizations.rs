@@ -733,7 +733,7 @@ impl ScyllaStore {
         creator_version: Option<u64>,
     ) -> StoreResult<()> {
         match creator_version {
-            Some(v) => self.cas_user_version(&owner.user_id, v).await?,
+            Some(v) => self.cas_user_version(&owner.user_id, v, None).await?,
             None => self.bump_user(&owner.user_id).await?,
         }
         self.claim_slug(&org.slug, &org.id).await?;
@@ -855,15 +855,16 @@ impl OrganizationStore for ScyllaStore {
         org: &Organization,
         owner: &Member,
         creator_version: Option<u64>,
+        events: &[Event],
     ) -> StoreResult<()> {
-        // The lookup first: a count of the user's organizations made once the version below
-        // has moved sees this one (see `count_user_organizations`). Removed again on failure.
-        self.add_user_org(&owner.user_id, &org.id).await?;
-        let created = self.insert_organization(org, owner, creator_version).await;
-        if created.is_err() {
-            self.remove_user_org(&owner.user_id, &org.id).await?;
-        }
-        created
+        let id = org.id.0.clone();
+        self.decide(
+            events,
+            |_| Probe::OrgExists { org: id },
+            always,
+            |_| self.found_organization(org, owner, creator_version),
+        )
+        .await
     }
 
     async fn get_organization(&self, id: &OrgId) -> StoreResult<Option<Organization>> {
@@ -899,13 +900,90 @@ impl OrganizationStore for ScyllaStore {
         Ok(self.get_organization(&id).await?.filter(|o| o.slug == slug))
     }
 
-    /// Reads the partition at the serial consistency, checks the changes against it, and
-    /// writes them as one conditional batch on the version read: nothing of it applies if
-    /// anyone changed the organization meanwhile.
     async fn change_organization(
         &self,
         next: &Organization,
         changes: &[OrgChange],
+        events: &[Event],
+    ) -> StoreResult<()> {
+        let (id, version) = (next.id.0.clone(), next.version);
+        self.decide(
+            events,
+            |_| Probe::OrgDecision { org: id, version },
+            always,
+            |d| self.write_organization(next, changes, d),
+        )
+        .await
+    }
+
+    async fn delete_organization(
+        &self,
+        id: &OrgId,
+        expected: u64,
+        events: &[Event],
+    ) -> StoreResult<()> {
+        let org = id.0.clone();
+        self.decide(
+            events,
+            |_| Probe::OrgGone { org },
+            always,
+            |_| self.remove_organization(id, expected),
+        )
+        .await
+    }
+
+    async fn list_user_organizations(&self, user_id: &UserId) -> StoreResult<Vec<Organization>> {
+        let mut orgs = Vec::new();
+        for (id, _) in self.user_org_entries(user_id).await? {
+            if let Some(o) = self.get_organization(&id).await? {
+                orgs.push(o);
+            }
+        }
+        orgs.sort_by(|a, b| (a.created_at, &a.id.0).cmp(&(b.created_at, &b.id.0)));
+        Ok(orgs)
+    }
+
+    async fn count_user_organizations(&self, user: &UserId) -> StoreResult<u64> {
+        let now = chrono::Utc::now().timestamp_millis();
+        let mut n = 0;
+        for (id, since) in self.user_org_entries(user).await? {
+            // An entry whose organization is not (yet) there is a creation or join under way,
+            // or one that failed and could not clean up: counted while it is recent.
+            if now - since < PENDING_ENTRY_MS || self.get_organization(&id).await?.is_some() {
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// The writes themselves; the trait's methods run them as decisions with their events
+/// (see `stream`).
+impl ScyllaStore {
+    pub(crate) async fn found_organization(
+        &self,
+        org: &Organization,
+        owner: &Member,
+        creator_version: Option<u64>,
+    ) -> StoreResult<()> {
+        // The lookup first: a count of the user's organizations made once the version below
+        // has moved sees this one (see `count_user_organizations`). Removed again on failure.
+        self.add_user_org(&owner.user_id, &org.id).await?;
+        let created = self.insert_organization(org, owner, creator_version).await;
+        if created.is_err() {
+            self.remove_user_org(&owner.user_id, &org.id).await?;
+        }
+        created
+    }
+
+    /// Reads the partition at the serial consistency, checks the changes against it, and
+    /// writes them as one conditional batch on the version read: nothing of it applies if
+    /// anyone changed the organization meanwhile.
+    pub(crate) async fn write_organization(
+        &self,
+        next: &Organization,
+        changes: &[OrgChange],
+        decision: Option<Decision>,
     ) -> StoreResult<()> {
         let expected = next
             .version
@@ -929,6 +1007,9 @@ impl OrganizationStore for ScyllaStore {
         }
         let mut statements = vec![self.static_update(next, expected)];
         statements.extend(plan.statements);
+        statements.extend(
+            decision.map(|d| d.stamp(self, "org_rows", ("org_id", &next.id.0), next.version)),
+        );
         if !self.batch_lwt(statements).await? {
             if new_slug {
                 self.release_slug(&next.slug, &next.id).await?;
@@ -959,7 +1040,7 @@ impl OrganizationStore for ScyllaStore {
         Ok(())
     }
 
-    async fn delete_organization(&self, id: &OrgId, expected: u64) -> StoreResult<()> {
+    pub(crate) async fn remove_organization(&self, id: &OrgId, expected: u64) -> StoreResult<()> {
         let snap = self.snapshot(id).await?;
         let Some(org) = snap.org.as_ref() else {
             return Err(StoreError::NotFound);
@@ -1026,29 +1107,5 @@ impl OrganizationStore for ScyllaStore {
             .await?;
         }
         self.clear_active(&members, id, None).await
-    }
-
-    async fn list_user_organizations(&self, user_id: &UserId) -> StoreResult<Vec<Organization>> {
-        let mut orgs = Vec::new();
-        for (id, _) in self.user_org_entries(user_id).await? {
-            if let Some(o) = self.get_organization(&id).await? {
-                orgs.push(o);
-            }
-        }
-        orgs.sort_by(|a, b| (a.created_at, &a.id.0).cmp(&(b.created_at, &b.id.0)));
-        Ok(orgs)
-    }
-
-    async fn count_user_organizations(&self, user: &UserId) -> StoreResult<u64> {
-        let now = chrono::Utc::now().timestamp_millis();
-        let mut n = 0;
-        for (id, since) in self.user_org_entries(user).await? {
-            // An entry whose organization is not (yet) there is a creation or join under way,
-            // or one that failed and could not clean up: counted while it is recent.
-            if now - since < PENDING_ENTRY_MS || self.get_organization(&id).await?.is_some() {
-                n += 1;
-            }
-        }
-        Ok(n)
     }
 }

@@ -93,6 +93,21 @@ const MIGRATIONS: &[&[&str]] = &[
          {'class': 'TimeWindowCompactionStrategy', 'compaction_window_unit': 'HOURS', \
          'compaction_window_size': 1} AND gc_grace_seconds = 3600",
     ],
+    // 4: the event stream (see `stream.rs`): a row per decision, in a partition per shard and
+    // ten minutes, kept a week; each consumer's lease and progress per shard (LWT); and on
+    // the versioned rows, which decision made each version (kept a day, written in the same
+    // conditional batch as the version).
+    &[
+        "CREATE TABLE IF NOT EXISTS {ks}.event_log (shard int, bucket bigint, at bigint, \
+         id text, state text, probe text, events text, PRIMARY KEY ((shard, bucket), at, id)) \
+         WITH default_time_to_live = 604800 AND compaction = \
+         {'class': 'TimeWindowCompactionStrategy', 'compaction_window_unit': 'HOURS', \
+         'compaction_window_size': 6} AND gc_grace_seconds = 3600",
+        "CREATE TABLE IF NOT EXISTS {ks}.event_consumers (consumer text, shard int, \
+         holder text, lease_until bigint, position text, PRIMARY KEY (consumer, shard))",
+        "ALTER TABLE {ks}.users ADD decisions map<bigint, text>",
+        "ALTER TABLE {ks}.org_rows ADD decisions map<bigint, text> STATIC",
+    ],
 ];
 
 /// The columns of an audit event besides its place (`at`, `id`).
@@ -174,7 +189,12 @@ pub(super) async fn migrate(store: &ScyllaStore, replication: &str) -> StoreResu
                 .replace("{ks}", &store.ks)
                 .replace("AUDIT_COLUMNS", AUDIT_COLUMNS)
                 .replace("AUDIT_OPTIONS", AUDIT_OPTIONS);
-            store.ddl(&ddl).await?;
+            match store.ddl(&ddl).await {
+                // A migration that stopped half-way runs again: a column it added is there.
+                Err(StoreError::Unavailable(m))
+                    if ddl.starts_with("ALTER TABLE") && already_there(&m) => {}
+                other => other?,
+            }
         }
         store
             .exec(
@@ -188,4 +208,10 @@ pub(super) async fn migrate(store: &ScyllaStore, replication: &str) -> StoreResu
         tracing::info!(migration = i + 1, keyspace = %store.ks, "applied CQL schema migration");
     }
     Ok(())
+}
+
+/// Whether a schema error says the column to add exists (Cassandra's and ScyllaDB's words).
+fn already_there(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("already exist") || m.contains("conflicts with an existing column")
 }

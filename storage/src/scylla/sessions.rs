@@ -109,25 +109,15 @@ fn values_of(s: &Session) -> Vec<V> {
 
 #[async_trait]
 impl SessionStore for ScyllaStore {
-    async fn create_session(&self, s: &Session) -> StoreResult<()> {
-        // A session of a user that is gone cannot be made.
-        if self.get_user(&s.user_id).await?.is_none() {
-            return Err(StoreError::NotFound);
-        }
-        let created = self
-            .lwt(
-                &format!(
-                    "INSERT INTO {} ({SESSION_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?) \
-                     IF NOT EXISTS USING TTL ?",
-                    self.t("sessions")
-                ),
-                [vec![text(&s.token)], values_of(s), vec![ttl(&s.expires_at)]].concat(),
-            )
-            .await?;
-        if !created {
-            return Err(StoreError::Conflict("token"));
-        }
-        self.index_session(s).await
+    async fn create_session(&self, s: &Session, events: &[Event]) -> StoreResult<()> {
+        let token = s.token.clone();
+        self.decide(
+            events,
+            |_| Probe::SessionExists { token },
+            always,
+            |_| self.insert_session(s),
+        )
+        .await
     }
 
     async fn get_session(&self, token: &str) -> StoreResult<Option<Session>> {
@@ -187,7 +177,63 @@ impl SessionStore for ScyllaStore {
         self.index_session(s).await
     }
 
-    async fn delete_session(&self, token: &str) -> StoreResult<bool> {
+    async fn delete_session(&self, token: &str, events: &[Event]) -> StoreResult<bool> {
+        let t = token.to_owned();
+        self.decide(
+            events,
+            |_| Probe::SessionGone { token: t },
+            |deleted: &bool| *deleted,
+            |_| self.remove_session(token),
+        )
+        .await
+    }
+
+    async fn delete_user_sessions(
+        &self,
+        user_id: &UserId,
+        keep: Option<&str>,
+        events: &[Event],
+    ) -> StoreResult<u64> {
+        self.decide(
+            events,
+            |_| Probe::Always,
+            always,
+            |_| self.remove_user_sessions(user_id, keep),
+        )
+        .await
+    }
+
+    /// A no-op: sessions expire by their TTL.
+    async fn purge_expired_sessions(&self, _now: DateTime<Utc>) -> StoreResult<u64> {
+        Ok(0)
+    }
+}
+
+/// The writes themselves; the trait's methods run them as decisions with their events
+/// (see `stream`).
+impl ScyllaStore {
+    pub(crate) async fn insert_session(&self, s: &Session) -> StoreResult<()> {
+        // A session of a user that is gone cannot be made.
+        if self.get_user(&s.user_id).await?.is_none() {
+            return Err(StoreError::NotFound);
+        }
+        let created = self
+            .lwt(
+                &format!(
+                    "INSERT INTO {} ({SESSION_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?) \
+                     IF NOT EXISTS USING TTL ?",
+                    self.t("sessions")
+                ),
+                [vec![text(&s.token)], values_of(s), vec![ttl(&s.expires_at)]].concat(),
+            )
+            .await?;
+        if !created {
+            return Err(StoreError::Conflict("token"));
+        }
+        self.index_session(s).await
+    }
+
+    pub(crate) async fn remove_session(&self, token: &str) -> StoreResult<bool> {
         let owner = self.get_session(token).await?.map(|s| s.user_id);
         let deleted = self
             .lwt(
@@ -212,21 +258,20 @@ impl SessionStore for ScyllaStore {
     }
 
     /// The sessions that existed when it started (one made meanwhile may survive).
-    async fn delete_user_sessions(&self, user_id: &UserId, keep: Option<&str>) -> StoreResult<u64> {
+    pub(crate) async fn remove_user_sessions(
+        &self,
+        user_id: &UserId,
+        keep: Option<&str>,
+    ) -> StoreResult<u64> {
         let mut n = 0;
         for token in self.tokens_of(user_id).await? {
             if Some(token.as_str()) == keep {
                 continue;
             }
-            if self.delete_session(&token).await? {
+            if self.remove_session(&token).await? {
                 n += 1;
             }
         }
         Ok(n)
-    }
-
-    /// A no-op: sessions expire by their TTL.
-    async fn purge_expired_sessions(&self, _now: DateTime<Utc>) -> StoreResult<u64> {
-        Ok(0)
     }
 }

@@ -123,20 +123,26 @@ impl ScyllaStore {
     }
 
     /// Compare-and-set of a user's version (`expected` → `expected + 1`).
-    pub(crate) async fn cas_user_version(&self, user: &UserId, expected: u64) -> StoreResult<()> {
-        let ok = self
-            .lwt(
-                &format!(
-                    "UPDATE {} SET version = ? WHERE id = ? IF version = ?",
-                    self.t("users")
-                ),
-                vec![
-                    big(expected as i64 + 1),
-                    text(&user.0),
-                    big(expected as i64),
-                ],
-            )
-            .await?;
+    /// With `decision`, the new version records it (see `stream`).
+    pub(crate) async fn cas_user_version(
+        &self,
+        user: &UserId,
+        expected: u64,
+        decision: Option<&Decision>,
+    ) -> StoreResult<()> {
+        let mut writes = vec![(
+            format!(
+                "UPDATE {} SET version = ? WHERE id = ? IF version = ?",
+                self.t("users")
+            ),
+            vec![
+                big(expected as i64 + 1),
+                text(&user.0),
+                big(expected as i64),
+            ],
+        )];
+        writes.extend(decision.map(|d| d.stamp(self, "users", ("id", &user.0), expected + 1)));
+        let ok = self.batch_lwt(writes).await?;
         if ok {
             return Ok(());
         }
@@ -152,7 +158,7 @@ impl ScyllaStore {
             let Some(u) = self.get_user(user).await? else {
                 return Ok(());
             };
-            match self.cas_user_version(user, u.version).await {
+            match self.cas_user_version(user, u.version, None).await {
                 Err(StoreError::ConcurrentModification) => continue,
                 Err(StoreError::NotFound) => return Ok(()),
                 other => return other,
@@ -249,39 +255,20 @@ impl ScyllaStore {
 
 #[async_trait]
 impl UserStore for ScyllaStore {
-    /// Claims the email, then the account (releasing the email if that fails), then writes the
-    /// user row and the account row: a failed create leaves no visible user.
-    async fn create_user(&self, user: &User, account: Option<&Account>) -> StoreResult<()> {
-        self.claim_email(&user.email, &user.id).await?;
-        if let Some(a) = account {
-            if let Err(e) = self.insert_account(a).await {
-                self.release_email(&user.email, &user.id).await?;
-                return Err(e);
-            }
-        }
-        let u = user;
-        self.lwt(
-            &format!(
-                "INSERT INTO {} ({USER_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) IF NOT EXISTS",
-                self.t("users")
-            ),
-            vec![
-                text(&u.id.0),
-                text(&u.email),
-                boolean(u.email_verified),
-                text(&u.name),
-                otext(u.image.as_deref()),
-                otext(u.role.as_deref()),
-                boolean(u.banned),
-                otext(u.ban_reason.as_deref()),
-                oms(&u.ban_expires),
-                ms(&u.created_at),
-                ms(&u.updated_at),
-                big(u.version as i64),
-            ],
+    async fn create_user(
+        &self,
+        user: &User,
+        account: Option<&Account>,
+        events: &[Event],
+    ) -> StoreResult<()> {
+        let id = user.id.0.clone();
+        self.decide(
+            events,
+            |_| Probe::UserExists { user: id },
+            always,
+            |_| self.insert_user(user, account),
         )
-        .await?;
-        Ok(())
+        .await
     }
 
     async fn get_user(&self, id: &UserId) -> StoreResult<Option<User>> {
@@ -324,90 +311,39 @@ impl UserStore for ScyllaStore {
         Ok(self.get_user(&id).await?.filter(|u| u.email == email))
     }
 
-    async fn update_user(&self, user: &User) -> StoreResult<()> {
-        let expected = user
-            .version
-            .checked_sub(1)
-            .ok_or_else(|| StoreError::Internal("a changed user's version is 0".into()))?;
-        let Some(current) = self.get_user(&user.id).await? else {
-            return Err(StoreError::NotFound);
-        };
-        let new_email = current.email != user.email;
-        if new_email {
-            self.claim_email(&user.email, &user.id).await?;
-        }
-        let u = user;
-        let ok = self
-            .lwt(
-                &format!(
-                    "UPDATE {} SET email = ?, email_verified = ?, name = ?, image = ?, role = ?, \
-                     banned = ?, ban_reason = ?, ban_expires = ?, updated_at = ?, version = ? \
-                     WHERE id = ? IF version = ?",
-                    self.t("users")
-                ),
-                vec![
-                    text(&u.email),
-                    boolean(u.email_verified),
-                    text(&u.name),
-                    otext(u.image.as_deref()),
-                    otext(u.role.as_deref()),
-                    boolean(u.banned),
-                    otext(u.ban_reason.as_deref()),
-                    oms(&u.ban_expires),
-                    ms(&u.updated_at),
-                    big(u.version as i64),
-                    text(&u.id.0),
-                    big(expected as i64),
-                ],
-            )
-            .await?;
-        if !ok {
-            if new_email {
-                self.release_email(&user.email, &user.id).await?;
-            }
-            return Err(match self.get_user(&user.id).await? {
-                Some(_) => StoreError::ConcurrentModification,
-                None => StoreError::NotFound,
-            });
-        }
-        if new_email {
-            self.release_email(&current.email, &user.id).await?;
-        }
-        Ok(())
+    async fn update_user(&self, user: &User, events: &[Event]) -> StoreResult<()> {
+        let (id, version) = (user.id.0.clone(), user.version);
+        self.decide(
+            events,
+            |_| Probe::UserDecision { user: id, version },
+            always,
+            |d| self.write_user(user, d),
+        )
+        .await
     }
 
-    /// Deletes the user row first (from then on the user is gone for every read), then
-    /// everything that belongs to it, idempotently: email claim, accounts, sessions, pending
-    /// single-use values, memberships (through each organization's version).
-    async fn delete_user(&self, id: &UserId) -> StoreResult<()> {
-        let Some(user) = self.get_user(id).await? else {
-            return Err(StoreError::NotFound);
-        };
-        let deleted = self
-            .lwt(
-                &format!("DELETE FROM {} WHERE id = ? IF EXISTS", self.t("users")),
-                vec![text(&id.0)],
-            )
-            .await?;
-        if !deleted {
-            return Err(StoreError::NotFound);
-        }
-        self.release_email(&user.email, id).await?;
-        for a in self.list_accounts(id).await? {
-            self.remove_account(&a).await?;
-        }
-        self.delete_user_sessions(id, None).await?;
-        self.delete_verifications_of(&id.0, "").await?;
-        self.leave_all_organizations(id).await?;
-        Ok(())
+    async fn delete_user(&self, id: &UserId, events: &[Event]) -> StoreResult<()> {
+        let user = id.0.clone();
+        self.decide(
+            events,
+            |_| Probe::UserGone { user },
+            always,
+            |_| self.remove_user(id),
+        )
+        .await
     }
 }
 
 #[async_trait]
 impl AccountStore for ScyllaStore {
-    async fn create_account(&self, account: &Account) -> StoreResult<()> {
-        self.insert_account(account).await?;
-        self.bump_user(&account.user_id).await
+    async fn create_account(&self, account: &Account, events: &[Event]) -> StoreResult<()> {
+        let probe = Probe::AccountExists {
+            user: account.user_id.0.clone(),
+            provider: account.provider_id.clone(),
+            account: account.account_id.clone(),
+        };
+        self.decide(events, |_| probe, always, |_| self.add_account(account))
+            .await
     }
 
     async fn list_accounts(&self, user_id: &UserId) -> StoreResult<Vec<Account>> {
@@ -458,7 +394,167 @@ impl AccountStore for ScyllaStore {
         .transpose()
     }
 
-    async fn update_account(&self, account: &Account) -> StoreResult<()> {
+    async fn update_account(&self, account: &Account, events: &[Event]) -> StoreResult<()> {
+        let probe = Probe::AccountExists {
+            user: account.user_id.0.clone(),
+            provider: account.provider_id.clone(),
+            account: account.account_id.clone(),
+        };
+        self.decide(events, |_| probe, always, |_| self.write_account(account))
+            .await
+    }
+
+    async fn delete_account(
+        &self,
+        user: &UserId,
+        id: &AccountId,
+        expected: u64,
+        events: &[Event],
+    ) -> StoreResult<()> {
+        let probe = Probe::UserDecision {
+            user: user.0.clone(),
+            version: expected + 1,
+        };
+        self.decide(
+            events,
+            |_| probe,
+            always,
+            |d| self.unlink_account(user, id, expected, d),
+        )
+        .await
+    }
+}
+
+/// The writes themselves; the trait's methods run them as decisions with their events
+/// (see `stream`).
+impl ScyllaStore {
+    /// Claims the email, then the account (releasing the email if that fails), then writes the
+    /// user row and the account row: a failed create leaves no visible user.
+    pub(crate) async fn insert_user(
+        &self,
+        user: &User,
+        account: Option<&Account>,
+    ) -> StoreResult<()> {
+        self.claim_email(&user.email, &user.id).await?;
+        if let Some(a) = account {
+            if let Err(e) = self.insert_account(a).await {
+                self.release_email(&user.email, &user.id).await?;
+                return Err(e);
+            }
+        }
+        let u = user;
+        self.lwt(
+            &format!(
+                "INSERT INTO {} ({USER_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) IF NOT EXISTS",
+                self.t("users")
+            ),
+            vec![
+                text(&u.id.0),
+                text(&u.email),
+                boolean(u.email_verified),
+                text(&u.name),
+                otext(u.image.as_deref()),
+                otext(u.role.as_deref()),
+                boolean(u.banned),
+                otext(u.ban_reason.as_deref()),
+                oms(&u.ban_expires),
+                ms(&u.created_at),
+                ms(&u.updated_at),
+                big(u.version as i64),
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+
+    pub(crate) async fn write_user(
+        &self,
+        user: &User,
+        decision: Option<Decision>,
+    ) -> StoreResult<()> {
+        let expected = user
+            .version
+            .checked_sub(1)
+            .ok_or_else(|| StoreError::Internal("a changed user's version is 0".into()))?;
+        let Some(current) = self.get_user(&user.id).await? else {
+            return Err(StoreError::NotFound);
+        };
+        let new_email = current.email != user.email;
+        if new_email {
+            self.claim_email(&user.email, &user.id).await?;
+        }
+        let u = user;
+        let mut writes = vec![(
+            format!(
+                "UPDATE {} SET email = ?, email_verified = ?, name = ?, image = ?, role = ?, \
+                     banned = ?, ban_reason = ?, ban_expires = ?, updated_at = ?, version = ? \
+                     WHERE id = ? IF version = ?",
+                self.t("users")
+            ),
+            vec![
+                text(&u.email),
+                boolean(u.email_verified),
+                text(&u.name),
+                otext(u.image.as_deref()),
+                otext(u.role.as_deref()),
+                boolean(u.banned),
+                otext(u.ban_reason.as_deref()),
+                oms(&u.ban_expires),
+                ms(&u.updated_at),
+                big(u.version as i64),
+                text(&u.id.0),
+                big(expected as i64),
+            ],
+        )];
+        writes.extend(decision.map(|d| d.stamp(self, "users", ("id", &u.id.0), u.version)));
+        let ok = self.batch_lwt(writes).await?;
+        if !ok {
+            if new_email {
+                self.release_email(&user.email, &user.id).await?;
+            }
+            return Err(match self.get_user(&user.id).await? {
+                Some(_) => StoreError::ConcurrentModification,
+                None => StoreError::NotFound,
+            });
+        }
+        if new_email {
+            self.release_email(&current.email, &user.id).await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the user row first (from then on the user is gone for every read), then
+    /// everything that belongs to it, idempotently: email claim, accounts, sessions, pending
+    /// single-use values, memberships (through each organization's version).
+    pub(crate) async fn remove_user(&self, id: &UserId) -> StoreResult<()> {
+        let Some(user) = self.get_user(id).await? else {
+            return Err(StoreError::NotFound);
+        };
+        let deleted = self
+            .lwt(
+                &format!("DELETE FROM {} WHERE id = ? IF EXISTS", self.t("users")),
+                vec![text(&id.0)],
+            )
+            .await?;
+        if !deleted {
+            return Err(StoreError::NotFound);
+        }
+        self.release_email(&user.email, id).await?;
+        for a in self.list_accounts(id).await? {
+            self.remove_account(&a).await?;
+        }
+        self.remove_user_sessions(id, None).await?;
+        self.delete_verifications_of(&id.0, "").await?;
+        self.leave_all_organizations(id).await?;
+        Ok(())
+    }
+
+    pub(crate) async fn add_account(&self, account: &Account) -> StoreResult<()> {
+        self.insert_account(account).await?;
+        self.bump_user(&account.user_id).await
+    }
+
+    pub(crate) async fn write_account(&self, account: &Account) -> StoreResult<()> {
         let a = account;
         let ok = self
             .lwt(
@@ -491,11 +587,12 @@ impl AccountStore for ScyllaStore {
         }
     }
 
-    async fn delete_account(
+    pub(crate) async fn unlink_account(
         &self,
         user: &UserId,
         id: &AccountId,
         expected: u64,
+        decision: Option<Decision>,
     ) -> StoreResult<()> {
         let Some(account) = self
             .list_accounts(user)
@@ -513,7 +610,10 @@ impl AccountStore for ScyllaStore {
         if !self.remove_account_row(&account).await? {
             return Err(StoreError::NotFound);
         }
-        if let Err(e) = self.cas_user_version(user, expected).await {
+        if let Err(e) = self
+            .cas_user_version(user, expected, decision.as_ref())
+            .await
+        {
             self.insert_account_row(&account).await?;
             return Err(e);
         }

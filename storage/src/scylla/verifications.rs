@@ -47,37 +47,15 @@ impl ScyllaStore {
 
 #[async_trait]
 impl VerificationStore for ScyllaStore {
-    async fn create_verification(&self, v: &Verification) -> StoreResult<()> {
-        let created = self
-            .lwt(
-                &format!(
-                    "INSERT INTO {} ({VERIFICATION_COLS}) VALUES (?,?,?,?,?,?) \
-                     IF NOT EXISTS USING TTL ?",
-                    self.t("verifications")
-                ),
-                vec![
-                    text(&v.id.0),
-                    text(&v.identifier),
-                    text(&v.value),
-                    ms(&v.expires_at),
-                    ms(&v.created_at),
-                    ms(&v.updated_at),
-                    ttl(&v.expires_at),
-                ],
-            )
-            .await?;
-        if !created {
-            return Err(StoreError::Conflict("identifier"));
-        }
-        self.exec(
-            &format!(
-                "INSERT INTO {} (value, identifier) VALUES (?, ?) USING TTL ?",
-                self.t("verifications_by_value")
-            ),
-            vec![text(&v.value), text(&v.identifier), ttl(&v.expires_at)],
+    async fn create_verification(&self, v: &Verification, events: &[Event]) -> StoreResult<()> {
+        let identifier = v.identifier.clone();
+        self.decide(
+            events,
+            |_| Probe::VerificationExists { identifier },
+            always,
+            |_| self.insert_verification(v),
         )
-        .await?;
-        Ok(())
+        .await
     }
 
     async fn get_verification(&self, identifier: &str) -> StoreResult<Option<Verification>> {
@@ -161,5 +139,42 @@ impl VerificationStore for ScyllaStore {
     /// A no-op: values expire by their TTL.
     async fn purge_expired_verifications(&self, _now: DateTime<Utc>) -> StoreResult<u64> {
         Ok(0)
+    }
+}
+
+/// The writes themselves; the trait's methods run them as decisions with their events
+/// (see `stream`).
+impl ScyllaStore {
+    pub(crate) async fn insert_verification(&self, v: &Verification) -> StoreResult<()> {
+        let created = self
+            .lwt(
+                &format!(
+                    "INSERT INTO {} ({VERIFICATION_COLS}) VALUES (?,?,?,?,?,?) \
+                     IF NOT EXISTS USING TTL ?",
+                    self.t("verifications")
+                ),
+                vec![
+                    text(&v.id.0),
+                    text(&v.identifier),
+                    text(&v.value),
+                    ms(&v.expires_at),
+                    ms(&v.created_at),
+                    ms(&v.updated_at),
+                    ttl(&v.expires_at),
+                ],
+            )
+            .await?;
+        if !created {
+            return Err(StoreError::Conflict("identifier"));
+        }
+        self.exec(
+            &format!(
+                "INSERT INTO {} (value, identifier) VALUES (?, ?) USING TTL ?",
+                self.t("verifications_by_value")
+            ),
+            vec![text(&v.value), text(&v.identifier), ttl(&v.expires_at)],
+        )
+        .await?;
+        Ok(())
     }
 }

@@ -85,6 +85,39 @@ fn settle(c: &mut Connection, batch: usize) -> StoreResult<usize> {
     Ok(moved)
 }
 
+/// Appends one event to `audit_recent` (inside the caller's transaction): `Conflict` when the
+/// log has it already.
+pub(super) fn insert_recent(c: &Connection, e: &AuditEvent) -> StoreResult<()> {
+    let details = serde_json::to_string(&e.details).map_err(internal)?;
+    let added = c
+        .prepare_cached(&format!(
+            "INSERT INTO audit_recent ({AUDIT_COLS}) \
+             SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13 WHERE NOT EXISTS \
+             (SELECT 1 FROM audit_events WHERE at = ?2 AND id = ?1)"
+        ))
+        .map_err(map_err)?
+        .execute(rusqlite::params![
+            e.id,
+            ms(&e.at),
+            e.action,
+            e.outcome.as_str(),
+            e.reason,
+            e.actor_id.as_ref().map(|u| &u.0),
+            e.user_id.as_ref().map(|u| &u.0),
+            e.organization_id.as_ref().map(|o| &o.0),
+            e.target,
+            e.ip_address,
+            e.user_agent,
+            e.request_id,
+            details,
+        ])
+        .map_err(unique("audit event"))?;
+    if added == 0 {
+        return Err(StoreError::Conflict("audit event"));
+    }
+    Ok(())
+}
+
 impl SqliteStore {
     /// How many events this process appends to the audit log before it moves them under the
     /// indexes (default [`SETTLE_BATCH`]); tests set a few, so that a log lies in both tables.
@@ -107,6 +140,21 @@ impl SqliteStore {
             return true;
         }
         false
+    }
+
+    /// Counts `n` events appended (by any write of this process); moves the unmoved ones
+    /// under the indexes, behind the caller's back, when it is time (see [`SqliteStore::staged`]).
+    pub(super) fn audit_appended(&self, n: usize) {
+        if self.staged(n) && !self.inner.audit_settling.swap(true, Ordering::AcqRel) {
+            // Moved behind the caller's back: the caller's event is stored already.
+            let store = self.clone();
+            tokio::spawn(async move {
+                if let Err(e) = store.settle_audit().await {
+                    tracing::warn!(error = %e, "moving audit events under their indexes failed");
+                }
+                store.inner.audit_settling.store(false, Ordering::Release);
+            });
+        }
     }
 
     /// Moves every event of `audit_recent` (appended by any process) under the indexes, a
@@ -142,62 +190,17 @@ impl AuditStore for SqliteStore {
         events: &[AuditEvent],
         _keep_for: std::time::Duration,
     ) -> StoreResult<()> {
-        let rows = events
-            .iter()
-            .map(|e| {
-                Ok((
-                    e.clone(),
-                    serde_json::to_string(&e.details).map_err(internal)?,
-                ))
-            })
-            .collect::<StoreResult<Vec<_>>>()?;
+        let rows = events.to_vec();
         let n = rows.len();
         self.write(move |c| {
             let tx = c.savepoint().map_err(map_err)?;
-            {
-                let mut st = tx
-                    .prepare_cached(&format!(
-                        "INSERT INTO audit_recent ({AUDIT_COLS}) \
-                         SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13 WHERE NOT EXISTS \
-                         (SELECT 1 FROM audit_events WHERE at = ?2 AND id = ?1)"
-                    ))
-                    .map_err(map_err)?;
-                for (e, details) in rows {
-                    let added = st
-                        .execute(rusqlite::params![
-                            e.id,
-                            ms(&e.at),
-                            e.action,
-                            e.outcome.as_str(),
-                            e.reason,
-                            e.actor_id.map(|u| u.0),
-                            e.user_id.map(|u| u.0),
-                            e.organization_id.map(|o| o.0),
-                            e.target,
-                            e.ip_address,
-                            e.user_agent,
-                            e.request_id,
-                            details,
-                        ])
-                        .map_err(unique("audit event"))?;
-                    if added == 0 {
-                        return Err(StoreError::Conflict("audit event"));
-                    }
-                }
+            for e in &rows {
+                insert_recent(&tx, e)?;
             }
             tx.commit().map_err(map_err)
         })
         .await?;
-        if self.staged(n) && !self.inner.audit_settling.swap(true, Ordering::AcqRel) {
-            // Moved behind the caller's back: the caller's event is stored already.
-            let store = self.clone();
-            tokio::spawn(async move {
-                if let Err(e) = store.settle_audit().await {
-                    tracing::warn!(error = %e, "moving audit events under their indexes failed");
-                }
-                store.inner.audit_settling.store(false, Ordering::Release);
-            });
-        }
+        self.audit_appended(n);
         Ok(())
     }
 

@@ -20,6 +20,7 @@ mod rows;
 mod scan;
 mod schema;
 mod sessions;
+mod stream;
 mod teams;
 mod users;
 mod verifications;
@@ -32,6 +33,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
+use stream::always;
 
 const READERS: usize = 4;
 

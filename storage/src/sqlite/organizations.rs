@@ -231,9 +231,10 @@ impl OrganizationStore for SqliteStore {
         org: &Organization,
         owner: &Member,
         creator_version: Option<u64>,
+        events: &[Event],
     ) -> StoreResult<()> {
         let (o, m) = (org.clone(), owner.clone());
-        self.write(move |c| {
+        self.write_with(events, always, move |c| {
             let tx = c.savepoint().map_err(map_err)?;
             match creator_version {
                 Some(v) => {
@@ -301,13 +302,14 @@ impl OrganizationStore for SqliteStore {
         &self,
         next: &Organization,
         changes: &[OrgChange],
+        events: &[Event],
     ) -> StoreResult<()> {
         let (o, changes) = (next.clone(), changes.to_vec());
         let expected = next
             .version
             .checked_sub(1)
             .ok_or_else(|| StoreError::Internal("a changed organization's version is 0".into()))?;
-        self.write(move |c| {
+        self.write_with(events, always, move |c| {
             let tx = c.savepoint().map_err(map_err)?;
             let n = tx
                 .exec(
@@ -338,9 +340,14 @@ impl OrganizationStore for SqliteStore {
         .await
     }
 
-    async fn delete_organization(&self, id: &OrgId, expected: u64) -> StoreResult<()> {
+    async fn delete_organization(
+        &self,
+        id: &OrgId,
+        expected: u64,
+        events: &[Event],
+    ) -> StoreResult<()> {
         let id = id.0.clone();
-        self.write(move |c| {
+        self.write_with(events, always, move |c| {
             let tx = c.savepoint().map_err(map_err)?;
             // Sessions that had it active lose it (spec §4: deletion clears the active org).
             tx.exec(

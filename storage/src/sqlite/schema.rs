@@ -230,6 +230,27 @@ CREATE TABLE audit_recent (
 );
 CREATE UNIQUE INDEX audit_recent_at ON audit_recent(at, id);
 "#,
+    // 9: the event stream (see `events.rs`): each decision's domain and mail events, written
+    // in its transaction, in commit order; and each consumer's lease and progress.
+    r#"
+CREATE TABLE events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    topic TEXT NOT NULL,
+    aggregate TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX events_topic ON events(topic, seq);
+CREATE TABLE event_consumers (
+    consumer TEXT NOT NULL,
+    shard INTEGER NOT NULL,
+    holder TEXT,
+    lease_until INTEGER NOT NULL DEFAULT 0,
+    position TEXT,
+    PRIMARY KEY (consumer, shard)
+);
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> StoreResult<()> {

@@ -5,9 +5,9 @@ use rusqlite::params;
 
 #[async_trait]
 impl SessionStore for SqliteStore {
-    async fn create_session(&self, session: &Session) -> StoreResult<()> {
+    async fn create_session(&self, session: &Session, events: &[Event]) -> StoreResult<()> {
         let s = session.clone();
-        self.write(move |c| {
+        self.write_with(events, always, move |c| {
             c.exec(
                 &format!("INSERT INTO sessions ({SESSION_COLS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"),
                 params![
@@ -86,20 +86,30 @@ impl SessionStore for SqliteStore {
         .await
     }
 
-    async fn delete_session(&self, token: &str) -> StoreResult<bool> {
+    async fn delete_session(&self, token: &str, events: &[Event]) -> StoreResult<bool> {
         let t = token.to_owned();
-        self.write(move |c| {
-            Ok(c.exec("DELETE FROM sessions WHERE token = ?1", [t])
-                .map_err(map_err)?
-                > 0)
-        })
+        // Its events only when it was there: a session revoked twice is revoked once.
+        self.write_with(
+            events,
+            |deleted: &bool| *deleted,
+            move |c| {
+                Ok(c.exec("DELETE FROM sessions WHERE token = ?1", [t])
+                    .map_err(map_err)?
+                    > 0)
+            },
+        )
         .await
     }
 
-    async fn delete_user_sessions(&self, user_id: &UserId, keep: Option<&str>) -> StoreResult<u64> {
+    async fn delete_user_sessions(
+        &self,
+        user_id: &UserId,
+        keep: Option<&str>,
+        events: &[Event],
+    ) -> StoreResult<u64> {
         let id = user_id.0.clone();
         let keep = keep.map(str::to_owned);
-        self.write(move |c| {
+        self.write_with(events, always, move |c| {
             let n = c
                 .exec(
                     "DELETE FROM sessions WHERE user_id = ?1 AND (?2 IS NULL OR token <> ?2)",

@@ -5,10 +5,15 @@ use rusqlite::params;
 
 #[async_trait]
 impl UserStore for SqliteStore {
-    async fn create_user(&self, user: &User, account: Option<&Account>) -> StoreResult<()> {
+    async fn create_user(
+        &self,
+        user: &User,
+        account: Option<&Account>,
+        events: &[Event],
+    ) -> StoreResult<()> {
         let u = user.clone();
         let a = account.cloned();
-        self.write(move |conn| {
+        self.write_with(events, always, move |conn| {
             let tx = conn.savepoint().map_err(map_err)?;
             tx.exec(
                 &format!(
@@ -65,10 +70,10 @@ impl UserStore for SqliteStore {
         .await
     }
 
-    async fn update_user(&self, user: &User) -> StoreResult<()> {
+    async fn update_user(&self, user: &User, events: &[Event]) -> StoreResult<()> {
         let u = user.clone();
         let expected = version_before(u.version)?;
-        self.write(move |c| {
+        self.write_with(events, always, move |c| {
             let n = c
                 .exec(
                     "UPDATE users SET email=?2, email_verified=?3, name=?4, image=?5, role=?6, \
@@ -98,11 +103,11 @@ impl UserStore for SqliteStore {
         .await
     }
 
-    async fn delete_user(&self, id: &UserId) -> StoreResult<()> {
+    async fn delete_user(&self, id: &UserId, events: &[Event]) -> StoreResult<()> {
         let id = id.0.clone();
         // Foreign keys cascade to sessions, accounts, members and team members; pending
         // single-use tokens that point at the user (reset, delete) go with it.
-        self.write(move |c| {
+        self.write_with(events, always, move |c| {
             let tx = c.savepoint().map_err(map_err)?;
             // Its memberships go: the organizations' counts follow, and their versions move,
             // so no decision made on the old membership can be written after this.
@@ -130,9 +135,9 @@ impl UserStore for SqliteStore {
 
 #[async_trait]
 impl AccountStore for SqliteStore {
-    async fn create_account(&self, account: &Account) -> StoreResult<()> {
+    async fn create_account(&self, account: &Account, events: &[Event]) -> StoreResult<()> {
         let a = account.clone();
-        self.write(move |c| {
+        self.write_with(events, always, move |c| {
             let tx = c.savepoint().map_err(map_err)?;
             insert_account(&tx, &a)?;
             bump_user(&tx, &a.user_id.0)?;
@@ -171,9 +176,9 @@ impl AccountStore for SqliteStore {
         .await
     }
 
-    async fn update_account(&self, account: &Account) -> StoreResult<()> {
+    async fn update_account(&self, account: &Account, events: &[Event]) -> StoreResult<()> {
         let a = account.clone();
-        self.write(move |c| {
+        self.write_with(events, always, move |c| {
             let n = c
                 .exec(
                     "UPDATE accounts SET password=?2, access_token=?3, refresh_token=?4, \
@@ -202,9 +207,10 @@ impl AccountStore for SqliteStore {
         user: &UserId,
         id: &AccountId,
         expected: u64,
+        events: &[Event],
     ) -> StoreResult<()> {
         let (user, id) = (user.0.clone(), id.0.clone());
-        self.write(move |c| {
+        self.write_with(events, always, move |c| {
             let tx = c.savepoint().map_err(map_err)?;
             let n = tx
                 .exec(

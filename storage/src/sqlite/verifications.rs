@@ -5,9 +5,9 @@ use rusqlite::params;
 
 #[async_trait]
 impl VerificationStore for SqliteStore {
-    async fn create_verification(&self, v: &Verification) -> StoreResult<()> {
+    async fn create_verification(&self, v: &Verification, events: &[Event]) -> StoreResult<()> {
         let v = v.clone();
-        self.write(move |c| {
+        self.write_with(events, always, move |c| {
             c.exec(
                 &format!(
                     "INSERT INTO verifications ({VERIFICATION_COLS}) VALUES (?1,?2,?3,?4,?5,?6)"

@@ -7,6 +7,10 @@ use futures::future::join_all;
 use std::sync::Arc;
 use storage::*;
 
+mod events;
+#[allow(unused_imports)]
+pub use events::*;
+
 pub type S = Arc<dyn Store>;
 
 fn now() -> chrono::DateTime<Utc> {
@@ -65,7 +69,7 @@ async fn change(
     let mut next = stored(s, o).await;
     next.version += 1;
     edit(&mut next);
-    s.change_organization(&next, &changes).await
+    s.change_organization(&next, &changes, &[]).await
 }
 
 fn member(o: &Organization, u: &User, role: &str) -> Member {
@@ -81,7 +85,7 @@ fn member(o: &Organization, u: &User, role: &str) -> Member {
 
 pub async fn users_roundtrip_and_unique_email(s: S) {
     let u = user("Ann@Example.com");
-    s.create_user(&u, Some(&credential(&u))).await.unwrap();
+    s.create_user(&u, Some(&credential(&u)), &[]).await.unwrap();
     assert_eq!(s.get_user(&u.id).await.unwrap().as_ref(), Some(&u));
     assert_eq!(
         s.get_user_by_email("ANN@example.COM")
@@ -94,7 +98,7 @@ pub async fn users_roundtrip_and_unique_email(s: S) {
 
     let dup = user("ann@example.com");
     assert!(matches!(
-        s.create_user(&dup, None).await,
+        s.create_user(&dup, None, &[]).await,
         Err(StoreError::Conflict(_))
     ));
 
@@ -104,31 +108,31 @@ pub async fn users_roundtrip_and_unique_email(s: S) {
     changed.email_verified = true;
     changed.updated_at = now() + Duration::seconds(1);
     changed.version = 1;
-    s.update_user(&changed).await.unwrap();
+    s.update_user(&changed, &[]).await.unwrap();
     assert_eq!(s.get_user(&u.id).await.unwrap().as_ref(), Some(&changed));
     // A change decided on the old version is refused, not written over the new one.
     let mut stale = u.clone();
     stale.name = "Stale".into();
     stale.version = 1;
     assert!(matches!(
-        s.update_user(&stale).await,
+        s.update_user(&stale, &[]).await,
         Err(StoreError::ConcurrentModification)
     ));
     assert_eq!(s.get_user(&u.id).await.unwrap().unwrap().name, "Annie");
 
     let other = user("bob@example.com");
-    s.create_user(&other, None).await.unwrap();
+    s.create_user(&other, None, &[]).await.unwrap();
     let mut steal = other.clone();
     steal.email = "ann@example.com".into();
     steal.version = 1;
     assert!(matches!(
-        s.update_user(&steal).await,
+        s.update_user(&steal, &[]).await,
         Err(StoreError::Conflict(_))
     ));
     let mut ghost = user("ghost@example.com");
     ghost.version = 1;
     assert!(matches!(
-        s.update_user(&ghost).await,
+        s.update_user(&ghost, &[]).await,
         Err(StoreError::NotFound)
     ));
     // Several at once: those that exist, unknown ids skipped; more than one statement's worth.
@@ -136,7 +140,7 @@ pub async fn users_roundtrip_and_unique_email(s: S) {
     let mut many = vec![u.id.clone(), unknown.clone(), other.id.clone()];
     for i in 0..150 {
         let x = user(&format!("many{i}@example.com"));
-        s.create_user(&x, None).await.unwrap();
+        s.create_user(&x, None, &[]).await.unwrap();
         many.push(x.id);
     }
     let mut got: Vec<UserId> = s
@@ -160,13 +164,13 @@ pub async fn users_roundtrip_and_unique_email(s: S) {
 pub async fn create_user_is_atomic_with_its_account(s: S) {
     let a = user("a@example.com");
     let acc = credential(&a);
-    s.create_user(&a, Some(&acc)).await.unwrap();
+    s.create_user(&a, Some(&acc), &[]).await.unwrap();
     // A second user whose account collides with an existing one must not be created at all.
     let b = user("b@example.com");
     let mut clash = credential(&b);
     clash.account_id = acc.account_id.clone();
     assert!(matches!(
-        s.create_user(&b, Some(&clash)).await,
+        s.create_user(&b, Some(&clash), &[]).await,
         Err(StoreError::Conflict(_))
     ));
     assert!(s.get_user(&b.id).await.unwrap().is_none());
@@ -182,7 +186,7 @@ pub async fn concurrent_sign_ups_of_one_email_one_wins(s: S) {
         let s = s.clone();
         tokio::spawn(async move {
             let u = user("race@example.com");
-            s.create_user(&u, Some(&credential(&u))).await
+            s.create_user(&u, Some(&credential(&u)), &[]).await
         })
     });
     let results: Vec<_> = join_all(tasks)
@@ -207,15 +211,15 @@ pub async fn concurrent_sign_ups_of_one_email_one_wins(s: S) {
 pub async fn accounts(s: S) {
     let u = user("acc@example.com");
     let cred = credential(&u);
-    s.create_user(&u, Some(&cred)).await.unwrap();
+    s.create_user(&u, Some(&cred), &[]).await.unwrap();
     let mut gh = credential(&u);
     gh.provider_id = "github".into();
     gh.account_id = "12345".into();
     gh.access_token = Some("gho_x".into());
     gh.scope = Some("read:user,user:email".into());
-    s.create_account(&gh).await.unwrap();
+    s.create_account(&gh, &[]).await.unwrap();
     assert!(matches!(
-        s.create_account(&gh).await,
+        s.create_account(&gh, &[]).await,
         Err(StoreError::Conflict(_))
     ));
     let list = s.list_accounts(&u.id).await.unwrap();
@@ -230,7 +234,7 @@ pub async fn accounts(s: S) {
     let mut changed = gh.clone();
     changed.access_token = Some("gho_y".into());
     changed.access_token_expires_at = Some(now() + Duration::hours(8));
-    s.update_account(&changed).await.unwrap();
+    s.update_account(&changed, &[]).await.unwrap();
     assert_eq!(
         s.get_account_by_provider("github", "12345").await.unwrap(),
         Some(changed)
@@ -239,28 +243,28 @@ pub async fn accounts(s: S) {
     let v = s.get_user(&u.id).await.unwrap().unwrap().version;
     assert_eq!(v, 1);
     assert!(matches!(
-        s.delete_account(&u.id, &gh.id, v - 1).await,
+        s.delete_account(&u.id, &gh.id, v - 1, &[]).await,
         Err(StoreError::ConcurrentModification)
     ));
-    s.delete_account(&u.id, &gh.id, v).await.unwrap();
+    s.delete_account(&u.id, &gh.id, v, &[]).await.unwrap();
     assert!(s
         .get_account_by_provider("github", "12345")
         .await
         .unwrap()
         .is_none());
     assert!(matches!(
-        s.delete_account(&u.id, &gh.id, v + 1).await,
+        s.delete_account(&u.id, &gh.id, v + 1, &[]).await,
         Err(StoreError::NotFound)
     ));
     // Another user's account is not found through this one.
     let other = user("other-acc@example.com");
-    s.create_user(&other, Some(&credential(&other)))
+    s.create_user(&other, Some(&credential(&other)), &[])
         .await
         .unwrap();
     let theirs = s.list_accounts(&other.id).await.unwrap()[0].id.clone();
     let v = s.get_user(&u.id).await.unwrap().unwrap().version;
     assert!(matches!(
-        s.delete_account(&u.id, &theirs, v).await,
+        s.delete_account(&u.id, &theirs, v, &[]).await,
         Err(StoreError::NotFound)
     ));
     // Debug output never shows secrets.
@@ -269,12 +273,12 @@ pub async fn accounts(s: S) {
 
 pub async fn sessions_lifecycle(s: S) {
     let u = user("sess@example.com");
-    s.create_user(&u, None).await.unwrap();
+    s.create_user(&u, None, &[]).await.unwrap();
     let a = session(&u);
     let b = session(&u);
     let c = session(&u);
     for x in [&a, &b, &c] {
-        s.create_session(x).await.unwrap();
+        s.create_session(x, &[]).await.unwrap();
     }
     assert_eq!(s.get_session(&a.token).await.unwrap().as_ref(), Some(&a));
     // With its user, in one read.
@@ -297,32 +301,34 @@ pub async fn sessions_lifecycle(s: S) {
     assert_eq!(s.get_session(&a.token).await.unwrap(), Some(moved));
 
     assert_eq!(
-        s.delete_user_sessions(&u.id, Some(&a.token)).await.unwrap(),
+        s.delete_user_sessions(&u.id, Some(&a.token), &[])
+            .await
+            .unwrap(),
         2
     );
     let left = s.list_sessions(&u.id).await.unwrap();
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].token, a.token);
-    assert!(s.delete_session(&a.token).await.unwrap());
-    assert!(!s.delete_session(&a.token).await.unwrap());
+    assert!(s.delete_session(&a.token, &[]).await.unwrap());
+    assert!(!s.delete_session(&a.token, &[]).await.unwrap());
     assert!(s.get_session(&a.token).await.unwrap().is_none());
 
     // A session of a user that no longer exists cannot be created.
     let ghost = user("ghost2@example.com");
-    assert!(s.create_session(&session(&ghost)).await.is_err());
+    assert!(s.create_session(&session(&ghost), &[]).await.is_err());
 }
 
 pub async fn deleted_session_is_never_written_back(s: S) {
     let u = user("revoke@example.com");
-    s.create_user(&u, None).await.unwrap();
+    s.create_user(&u, None, &[]).await.unwrap();
     for _ in 0..20 {
         let x = session(&u);
-        s.create_session(&x).await.unwrap();
+        s.create_session(&x, &[]).await.unwrap();
         let mut refreshed = x.clone();
         refreshed.expires_at = x.expires_at + Duration::days(1);
         let (s1, s2) = (s.clone(), s.clone());
         let (t, r) = (x.token.clone(), refreshed.clone());
-        let del = tokio::spawn(async move { s1.delete_session(&t).await });
+        let del = tokio::spawn(async move { s1.delete_session(&t, &[]).await });
         let upd = tokio::spawn(async move { s2.update_session(&r).await });
         assert!(del.await.unwrap().unwrap());
         match upd.await.unwrap() {
@@ -342,12 +348,12 @@ pub async fn deleted_session_is_never_written_back(s: S) {
 
 pub async fn purge_expired_sessions(s: S) {
     let u = user("old@example.com");
-    s.create_user(&u, None).await.unwrap();
+    s.create_user(&u, None, &[]).await.unwrap();
     let mut old = session(&u);
     old.expires_at = now() - Duration::seconds(1);
     let fresh = session(&u);
-    s.create_session(&old).await.unwrap();
-    s.create_session(&fresh).await.unwrap();
+    s.create_session(&old, &[]).await.unwrap();
+    s.create_session(&fresh, &[]).await.unwrap();
     // Purging may be a no-op where the backend expires rows itself (a TTL); either way an
     // expired session is never taken for a live one, and live ones stay.
     s.purge_expired_sessions(now()).await.unwrap();
@@ -367,9 +373,9 @@ pub async fn verifications_are_single_use(s: S) {
         created_at: t,
         updated_at: t,
     };
-    s.create_verification(&v).await.unwrap();
+    s.create_verification(&v, &[]).await.unwrap();
     assert!(matches!(
-        s.create_verification(&v).await,
+        s.create_verification(&v, &[]).await,
         Err(StoreError::Conflict(_))
     ));
     assert_eq!(
@@ -393,7 +399,7 @@ pub async fn verifications_are_single_use(s: S) {
     let mut expired = v.clone();
     expired.identifier = "delete-account-x".into();
     expired.expires_at = t - Duration::seconds(1);
-    s.create_verification(&expired).await.unwrap();
+    s.create_verification(&expired, &[]).await.unwrap();
     s.purge_expired_verifications(t).await.unwrap();
     if let Some(left) = s.get_verification("delete-account-x").await.unwrap() {
         assert!(left.expires_at <= t);
@@ -418,7 +424,7 @@ pub async fn verifications_of_one_owner_are_deleted_by_prefix(s: S) {
         v("delete-account-d", "u1"),
         v("reset_password:e", "u1"),
     ] {
-        s.create_verification(&x).await.unwrap();
+        s.create_verification(&x, &[]).await.unwrap();
     }
     assert_eq!(
         s.delete_verifications_of("u1", "reset-password:")
@@ -449,13 +455,13 @@ pub async fn verifications_of_one_owner_are_deleted_by_prefix(s: S) {
 
 pub async fn deleting_a_user_removes_what_belongs_to_it(s: S) {
     let u = user("gone@example.com");
-    s.create_user(&u, Some(&credential(&u))).await.unwrap();
+    s.create_user(&u, Some(&credential(&u)), &[]).await.unwrap();
     let x = session(&u);
-    s.create_session(&x).await.unwrap();
+    s.create_session(&x, &[]).await.unwrap();
     let o = org("gone-org");
     let owner = user("owner@example.com");
-    s.create_user(&owner, None).await.unwrap();
-    s.create_organization(&o, &member(&o, &owner, "owner"), None)
+    s.create_user(&owner, None, &[]).await.unwrap();
+    s.create_organization(&o, &member(&o, &owner, "owner"), None, &[])
         .await
         .unwrap();
     let m = member(&o, &u, "member");
@@ -477,8 +483,8 @@ pub async fn deleting_a_user_removes_what_belongs_to_it(s: S) {
         created_at: t,
         updated_at: t,
     };
-    s.create_verification(&pending).await.unwrap();
-    s.delete_user(&u.id).await.unwrap();
+    s.create_verification(&pending, &[]).await.unwrap();
+    s.delete_user(&u.id, &[]).await.unwrap();
     assert!(s.get_user(&u.id).await.unwrap().is_none());
     assert!(s
         .get_verification(&pending.identifier)
@@ -493,11 +499,11 @@ pub async fn deleting_a_user_removes_what_belongs_to_it(s: S) {
     assert_eq!(after.member_count, 1, "the organization's count follows");
     assert!(after.version > o.version, "and its version moves");
     // The email is free again.
-    s.create_user(&user("gone@example.com"), None)
+    s.create_user(&user("gone@example.com"), None, &[])
         .await
         .unwrap();
     assert!(matches!(
-        s.delete_user(&u.id).await,
+        s.delete_user(&u.id, &[]).await,
         Err(StoreError::NotFound)
     ));
 }
@@ -505,11 +511,11 @@ pub async fn deleting_a_user_removes_what_belongs_to_it(s: S) {
 pub async fn organizations_and_members(s: S) {
     let owner = user("o@example.com");
     let bob = user("bob@example.com");
-    s.create_user(&owner, None).await.unwrap();
-    s.create_user(&bob, None).await.unwrap();
+    s.create_user(&owner, None, &[]).await.unwrap();
+    s.create_user(&bob, None, &[]).await.unwrap();
     let o = org("acme");
     let om = member(&o, &owner, "owner");
-    s.create_organization(&o, &om, None).await.unwrap();
+    s.create_organization(&o, &om, None, &[]).await.unwrap();
     assert_eq!(s.get_organization(&o.id).await.unwrap().as_ref(), Some(&o));
     assert_eq!((o.version, o.member_count, o.owner_count), (0, 1, 1));
     assert_eq!(
@@ -517,7 +523,7 @@ pub async fn organizations_and_members(s: S) {
         Some(&o)
     );
     assert!(matches!(
-        s.create_organization(&org("acme"), &member(&o, &owner, "owner"), None)
+        s.create_organization(&org("acme"), &member(&o, &owner, "owner"), None, &[])
             .await,
         Err(StoreError::Conflict(_))
     ));
@@ -581,7 +587,7 @@ pub async fn organizations_and_members(s: S) {
     .unwrap();
     assert!(s.get_organization_by_slug("acme").await.unwrap().is_none());
     let other = org("taken");
-    s.create_organization(&other, &member(&other, &owner, "owner"), None)
+    s.create_organization(&other, &member(&other, &owner, "owner"), None, &[])
         .await
         .unwrap();
     assert!(matches!(
@@ -604,10 +610,10 @@ pub async fn organizations_and_members(s: S) {
     // Sessions that had the organization active lose it when their user leaves it…
     let mut bob_sess = session(&bob);
     bob_sess.active_organization_id = Some(o.id.clone());
-    s.create_session(&bob_sess).await.unwrap();
+    s.create_session(&bob_sess, &[]).await.unwrap();
     let mut sess = session(&owner);
     sess.active_organization_id = Some(o.id.clone());
-    s.create_session(&sess).await.unwrap();
+    s.create_session(&sess, &[]).await.unwrap();
     let remove = vec![OrgChange::RemoveMember(bm.id.clone())];
     change(&s, &o.id, |n| n.member_count -= 1, remove.clone())
         .await
@@ -632,14 +638,14 @@ pub async fn organizations_and_members(s: S) {
     ));
     let at = stored(&s, &o.id).await.version;
     assert!(matches!(
-        s.delete_organization(&o.id, at - 1).await,
+        s.delete_organization(&o.id, at - 1, &[]).await,
         Err(StoreError::ConcurrentModification)
     ));
-    s.delete_organization(&o.id, at).await.unwrap();
+    s.delete_organization(&o.id, at, &[]).await.unwrap();
     assert!(s.get_organization(&o.id).await.unwrap().is_none());
     assert!(s.get_member_by_id(&o.id, &om.id).await.unwrap().is_none());
     assert!(matches!(
-        s.delete_organization(&o.id, at).await,
+        s.delete_organization(&o.id, at, &[]).await,
         Err(StoreError::NotFound)
     ));
     // …and when it is deleted.
@@ -650,15 +656,15 @@ pub async fn organizations_and_members(s: S) {
 /// paging neither repeats nor hides one that was there; limit/offset windows come from pages.
 pub async fn members_page_by_cursor(s: S) {
     let owner = user("pages@example.com");
-    s.create_user(&owner, None).await.unwrap();
+    s.create_user(&owner, None, &[]).await.unwrap();
     let o = org("pages");
     let first = member(&o, &owner, "owner");
-    s.create_organization(&o, &first, None).await.unwrap();
+    s.create_organization(&o, &first, None, &[]).await.unwrap();
     let t0 = first.created_at;
     let mut expected = vec![first];
     for i in 0..11 {
         let u = user(&format!("p{i}@example.com"));
-        s.create_user(&u, None).await.unwrap();
+        s.create_user(&u, None, &[]).await.unwrap();
         let mut m = member(&o, &u, "member");
         // Two pairs share a creation time: the id orders them.
         m.created_at = t0 + Duration::milliseconds(1 + i / 2 * 2);
@@ -683,7 +689,7 @@ pub async fn members_page_by_cursor(s: S) {
     let c1 = p1.next.expect("more pages");
     // Someone joins while the pages are read: they come last, nothing repeats or goes missing.
     let late = user("late@example.com");
-    s.create_user(&late, None).await.unwrap();
+    s.create_user(&late, None, &[]).await.unwrap();
     let mut lm = member(&o, &late, "member");
     lm.created_at = t0 + Duration::seconds(1);
     change(
@@ -714,10 +720,10 @@ pub async fn members_page_by_cursor(s: S) {
 pub async fn changes_of_one_unit_see_each_other(s: S) {
     let owner = user("unit@example.com");
     let joiner = user("joiner@example.com");
-    s.create_user(&owner, None).await.unwrap();
-    s.create_user(&joiner, None).await.unwrap();
+    s.create_user(&owner, None, &[]).await.unwrap();
+    s.create_user(&joiner, None, &[]).await.unwrap();
     let o = org("unit");
-    s.create_organization(&o, &member(&o, &owner, "owner"), None)
+    s.create_organization(&o, &member(&o, &owner, "owner"), None, &[])
         .await
         .unwrap();
     let team = Team {
@@ -804,18 +810,23 @@ pub async fn scans_visit_everything_once(s: S) {
     let mut users = Vec::new();
     for i in 0..7 {
         let u = user(&format!("scan{i}@example.com"));
-        s.create_user(&u, None).await.unwrap();
+        s.create_user(&u, None, &[]).await.unwrap();
         users.push(u.id.0.clone());
     }
     let mut orgs = Vec::new();
     for (i, owner) in users.iter().take(5).enumerate() {
         let o = org(&format!("scan-{i}"));
-        s.create_organization(&o, &member(&o, &user_of(&s, owner).await, "owner"), None)
-            .await
-            .unwrap();
+        s.create_organization(
+            &o,
+            &member(&o, &user_of(&s, owner).await, "owner"),
+            None,
+            &[],
+        )
+        .await
+        .unwrap();
         orgs.push(o);
     }
-    s.delete_organization(&orgs[4].id, 0).await.unwrap();
+    s.delete_organization(&orgs[4].id, 0, &[]).await.unwrap();
     let (mut seen, mut after) = (Vec::new(), None::<String>);
     loop {
         let page = s.scan_users(after.as_deref(), 3).await.unwrap();
@@ -852,15 +863,15 @@ async fn user_of(s: &S, id: &str) -> User {
 /// concurrent changes decided on one version exactly one is written.
 pub async fn organization_changes_compare_and_set_their_version(s: S) {
     let owner = user("cas@example.com");
-    s.create_user(&owner, None).await.unwrap();
+    s.create_user(&owner, None, &[]).await.unwrap();
     let o = org("cas-org");
-    s.create_organization(&o, &member(&o, &owner, "owner"), None)
+    s.create_organization(&o, &member(&o, &owner, "owner"), None, &[])
         .await
         .unwrap();
     let mut users = Vec::new();
     for i in 0..20 {
         let u = user(&format!("cas{i}@example.com"));
-        s.create_user(&u, None).await.unwrap();
+        s.create_user(&u, None, &[]).await.unwrap();
         users.push(u);
     }
     // All decide on version 0 ("one seat left", say): one wins, the rest must reload.
@@ -871,7 +882,7 @@ pub async fn organization_changes_compare_and_set_their_version(s: S) {
         next.member_count = 2;
         let m = member(&o, u, "member");
         tokio::spawn(async move {
-            s.change_organization(&next, &[OrgChange::AddMember(m)])
+            s.change_organization(&next, &[OrgChange::AddMember(m)], &[])
                 .await
         })
     });
@@ -892,20 +903,20 @@ pub async fn organization_changes_compare_and_set_their_version(s: S) {
     let mut ghost = org("ghost");
     ghost.version = 1;
     assert!(matches!(
-        s.change_organization(&ghost, &[]).await,
+        s.change_organization(&ghost, &[], &[]).await,
         Err(StoreError::NotFound)
     ));
 }
 
 pub async fn concurrent_creates_of_one_slug_one_wins(s: S) {
     let owner = user("slug@example.com");
-    s.create_user(&owner, None).await.unwrap();
+    s.create_user(&owner, None, &[]).await.unwrap();
     let tasks = (0..10).map(|_| {
         let s = s.clone();
         let owner = owner.clone();
         tokio::spawn(async move {
             let o = org("same-slug");
-            s.create_organization(&o, &member(&o, &owner, "owner"), None)
+            s.create_organization(&o, &member(&o, &owner, "owner"), None, &[])
                 .await
         })
     });
@@ -920,9 +931,9 @@ pub async fn concurrent_creates_of_one_slug_one_wins(s: S) {
 
 pub async fn invitations_transition_once(s: S) {
     let owner = user("inv@example.com");
-    s.create_user(&owner, None).await.unwrap();
+    s.create_user(&owner, None, &[]).await.unwrap();
     let o = org("inv-org");
-    s.create_organization(&o, &member(&o, &owner, "owner"), None)
+    s.create_organization(&o, &member(&o, &owner, "owner"), None, &[])
         .await
         .unwrap();
     let inv = Invitation {
@@ -991,10 +1002,10 @@ pub async fn invitations_transition_once(s: S) {
 
 pub async fn teams_and_roles(s: S) {
     let owner = user("team@example.com");
-    s.create_user(&owner, None).await.unwrap();
+    s.create_user(&owner, None, &[]).await.unwrap();
     let o = org("team-org");
     let om = member(&o, &owner, "owner");
-    s.create_organization(&o, &om, None).await.unwrap();
+    s.create_organization(&o, &om, None, &[]).await.unwrap();
     let t = Team {
         id: TeamId::generate(),
         name: "Core".into(),
@@ -1165,7 +1176,7 @@ pub async fn rate_limits_of(s: Arc<dyn RateLimitStore>) {
 pub async fn a_fresh_store_is_healthy(s: S) {
     s.check_health().await.unwrap();
     let u = User::new("healthy@example.com", "H".into(), None, Utc::now());
-    s.create_user(&u, None).await.unwrap();
+    s.create_user(&u, None, &[]).await.unwrap();
     s.check_health().await.unwrap();
     assert!(s.get_user(&u.id).await.unwrap().is_some());
 }
@@ -1204,7 +1215,7 @@ pub async fn list_users_search_filter_sort_page(s: S) {
         };
         u.banned = i % 7 == 0;
         u.email_verified = i % 2 == 0;
-        s.create_user(&u, None).await.unwrap();
+        s.create_user(&u, None, &[]).await.unwrap();
         users.push(u);
     }
     let role = |u: &User| u.role.clone().unwrap_or_else(|| "user".into());
@@ -1570,14 +1581,14 @@ pub async fn audit_log(s: S) {
 /// An organization's view in one read: the same as its single reads, whichever the backend.
 pub async fn organization_view_is_its_single_reads(s: S) {
     let owner = user("view-owner@example.com");
-    s.create_user(&owner, None).await.unwrap();
+    s.create_user(&owner, None, &[]).await.unwrap();
     let o = org("view");
     let om = member(&o, &owner, "owner");
-    s.create_organization(&o, &om, None).await.unwrap();
+    s.create_organization(&o, &om, None, &[]).await.unwrap();
     let (mut users, mut members) = (Vec::new(), Vec::new());
     for i in 0..5 {
         let u = user(&format!("view-{i}@example.com"));
-        s.create_user(&u, None).await.unwrap();
+        s.create_user(&u, None, &[]).await.unwrap();
         members.push(Member {
             created_at: om.created_at + Duration::milliseconds(i + 1),
             ..member(&o, &u, "member")
@@ -1745,6 +1756,11 @@ macro_rules! contract_tests {
             audit_log_over_a_long_range,
             organization_view_is_its_single_reads,
             rate_limit_counters,
+            events_are_stored_with_their_change_and_only_with_it,
+            organization_decisions_carry_their_events,
+            events_alone_and_mail,
+            consumers_hold_leases_and_keep_their_progress,
+            reading_in_pages_sees_each_event_once_in_order,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {$(

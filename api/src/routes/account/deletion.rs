@@ -4,9 +4,9 @@
 use super::*;
 use crate::audit::{action, Event, Origin};
 use crate::dto::Text;
-use crate::error::{ApiError, ApiResult, Code};
+use crate::error::{ApiResult, Code};
 use crate::http::PendingCookies;
-use crate::mail::MailKind;
+use crate::mail::{MailJob, MailKind};
 use crate::routes::{text, Tag};
 use crate::session::{Principal, ResolveOptions};
 use crate::AppState;
@@ -75,23 +75,18 @@ impl DeletionApi {
         }
         if let Some(token) = text(&body.0.token) {
             // Only the caller's own token (the actor checks it points at them).
+            let ev = ev.detail("confirmed", "token").target(user.email.clone());
             state
                 .actors
                 .user(user.id.clone())
+                .with(state.noted(ev))
                 .delete_with_token(&format!("delete-account-{token}"))
                 .await?;
-            return deleted(&state, cookies, &user, ev.detail("confirmed", "token")).await;
+            return deleted(&state, cookies, &user).await;
         }
         if state.mailer.enabled() {
             state.limit_mail(req, &user.email).await?;
             let token = storage::random_lower_alnum(32);
-            state
-                .create_token(
-                    &format!("delete-account-{token}"),
-                    &user,
-                    state.config.limits.delete_account_token_expires_in,
-                )
-                .await?;
             // As 1.7: without a callbackURL the link leads back to the app's root.
             let link = format!(
                 "{}?token={token}&callbackURL={}",
@@ -101,16 +96,21 @@ impl DeletionApi {
                     crate::http::URI_COMPONENT
                 )
             );
+            let job = MailJob::new(
+                MailKind::DeleteAccount,
+                &user.email,
+                link,
+                &[("name", &user.name)],
+            );
             state
-                .mailer
-                .send(
-                    MailKind::DeleteAccount,
-                    &user.email,
-                    &link,
-                    &[("name", &user.name)],
+                .create_token(
+                    &format!("delete-account-{token}"),
+                    &user,
+                    state.config.limits.delete_account_token_expires_in,
+                    state.mailing(actors::Ctx::default(), std::slice::from_ref(&job)),
                 )
-                .await
-                .map_err(ApiError::internal)?;
+                .await?;
+            state.deliver(&[job]).await;
             return Ok(Json(DeleteUserResponse {
                 success: true,
                 message: "Verification email sent".into(),
@@ -163,10 +163,15 @@ impl DeletionApi {
         if !mine {
             return Err(Code::DeletionTokenInvalid.into());
         }
+        let ev = Event::new(action::USER_DELETED, &Origin::of(req))
+            .own(&user.id)
+            .detail("confirmed", "link")
+            .target(user.email.clone());
         // Consumed and checked again in the user's actor: of concurrent uses one deletes.
         match state
             .actors
             .user(user.id.clone())
+            .with(state.noted(ev))
             .delete_with_token(&identifier)
             .await
         {
@@ -176,10 +181,7 @@ impl DeletionApi {
             }
             Err(e) => return Err(e.into()),
         }
-        let ev = Event::new(action::USER_DELETED, &Origin::of(req))
-            .own(&user.id)
-            .detail("confirmed", "link");
-        let done = deleted(&state, cookies, &user, ev).await?;
+        let done = deleted(&state, cookies, &user).await?;
         match cb {
             Some(c) => Ok(RedirectOr::Redirect(state.absolute(&c))),
             None => Ok(RedirectOr::Ok(done)),
@@ -193,20 +195,22 @@ async fn delete_now(
     user: &User,
     ev: Event,
 ) -> ApiResult<Json<DeleteUserResponse>> {
-    state.actors.user(user.id.clone()).delete_user().await?;
-    deleted(state, cookies, user, ev).await
+    state
+        .actors
+        .user(user.id.clone())
+        .with(state.noted(ev.target(user.email.clone())))
+        .delete_user()
+        .await?;
+    deleted(state, cookies, user).await
 }
 
-/// After `user` was deleted: their cached sessions stop counting, the cookies go, the event
-/// is recorded.
+/// After `user` was deleted: their cached sessions stop counting, the cookies go.
 async fn deleted(
     state: &AppState,
     cookies: &PendingCookies,
     user: &User,
-    ev: Event,
 ) -> ApiResult<Json<DeleteUserResponse>> {
     state.note_revocation(&user.id);
-    state.audit(ev.target(user.email.clone())).await;
     cookies.push(state.cookies.clear_all());
     tracing::info!(user = %user.id, "user deleted");
     Ok(Json(DeleteUserResponse {

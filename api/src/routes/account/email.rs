@@ -59,18 +59,31 @@ impl EmailApi {
             if !state.mailer.enabled() {
                 return Err(Code::VerificationEmailNotEnabled.into());
             }
-            state
-                .mail_email_change(&user, &new_email, false, cb)
-                .await?;
             let ev = auth
                 .event(crate::audit::action::EMAIL_CHANGE_REQUESTED)
-                .target(new_email);
-            state.audit(ev).await;
+                .target(new_email.clone());
+            state
+                .mail_email_change(&user, &new_email, false, cb, state.noted(ev))
+                .await?;
             return Ok(Json(StatusResponse { status: true }));
         }
+        let ev = auth
+            .event(crate::audit::action::EMAIL_CHANGED)
+            .target(new_email.clone())
+            .detail("from", user.email.clone());
+        // The new address's verification link goes with the change.
+        let mut proof = user.clone();
+        proof.email = new_email.clone();
+        let mail: Vec<_> = state
+            .mailer
+            .enabled()
+            .then(|| state.verification_mail(&proof, MailKind::VerifyEmail, &new_email, None, cb))
+            .into_iter()
+            .collect();
         let changed = state
             .actors
             .user(user.id.clone())
+            .with(state.mailing(state.noted(ev), &mail))
             .update_user(UserPatch {
                 email: Some(new_email.clone()),
                 email_verified: Some(false),
@@ -79,16 +92,7 @@ impl EmailApi {
             .await?;
         // As 1.7: the session cookie is issued again, carrying the changed user.
         state.reissue_session(&auth, &changed, Some(auth.session.clone()));
-        let ev = auth
-            .event(crate::audit::action::EMAIL_CHANGED)
-            .target(new_email.clone())
-            .detail("from", user.email.clone());
-        state.audit(ev).await;
-        if state.mailer.enabled() {
-            state
-                .send_verification(&changed, MailKind::VerifyEmail, &new_email, None, cb)
-                .await?;
-        }
+        state.deliver(&mail).await;
         Ok(Json(StatusResponse { status: true }))
     }
 }

@@ -85,16 +85,6 @@ impl LinkedAccountApi {
                 vec!["accountId or providerId is required".into()],
             ));
         }
-        let unlinked = state
-            .actors
-            .user(auth.user.id.clone())
-            .unlink_account(
-                text(&body.0.provider_id),
-                text(&body.0.account_id),
-                state.config.account.allow_unlinking_all,
-            )
-            .await
-            .map_err(ApiError::from);
         let mut ev = auth.event(crate::audit::action::ACCOUNT_UNLINKED);
         if let Some(p) = text(&body.0.provider_id) {
             ev = ev.target(p);
@@ -102,6 +92,17 @@ impl LinkedAccountApi {
         if let Some(a) = text(&body.0.account_id) {
             ev = ev.detail("accountId", a);
         }
+        let unlinked = state
+            .actors
+            .user(auth.user.id.clone())
+            .with(state.noted(ev.clone()))
+            .unlink_account(
+                text(&body.0.provider_id),
+                text(&body.0.account_id),
+                state.config.account.allow_unlinking_all,
+            )
+            .await
+            .map_err(ApiError::from);
         state.audited(ev, unlinked).await?;
         Ok(Json(StatusResponse { status: true }))
     }

@@ -16,8 +16,8 @@ pub use linked::LinkedAccountApi;
 pub use password::PasswordApi;
 pub use verification::VerificationApi;
 
-use crate::error::{ApiError, ApiResult};
-use crate::mail::MailKind;
+use crate::error::ApiResult;
+use crate::mail::{MailJob, MailKind};
 use crate::AppState;
 use chrono::Duration;
 use poem_openapi::payload::Json;
@@ -86,15 +86,15 @@ impl AppState {
         )
     }
 
-    /// Mails a verification link for `email` (optionally confirming a pending change).
-    pub(crate) async fn send_verification(
+    /// The mail of a verification link for `email` (optionally confirming a pending change).
+    pub(crate) fn verification_mail(
         &self,
         user: &User,
         kind: MailKind,
         to: &str,
         change: Option<PendingChange<'_>>,
         callback: Option<&str>,
-    ) -> ApiResult<()> {
+    ) -> MailJob {
         let exp =
             self.clock.now() + Duration::seconds(self.config.email_verification.expires_in as i64);
         let update_to = change.as_ref().map(|c| c.new_email);
@@ -121,30 +121,35 @@ impl AppState {
             ("name", user.name.as_str()),
             ("new_email", update_to.unwrap_or("")),
         ];
-        self.mailer
-            .send(kind, to, &link, &vars)
-            .await
-            .map_err(ApiError::internal)
+        MailJob::new(kind, to, link, &vars)
+    }
+
+    /// Mails a verification link, on its own (nothing else is stored with it).
+    pub(crate) async fn send_verification(
+        &self,
+        user: &User,
+        kind: MailKind,
+        to: &str,
+        callback: Option<&str>,
+    ) -> ApiResult<()> {
+        let job = self.verification_mail(user, kind, to, None, callback);
+        self.mail_alone(&[job]).await
     }
 
     /// Stores a single-use token `identifier` pointing at the user (through their actor).
     /// Mails one step of a change of `user`'s address to `new_email`, with its single-use
     /// token stored: the confirmation to the current address, or (`confirmed`) the proof to
     /// the new one.
+    /// `ctx`: the audit records kept with the stored token.
     pub(super) async fn mail_email_change(
         &self,
         user: &User,
         new_email: &str,
         confirmed: bool,
         callback: Option<&str>,
+        ctx: actors::Ctx,
     ) -> ApiResult<()> {
         let id = storage::random_string(32);
-        self.create_token(
-            &format!("{}{id}", actors::CHANGE_EMAIL_PREFIX),
-            user,
-            self.config.email_verification.expires_in,
-        )
-        .await?;
         let (kind, to) = if confirmed {
             (MailKind::VerifyEmail, new_email)
         } else {
@@ -155,13 +160,30 @@ impl AppState {
             id: &id,
             confirmed,
         };
-        self.send_verification(user, kind, to, Some(change), callback)
-            .await
+        let job = self.verification_mail(user, kind, to, Some(change), callback);
+        self.create_token(
+            &format!("{}{id}", actors::CHANGE_EMAIL_PREFIX),
+            user,
+            self.config.email_verification.expires_in,
+            self.mailing(ctx, std::slice::from_ref(&job)),
+        )
+        .await?;
+        self.deliver(&[job]).await;
+        Ok(())
     }
 
-    async fn create_token(&self, identifier: &str, user: &User, lifetime: u64) -> ApiResult<()> {
+    /// Stores a single-use token `identifier` pointing at the user (through their actor),
+    /// with what `ctx` keeps and sends.
+    async fn create_token(
+        &self,
+        identifier: &str,
+        user: &User,
+        lifetime: u64,
+        ctx: actors::Ctx,
+    ) -> ApiResult<()> {
         self.actors
             .user(user.id.clone())
+            .with(ctx)
             .issue_token(identifier, Duration::seconds(lifetime as i64))
             .await?;
         Ok(())

@@ -6,7 +6,7 @@ use crate::audit::{action, Event, Origin};
 use crate::dto::{StatusResponse, Text, UserDto};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::PendingCookies;
-use crate::mail::MailKind;
+use crate::mail::{MailJob, MailKind};
 use crate::routes::{email_field, text, Tag};
 use crate::session::{Authed, Principal, ResolveOptions};
 use crate::AppState;
@@ -193,9 +193,13 @@ impl PasswordApi {
             .hash(body.0.new_password.0)
             .await
             .map_err(ApiError::internal)?;
+        let ev = Event::new(action::PASSWORD_RESET, &Origin::of(req))
+            .own(&owner)
+            .fill(actors::Fill::SessionsRevoked);
         let outcome = state
             .actors
             .user(owner.clone())
+            .with(state.noted(ev))
             .reset_password(
                 &token,
                 &hash,
@@ -206,10 +210,6 @@ impl PasswordApi {
             state.note_revocation(&owner);
         }
         tracing::info!(user = %owner, "password reset");
-        let ev = Event::new(action::PASSWORD_RESET, &Origin::of(req))
-            .own(&owner)
-            .detail("sessionsRevoked", outcome.sessions_revoked.to_string());
-        state.audit(ev).await;
         Ok(Json(StatusResponse { status: true }))
     }
 
@@ -270,7 +270,7 @@ impl PasswordApi {
             .await
             .map_err(ApiError::internal)?;
         if !ok {
-            state.audit(ev.failed(Code::InvalidPassword)).await;
+            state.record_refusal(ev, Code::InvalidPassword).await;
             return Err(Code::InvalidPassword.into());
         }
         let hash = state
@@ -287,13 +287,14 @@ impl PasswordApi {
         });
         // One message: the password (only if it is still the one just verified), and with
         // revokeOtherSessions every session revoked and a new one made.
+        let ev = ev.detail("sessionsRevoked", revoke.to_string());
         let fresh = state
             .actors
             .user(user.id.clone())
+            .with(state.noted(ev.clone()))
             .change_password(&current, &hash, new_session)
             .await
             .map_err(ApiError::from);
-        let ev = ev.detail("sessionsRevoked", revoke.to_string());
         let fresh = state.audited(ev, fresh).await?;
         let token = match fresh {
             Some(session) => {
@@ -350,13 +351,14 @@ impl PasswordApi {
             .hash(body.0.new_password.0)
             .await
             .map_err(ApiError::internal)?;
+        let ev = Event::new(action::PASSWORD_SET, &Origin::of(req)).user(&user.id);
         let set = state
             .actors
             .user(user.id.clone())
+            .with(state.noted(ev.clone()))
             .set_password(&hash, PasswordChange::OnlyIfNone)
             .await
             .map_err(ApiError::from);
-        let ev = Event::new(action::PASSWORD_SET, &Origin::of(req)).user(&user.id);
         state.audited(ev, set).await?;
         Ok(Json(StatusResponse { status: true }))
     }
@@ -394,12 +396,7 @@ async fn request_reset(
         Some(user) => {
             let lifetime =
                 Duration::seconds(state.config.limits.reset_password_token_expires_in as i64);
-            // Through the user's actor: the new token replaces every older one.
-            let token = state
-                .actors
-                .user(user.id.clone())
-                .issue_reset_token(lifetime)
-                .await?;
+            let token = storage::random_string(24);
             let link = format!(
                 "{}?callbackURL={}",
                 state.api_url(&format!("/reset-password/{token}")),
@@ -408,16 +405,20 @@ async fn request_reset(
                     crate::http::URI_COMPONENT
                 )
             );
+            let job = MailJob::new(
+                MailKind::ResetPassword,
+                &user.email,
+                link,
+                &[("name", &user.name)],
+            );
+            // Through the user's actor: the new token (with its mail) replaces every older one.
             state
-                .mailer
-                .send(
-                    MailKind::ResetPassword,
-                    &user.email,
-                    &link,
-                    &[("name", &user.name)],
-                )
-                .await
-                .map_err(ApiError::internal)?;
+                .actors
+                .user(user.id.clone())
+                .with(state.mailing(actors::Ctx::default(), std::slice::from_ref(&job)))
+                .issue_reset_token(&token, lifetime)
+                .await?;
+            state.deliver(&[job]).await;
         }
         None => {
             // The same store round trips as for a real user, so timing reveals nothing.

@@ -75,13 +75,7 @@ impl VerificationApi {
         if let Some(user) = state.reader.get_user_by_email(&email).await? {
             if !user.email_verified {
                 state
-                    .send_verification(
-                        &user,
-                        MailKind::VerifyEmail,
-                        &user.email,
-                        None,
-                        cb.as_deref(),
-                    )
+                    .send_verification(&user, MailKind::VerifyEmail, &user.email, cb.as_deref())
                     .await?;
             }
         }
@@ -143,7 +137,18 @@ impl VerificationApi {
             // As 1.7, two steps: the old address confirms (this link, mailed there), then a
             // link mailed to the new address proves it and switches (verified).
             let apply = claims.confirmed;
-            let user = match actor.confirm_email_change(id, &new_email, apply).await {
+            let ctx = state.noting(apply.then(|| {
+                Event::new(action::EMAIL_CHANGED, &Origin::of(req))
+                    .own(&user.id)
+                    .target(new_email.clone())
+                    .detail("from", claims.email.clone())
+            }));
+            let user = match actor
+                .clone()
+                .with(ctx)
+                .confirm_email_change(id, &new_email, apply)
+                .await
+            {
                 Ok(u) => u,
                 Err(actors::ActorError::Refused(actors::Rule::InvalidToken)) => {
                     return fail(Code::InvalidIdToken)
@@ -151,11 +156,6 @@ impl VerificationApi {
                 Err(e) => return Err(e.into()),
             };
             if apply {
-                let ev = Event::new(action::EMAIL_CHANGED, &Origin::of(req))
-                    .own(&user.id)
-                    .target(new_email.clone())
-                    .detail("from", claims.email.clone());
-                state.audit(ev).await;
                 // As 1.7: the session cookie is issued again, carrying the new address.
                 if let Some(mut authed) = session.clone() {
                     authed.user = user.clone();
@@ -163,7 +163,13 @@ impl VerificationApi {
                 }
             } else {
                 state
-                    .mail_email_change(&user, &new_email, true, cb.as_deref())
+                    .mail_email_change(
+                        &user,
+                        &new_email,
+                        true,
+                        cb.as_deref(),
+                        actors::Ctx::default(),
+                    )
                     .await?;
             }
             (user, apply)
@@ -173,27 +179,28 @@ impl VerificationApi {
             // Whoever follows the link proves the mailbox. Without this user's session, the
             // sessions made before the proof may be someone else's (who signed up with this
             // address): they are revoked.
-            let (verified, revoked) = actor.verify_email(!own_session).await?;
+            let ev = Event::new(action::EMAIL_VERIFIED, &Origin::of(req))
+                .user(&user.id)
+                .target(user.email.clone())
+                .fill(actors::Fill::SessionsRevoked);
+            let ev = match own_session {
+                true => ev.actor(&user.id),
+                false => ev,
+            };
+            let (verified, revoked) = actor
+                .with(state.noted(ev))
+                .verify_email(!own_session)
+                .await?;
             if revoked {
                 state.note_revocation(&verified.id);
             }
-            let ev = Event::new(action::EMAIL_VERIFIED, &Origin::of(req))
-                .user(&verified.id)
-                .target(verified.email.clone())
-                .detail("sessionsRevoked", revoked.to_string());
-            state
-                .audit(match own_session {
-                    true => ev.actor(&verified.id),
-                    false => ev,
-                })
-                .await;
             if state
                 .config
                 .email_verification
                 .auto_sign_in_after_verification
             {
                 state
-                    .start_session(req, cookies, verified.clone(), true)
+                    .start_session(req, cookies, verified.clone(), true, actors::Ctx::default())
                     .await?;
             }
             (verified, false)

@@ -5,6 +5,7 @@ use super::dto::*;
 use crate::audit::action;
 use crate::dto::Text;
 use crate::error::{ApiError, ApiResult, Code};
+use crate::mail::MailJob;
 use crate::routes::{text, Tag};
 use crate::session::Principal;
 use crate::AppState;
@@ -103,33 +104,21 @@ impl InvitationApi {
         // Refused before the invitation exists: the invitee's mailbox has a limit too.
         state.limit_mail(req, &email).await?;
         let role = body.role.joined();
-        let inv = state
-            .actors
-            .org(org_id.clone())
-            .invite(
-                auth.acting(),
-                &email,
-                &role,
-                text(&body.team_id).map(|t| TeamId(t.to_owned())),
-                body.resend.unwrap_or(false),
-            )
-            .await
-            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
         let ev = auth
             .event(action::INVITATION_CREATED)
             .org(&org_id)
             .detail("email", email.clone())
-            .detail("role", role);
-        let inv = state
-            .audited_with(ev, inv, |ev, i| ev.target(i.id.0.clone()))
-            .await?;
+            .detail("role", role.clone())
+            .fill(actors::Fill::TargetInvitation);
+        // The mail goes with the invitation; its link names the invitation the decision makes
+        // (or sends again), which the actor puts in.
         let org = state.existing_org(&org_id).await?;
         let link = state
             .config
             .organization
             .invitation_link
             .replace("{base_url}", state.config.base_url.trim_end_matches('/'))
-            .replace("{id}", &inv.id.0)
+            .replace("{id}", actors::INVITATION_ID)
             .replace(
                 "{email}",
                 &percent_encoding::utf8_percent_encode(&email, crate::http::URI_COMPONENT)
@@ -143,13 +132,26 @@ impl InvitationApi {
             ("name", name.as_str()),
             ("organization", org.name.as_str()),
             ("inviter", auth.user.name.as_str()),
-            ("role", inv.role.as_str()),
+            ("role", actors::INVITATION_ROLE),
         ];
-        state
-            .mailer
-            .send(crate::mail::MailKind::Invitation, &email, &link, &vars)
+        let job = MailJob::new(crate::mail::MailKind::Invitation, &email, link, &vars);
+        let inv = state
+            .actors
+            .org(org_id.clone())
+            .with(state.mailing(state.noted(ev.clone()), std::slice::from_ref(&job)))
+            .invite(
+                auth.acting(),
+                &email,
+                &role,
+                text(&body.team_id).map(|t| TeamId(t.to_owned())),
+                body.resend.unwrap_or(false),
+            )
             .await
-            .map_err(ApiError::internal)?;
+            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
+        let inv = state.audited(ev, inv).await?;
+        if let Ok(job) = serde_json::from_value(actors::fill_mail(&job.value(), Some(&inv))) {
+            state.deliver(&[job]).await;
+        }
         Ok(Json(InvitationDto::from(&inv)))
     }
 
@@ -175,22 +177,21 @@ impl InvitationApi {
             .event(action::INVITATION_ACCEPTED)
             .org(&inv.organization_id)
             .target(inv.id.0.clone());
+        let joined = auth
+            .event(action::MEMBER_ADDED)
+            .org(&inv.organization_id)
+            .detail("invitation", inv.id.0.clone())
+            .fill(actors::Fill::TargetMember)
+            .fill(actors::Fill::MemberRole)
+            .when(actors::When::MemberAdded);
         let accepted = state
             .actors
             .user(auth.user.id.clone())
+            .with(state.noting([ev.clone(), joined]))
             .accept_invitation(inv.organization_id.clone(), inv.id, &auth.session.token)
             .await
             .map_err(ApiError::from);
         let accepted = state.audited(ev, accepted).await?;
-        if let Some(m) = &accepted.member {
-            let ev = auth
-                .event(action::MEMBER_ADDED)
-                .org(&inv.organization_id)
-                .target(m.id.0.clone())
-                .detail("role", m.role.clone())
-                .detail("invitation", accepted.invitation.id.0.clone());
-            state.audit(ev).await;
-        }
         if accepted.invitation.team_id.is_some() {
             // The session's active team changed: its cookie is issued again (as 1.7).
             state.reissue_session(&auth, &auth.user, accepted.session);
@@ -228,6 +229,7 @@ impl InvitationApi {
         let rejected = state
             .actors
             .org(inv.organization_id)
+            .with(state.noted(ev.clone()))
             .respond_invitation(auth.user.id.clone(), inv.id, false)
             .await
             .map_err(ApiError::from);
@@ -265,6 +267,7 @@ impl InvitationApi {
         let inv = state
             .actors
             .org(inv.organization_id)
+            .with(state.noted(ev.clone()))
             .cancel_invitation(auth.acting(), id)
             .await
             .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));

@@ -8,7 +8,7 @@ use crate::error::{ApiError, ApiResult, Code};
 use crate::routes::{text, Tag};
 use crate::session::Principal;
 use crate::AppState;
-use actors::Acting;
+use actors::{Acting, Fill};
 use poem::web::Data;
 use poem::Request;
 use poem_openapi::param::Query;
@@ -190,20 +190,20 @@ impl MemberApi {
         );
         let user = UserId(body.0.user_id.0.clone());
         let role = body.0.role.joined();
-        let m = state
-            .actors
-            .org(org.clone())
-            .add_member(Acting::Server, user.clone(), &role)
-            .await
-            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
         let ev = Event::new(action::MEMBER_ADDED, &Origin::of(req))
             .user(&user)
             .org(&org)
-            .detail("role", role)
-            .detail("by", "server");
+            .detail("role", role.clone())
+            .detail("by", "server")
+            .fill(Fill::TargetMember);
         let m = state
-            .audited_with(ev, m, |ev, m| ev.target(m.id.0.clone()))
-            .await?;
+            .actors
+            .org(org.clone())
+            .with(state.noted(ev.clone()))
+            .add_member(Acting::Server, user.clone(), &role)
+            .await
+            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
+        let m = state.audited(ev, m).await?;
         Ok(Json(state.member_dto(&m).await?))
     }
 
@@ -239,20 +239,20 @@ impl MemberApi {
         } else {
             MemberId(target)
         };
+        let ev = auth
+            .event(action::MEMBER_REMOVED)
+            .org(&org)
+            .target(member_id.0.clone())
+            .fill(Fill::UserOfMember);
         // Spec §4: removing oneself clears the active organization (same actor turn).
         let removed = state
             .actors
             .user(auth.user.id.clone())
+            .with(state.noted(ev.clone()))
             .leave_organization(org.clone(), Some(member_id.clone()), &auth.session.token)
             .await
             .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
-        let ev = auth
-            .event(action::MEMBER_REMOVED)
-            .org(&org)
-            .target(member_id.0.clone());
-        let (removed, session) = state
-            .audited_with(ev, removed, |ev, (m, _)| ev.user(&m.user_id))
-            .await?;
+        let (removed, session) = state.audited(ev, removed).await?;
         state.reissue_cache(&auth.cookies, &auth.user, session);
         Ok(Json(MemberResponse {
             member: state.member_dto(&removed).await?,
@@ -270,19 +270,19 @@ impl MemberApi {
         body: Json<OrgIdBody>,
     ) -> ApiResult<Json<MemberDto>> {
         let org = OrgId(body.0.organization_id.0);
-        let left = state
-            .actors
-            .user(auth.user.id.clone())
-            .leave_organization(org.clone(), None, &auth.session.token)
-            .await
-            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
         let ev = auth
             .event(action::MEMBER_REMOVED)
             .org(&org)
-            .detail("left", "true");
-        let (left, session) = state
-            .audited_with(ev, left, |ev, (m, _)| ev.target(m.id.0.clone()))
-            .await?;
+            .detail("left", "true")
+            .fill(Fill::TargetMember);
+        let left = state
+            .actors
+            .user(auth.user.id.clone())
+            .with(state.noted(ev.clone()))
+            .leave_organization(org.clone(), None, &auth.session.token)
+            .await
+            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
+        let (left, session) = state.audited(ev, left).await?;
         state.reissue_cache(&auth.cookies, &auth.user, session);
         Ok(Json(state.member_dto(&left).await?))
     }
@@ -304,20 +304,20 @@ impl MemberApi {
     ) -> ApiResult<Json<MemberDto>> {
         let org = auth.org_id(text(&body.0.organization_id))?;
         let role = body.0.role.joined();
-        let m = state
-            .actors
-            .org(org.clone())
-            .update_member_role(auth.acting(), MemberId(body.0.member_id.0.clone()), &role)
-            .await
-            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
         let ev = auth
             .event(action::MEMBER_ROLE_CHANGED)
             .org(&org)
             .target(body.0.member_id.0.clone())
-            .detail("role", role);
+            .detail("role", role.clone())
+            .fill(Fill::UserOfMember);
         let m = state
-            .audited_with(ev, m, |ev, m| ev.user(&m.user_id))
-            .await?;
+            .actors
+            .org(org.clone())
+            .with(state.noted(ev.clone()))
+            .update_member_role(auth.acting(), MemberId(body.0.member_id.0.clone()), &role)
+            .await
+            .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
+        let m = state.audited(ev, m).await?;
         Ok(Json(state.member_dto(&m).await?))
     }
 }

@@ -234,9 +234,20 @@ impl OrganizationApi {
             .as_ref()
             .filter(|_| !body.keep_current_active_organization.unwrap_or(false))
             .map(|a| a.session.token.as_str());
+        let ev = Event::new(action::ORGANIZATION_CREATED, &Origin::of(req))
+            .user(&owner)
+            .org(&org.id)
+            .target(org.slug.clone());
+        let ev = match &session {
+            Some(a) => ev
+                .actor(&a.user.id)
+                .impersonated_by(a.session.impersonated_by.as_ref()),
+            None => ev.detail("by", "server"),
+        };
         let now_active = state
             .actors
             .user(owner.clone())
+            .with(state.noted(ev))
             .create_organization(
                 &org,
                 &member,
@@ -249,18 +260,6 @@ impl OrganizationApi {
             state.reissue_cache(pending, &a.user, now_active);
         }
         tracing::info!(org = %org.id, user = %owner, "organization created");
-        let ev = Event::new(action::ORGANIZATION_CREATED, &Origin::of(req))
-            .user(&owner)
-            .org(&org.id)
-            .target(org.slug.clone());
-        state
-            .audit(match &session {
-                Some(a) => ev
-                    .actor(&a.user.id)
-                    .impersonated_by(a.session.impersonated_by.as_ref()),
-                None => ev.detail("by", "server"),
-            })
-            .await;
         Ok(Json(OrganizationWithMembers {
             organization: OrganizationDto::from(&org),
             members: vec![state.member_dto(&member).await?],
@@ -317,13 +316,14 @@ impl OrganizationApi {
                 None => None,
             },
         };
+        let ev = auth.event(action::ORGANIZATION_UPDATED).org(&org);
         let updated = state
             .actors
             .org(org.clone())
+            .with(state.noted(ev.clone()))
             .update(auth.acting(), patch)
             .await
             .map_err(ApiError::from);
-        let ev = auth.event(action::ORGANIZATION_UPDATED).org(&org);
         let updated = state.audited(ev, updated).await?;
         Ok(Json(OrganizationDto::from(&updated)))
     }
@@ -340,10 +340,15 @@ impl OrganizationApi {
         body: Json<OrgIdBody>,
     ) -> ApiResult<Json<OrganizationDto>> {
         let org = OrgId(body.0.organization_id.0);
+        let ev = auth
+            .event(action::ORGANIZATION_DELETED)
+            .org(&org)
+            .fill(actors::Fill::TargetSlug);
         // As 1.7: a non-member learns nothing, not even whether the organization exists.
         let deleted = state
             .actors
             .org(org.clone())
+            .with(state.noted(ev.clone()))
             .delete(auth.acting())
             .await
             .map_err(|e| {
@@ -351,10 +356,7 @@ impl OrganizationApi {
                     .recode(Code::NotAMember, Code::NotAMemberToDelete)
                     .recode(Code::OrganizationNotFound, Code::NotAMemberToDelete)
             });
-        let ev = auth.event(action::ORGANIZATION_DELETED).org(&org);
-        let deleted = state
-            .audited_with(ev, deleted, |ev, o| ev.target(o.slug.clone()))
-            .await?;
+        let deleted = state.audited(ev, deleted).await?;
         Ok(Json(OrganizationDto::stored(&deleted)))
     }
 

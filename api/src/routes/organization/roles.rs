@@ -220,7 +220,12 @@ impl RoleApi {
             .event(action::ROLE_CREATED)
             .org(&org)
             .target(body.0.role.0.clone());
-        let r = state.actors.org(org).role(auth.acting(), change).await;
+        let r = state
+            .actors
+            .org(org)
+            .with(state.noted(ev.clone()))
+            .role(auth.acting(), change)
+            .await;
         let r = state.audited(ev, r.map_err(ApiError::from)).await?;
         let role_data = RoleDto::from(&r);
         Ok(Json(RoleCreated {
@@ -254,7 +259,12 @@ impl RoleApi {
         if let Some(n) = text(&body.0.data.role_name) {
             ev = ev.detail("newName", n);
         }
-        let r = state.actors.org(org).role(auth.acting(), change).await;
+        let r = state
+            .actors
+            .org(org)
+            .with(state.noted(ev.clone()))
+            .role(auth.acting(), change)
+            .await;
         let r = state.audited(ev, r.map_err(ApiError::from)).await?;
         Ok(Json(RoleUpdated {
             success: true,
@@ -280,7 +290,12 @@ impl RoleApi {
             .event(action::ROLE_DELETED)
             .org(&org)
             .target(body.0.role_name.0.clone());
-        let r = state.actors.org(org).role(auth.acting(), change).await;
+        let r = state
+            .actors
+            .org(org)
+            .with(state.noted(ev.clone()))
+            .role(auth.acting(), change)
+            .await;
         state.audited(ev, r.map_err(ApiError::from)).await?;
         Ok(Json(RoleDeleted { success: true }))
     }
