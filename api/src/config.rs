@@ -582,6 +582,10 @@ pub struct MailConfig {
     pub templates_dir: Option<PathBuf>,
     /// Time limit of one SMTP delivery attempt, milliseconds.
     pub send_timeout_ms: u64,
+    /// A stored message its request did not deliver (the process died, the send failed) is
+    /// delivered by the mail consumer once it is this old, seconds (at least the longest SMTP
+    /// delivery, so a slow one in progress is not sent twice).
+    pub redeliver_after_secs: u64,
     pub smtp: SmtpConfig,
 }
 
@@ -660,6 +664,7 @@ impl Default for MailConfig {
             app_name: "Gatehouse".into(),
             templates_dir: None,
             send_timeout_ms: 10_000,
+            redeliver_after_secs: 60,
             smtp: SmtpConfig::default(),
         }
     }

@@ -23,6 +23,9 @@ impl AppState {
     /// outbox, hands SMTP delivery to a task. A failure is logged, not answered: the mail
     /// consumer delivers it later.
     pub async fn deliver(&self, jobs: &[MailJob]) {
+        if !jobs.is_empty() && storage::failpoint::hit("abort-before-mail") {
+            std::process::abort();
+        }
         for job in jobs {
             if self.mailer.is_remote() {
                 let (mailer, actors) = (self.mailer.clone(), self.actors.clone());
@@ -78,9 +81,17 @@ pub(crate) struct MailConsumer {
 }
 
 impl MailConsumer {
-    pub(crate) fn new(mailer: Arc<Mailer>, actors: &actors::Actors, clock: Arc<dyn Clock>) -> Self {
-        let grace =
-            Duration::from_secs(60).max(mailer.longest_delivery() + Duration::from_secs(10));
+    pub(crate) fn new(
+        mailer: Arc<Mailer>,
+        actors: &actors::Actors,
+        clock: Arc<dyn Clock>,
+        redeliver_after: Duration,
+    ) -> Self {
+        let grace = if mailer.is_remote() {
+            redeliver_after.max(mailer.longest_delivery() + Duration::from_secs(1))
+        } else {
+            redeliver_after
+        };
         Self {
             mailer,
             actors: actors.clone(),
@@ -91,12 +102,12 @@ impl MailConsumer {
         }
     }
 
-    pub(crate) fn spec() -> ConsumerSpec {
+    pub(crate) fn spec(redeliver_after: Duration) -> ConsumerSpec {
         ConsumerSpec {
             name: "mail".into(),
             topic: Topic::Mail,
             batch: 100,
-            poll: Duration::from_secs(5),
+            poll: (redeliver_after / 4).clamp(Duration::from_millis(200), Duration::from_secs(5)),
             lease: Duration::from_secs(30),
         }
     }

@@ -538,15 +538,17 @@ impl AppState {
             social::Social::from_config(&config, secret.expose()).map_err(StartError::Social)?;
         let jwt = jwt::Jwt::new(&config.jwt, &config.base_url, secret.expose())?;
         let mailer = Arc::new(mailer);
+        let redeliver_after = Duration::from_secs(config.mail.redeliver_after_secs);
         let mail_consumer = actors::consumers::spawn(
             store.clone(),
             clock.clone(),
             storage::random_string(16),
-            delivery::MailConsumer::spec(),
+            delivery::MailConsumer::spec(redeliver_after),
             Arc::new(delivery::MailConsumer::new(
                 mailer.clone(),
                 &actors,
                 clock.clone(),
+                redeliver_after,
             )),
         );
         if jwt.enabled() {

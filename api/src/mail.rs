@@ -281,7 +281,6 @@ impl Mailer {
         }
     }
 
-
     fn render(
         &self,
         kind: MailKind,

@@ -14,6 +14,7 @@ pub mod audit;
 mod clock;
 mod entities;
 pub mod events;
+pub mod failpoint;
 mod ids;
 pub mod observe;
 mod query;

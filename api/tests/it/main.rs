@@ -8,6 +8,7 @@ mod api;
 mod audit;
 mod common;
 mod compat;
+mod crash;
 mod e2e;
 mod metrics;
 mod migration;

@@ -200,6 +200,9 @@ impl ScyllaStore {
         .await?;
         let (shard, bucket, id) = (d.shard, d.bucket, d.id.clone());
         match change(Some(d)).await {
+            Ok(_) if mails(events) && crate::failpoint::hit("abort-before-settle") => {
+                std::process::abort()
+            }
             Ok(v) => {
                 let settled = if keep(&v) {
                     self.settle(shard, bucket, at, &id, events, true).await
@@ -546,6 +549,13 @@ impl EventStore for ScyllaStore {
     async fn purge_events(&self, _before: DateTime<Utc>) -> StoreResult<u64> {
         Ok(0)
     }
+}
+
+/// Whether a decision sends mail.
+fn mails(events: &[Event]) -> bool {
+    events
+        .iter()
+        .any(|e| matches!(e.payload, Payload::Mail { .. }))
 }
 
 fn internal(e: impl std::fmt::Display) -> StoreError {
