@@ -1,9 +1,10 @@
 //! Outgoing email: the templates of every message kind and two transports — an outbox in the
 //! data directory (the default, so every flow works without a mail server) and SMTP (`lettre`).
 //!
-//! A request never waits on an SMTP server: the message is handed to a background task that
-//! sends with a time limit and retries transient failures. The outbox file, by contrast, is
-//! written before `send` returns, so tools and tests can read it right after the request.
+//! A decision stores the mail it sends as a [`MailJob`] with its change; `delivery` sends it
+//! after the answer (SMTP in a background task with a time limit and retries of transient
+//! failures; the outbox file before the request answers, so tools and tests can read it right
+//! after) and, should the process die first, the mail consumer sends it later.
 use crate::config::{MailConfig, MailTransport, SmtpSecurity};
 use chrono::Utc;
 use lettre::message::{header::ContentType, Mailbox, MultiPart, SinglePart};
