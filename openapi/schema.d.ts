@@ -978,6 +978,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/organization/get-member-permissions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the caller may do in an organization
+         * @description A Gatehouse extension: the caller's roles in `organizationId` (default: the active
+         *     organization) and every permission they grant, in one answer — what a page asks
+         *     instead of one `has-permission` per button. Members only.
+         */
+        get: operations["getMemberPermissions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/organization/get-role": {
         parameters: {
             query?: never;
@@ -2330,6 +2352,21 @@ export interface components {
             teamId?: string | null;
             user?: components["schemas"]["MemberUser"] | null;
             userId: string;
+        };
+        /**
+         * MemberPermissions
+         * @description What the caller may do in an organization (a Gatehouse extension).
+         */
+        MemberPermissions: {
+            /**
+             * @description Every action their roles grant, by resource (`member`, `invitation`, `team`, `ac`,
+             *     `organization`).
+             */
+            permissions: {
+                [key: string]: string[];
+            };
+            /** @description The caller's roles there, comma-separated. */
+            role: string;
         };
         /** MemberResponse */
         MemberResponse: {
@@ -4639,6 +4676,45 @@ export interface operations {
                 };
                 content: {
                     "application/json; charset=utf-8": components["schemas"]["InvitationDetails"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getMemberPermissions: {
+        parameters: {
+            query?: {
+                organizationId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["MemberPermissions"];
                 };
             };
             /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */

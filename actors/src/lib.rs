@@ -18,6 +18,7 @@ mod admin;
 pub mod consumers;
 mod events;
 mod org;
+mod policies;
 mod reader;
 mod runtime;
 mod social;
@@ -33,6 +34,7 @@ use storage::{Clock, DynStore, StoreError};
 pub use admin::{AdminAction, AdminUpdate, Caller};
 pub use events::{fill_mail, Ctx, Facts, Fill, Note, When, INVITATION_ID, INVITATION_ROLE};
 pub use org::{Acting, OrgHandle, OrgPatch, RoleChange, TeamChange, TeamOutcome};
+pub use policies::Standing;
 pub use reader::{CachedView, Reader};
 pub use social::{SocialSignIn, SocialUser};
 pub use user::{
@@ -272,6 +274,8 @@ pub(crate) struct Shared {
     /// configured roles only), built once: an organization actor that starts needs no casbin
     /// enforcer of its own unless the organization has roles of its own.
     pub base_policy: Arc<policy::Policy>,
+    /// Organizations' policies by roles version (see `policies`).
+    pub policies: policies::Policies,
     /// Organization views this process read (see `views`): changes drop them.
     pub views: Arc<views::ViewCache>,
 }
@@ -340,6 +344,7 @@ impl Actors {
                 config,
                 admin,
                 base_policy,
+                policies: Default::default(),
             }),
             prefix: storage::random_string(12).into(),
             supervisor,

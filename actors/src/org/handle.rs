@@ -2,7 +2,6 @@
 use super::{Acting, OrgActor, OrgMsg, OrgPatch, Reply, RoleChange, TeamChange, TeamOutcome};
 use crate::events::Ctx;
 use crate::{ActorError, Actors};
-use policy::Permissions;
 use std::sync::Arc;
 use storage::{
     Invitation, InvitationId, Member, MemberId, OrgId, Organization, OrganizationRole, Team,
@@ -161,15 +160,6 @@ impl OrgHandle {
             reply,
         })
         .await
-    }
-
-    pub async fn has_permission(
-        &self,
-        user: UserId,
-        perms: Permissions,
-    ) -> Result<bool, ActorError> {
-        self.call(|r| OrgMsg::HasPermission(user.clone(), perms.clone(), r))
-            .await
     }
 
     async fn call<T: Send + 'static>(

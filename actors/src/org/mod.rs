@@ -119,7 +119,6 @@ pub(crate) enum OrgMsg {
         role: String,
         reply: Reply<Member>,
     },
-    HasPermission(UserId, Permissions, Reply<bool>),
     Invite {
         acting: Acting,
         email: String,
@@ -149,9 +148,8 @@ pub(crate) struct OrgActor {
 
 pub(crate) struct OrgState {
     id: OrgId,
-    /// The policy with the organization's custom roles (the shared base policy when it has
-    /// none), and the roles version it was built at.
-    policy: Option<(u64, Arc<Policy>)>,
+    /// The policy of the message being decided (see [`OrgActor::policy`]).
+    policy: Option<Arc<Policy>>,
     /// Memberships read at one version of the organization.
     members: Members,
     idle: Idle,
@@ -300,9 +298,6 @@ impl Actor for OrgActor {
                 reply,
             } => {
                 let _ = reply.send(self.update_role(state, &acting, &member, &role).await);
-            }
-            OrgMsg::HasPermission(user, perms, reply) => {
-                let _ = reply.send(self.has_permission(state, &user, &perms).await);
             }
             OrgMsg::Invite {
                 acting,
@@ -587,43 +582,17 @@ impl OrgActor {
         Ok(org)
     }
 
-    /// The organization's policy as of `org`'s roles version: rebuilt when a role changed,
-    /// here or in another process, so a revoked permission stops granting at once.
+    /// The organization's policy as of `org`'s roles version, from the policies this process
+    /// shares (rebuilt when a role changed, here or in another process, so a revoked
+    /// permission stops granting at once).
     async fn policy<'a>(
         &self,
         state: &'a mut OrgState,
         org: &Organization,
     ) -> Result<&'a Policy, ActorError> {
-        let fresh = matches!(&state.policy, Some((v, _)) if *v == org.roles_version);
-        if !fresh {
-            let custom: Vec<(String, Permissions)> = self
-                .shared
-                .store
-                .list_roles(&state.id)
-                .await?
-                .into_iter()
-                .filter_map(|r| {
-                    serde_json::from_str::<Permissions>(&r.permission)
-                        .ok()
-                        .map(|p| (r.role, p))
-                })
-                .collect();
-            let p = if custom.is_empty() {
-                self.shared.base_policy.clone()
-            } else {
-                Arc::new(
-                    Policy::new(&state.id.0, &self.shared.config.org.global_roles, &custom)
-                        .await
-                        .map_err(|e| ActorError::Internal(e.to_string()))?,
-                )
-            };
-            state.policy = Some((org.roles_version, p));
-        }
-        state
-            .policy
-            .as_ref()
-            .map(|(_, p)| p.as_ref())
-            .ok_or_else(|| ActorError::Internal("policy missing".into()))
+        let p = self.shared.policy_of(org).await?;
+        let kept: &'a Arc<Policy> = state.policy.insert(p);
+        Ok(kept.as_ref())
     }
 
     /// The membership of `user` (the organization exists: it was loaded).
@@ -735,18 +704,6 @@ impl OrgActor {
         Err(ActorError::Unavailable(
             "organization changed too often to delete it".into(),
         ))
-    }
-
-    async fn has_permission(
-        &self,
-        state: &mut OrgState,
-        user: &UserId,
-        perms: &Permissions,
-    ) -> Result<bool, ActorError> {
-        let org = self.org(state).await?;
-        let m = self.member_of(state, user).await?;
-        let policy = self.policy(state, &org).await?;
-        policy.allows_all(&m.role, perms).map_err(policy_err)
     }
 }
 

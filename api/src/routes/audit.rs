@@ -240,9 +240,9 @@ impl AuditApi {
             [("organization".to_owned(), ["update".to_owned()].into())].into();
         let allowed = state
             .actors
-            .org(org.clone())
-            .has_permission(auth.user.id.clone(), perms)
-            .await?;
+            .standing(&org, &auth.user.id)
+            .await?
+            .allows_all(&perms)?;
         if !allowed {
             return Err(Code::NotAllowedToReadAuditLog.into());
         }

@@ -14,6 +14,7 @@ mod metrics;
 mod migration;
 mod oidc;
 mod organization;
+mod permissions;
 mod processes;
 mod rate_limit;
 mod seed;

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 const PW: &str = "org-password-1";
 const KEY: &str = "server-key-0123456789abcdefghijklmnopqrstuv";
 
-async fn org_harness(limit: u32) -> H {
+pub(crate) async fn org_harness(limit: u32) -> H {
     harness_with(move |c| org_config(c, limit)).await
 }
 
@@ -154,7 +154,7 @@ async fn by_default_an_unverified_invitee_accepts_with_the_mailed_id() {
 }
 
 /// Signs a user up: (cookie, user id).
-async fn user(h: &H, email: &str) -> (String, String) {
+pub(crate) async fn user(h: &H, email: &str) -> (String, String) {
     let r = h.sign_up(email, PW).await;
     (
         r.cookie_header(),
@@ -162,7 +162,7 @@ async fn user(h: &H, email: &str) -> (String, String) {
     )
 }
 
-async fn create_org(h: &H, cookie: &str, slug: &str) -> Value {
+pub(crate) async fn create_org(h: &H, cookie: &str, slug: &str) -> Value {
     h.post(
         "/api/auth/organization/create",
         json!({"name": format!("Org {slug}"), "slug": slug, "metadata": {"plan": "pro"}}),
@@ -173,7 +173,7 @@ async fn create_org(h: &H, cookie: &str, slug: &str) -> Value {
     .json()
 }
 
-async fn add_member(h: &H, org: &str, user_id: &str, role: &str) -> Value {
+pub(crate) async fn add_member(h: &H, org: &str, user_id: &str, role: &str) -> Value {
     h.call(
         Method::POST,
         "/api/auth/organization/add-member",

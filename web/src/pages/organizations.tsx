@@ -1,7 +1,7 @@
 // Organizations: the list with the active one and a create form (slug checked as you type),
 // your pending invitations, and one organization's console (members, invitations, teams,
 // custom roles, settings, and the activity log for owners and admins) whose buttons show only
-// what `has-permission` grants.
+// what the member's permissions grant (asked once per organization).
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState, type FormEvent } from "react";
 import { Link, Navigate, NavLink, useNavigate, useParams } from "react-router";
@@ -13,14 +13,24 @@ import { emailProblem } from "./auth";
 
 type Perms = Record<string, string[]>;
 
-/** Whether the signed-in member may do all of `perms` in `orgId` (asked of the server). */
-export function useCan(orgId: string, perms: Perms) {
-  const q = useQuery({
-    queryKey: ["can", orgId, perms],
-    queryFn: () => unwrap(api.POST("/organization/has-permission", { body: { organizationId: orgId, permissions: perms } })),
+/** Everything the signed-in member may do in `orgId`: one request, shared by the page. */
+export function usePermissions(orgId: string) {
+  return useQuery({
+    queryKey: ["permissions", orgId],
+    queryFn: () => unwrap(api.GET("/organization/get-member-permissions", { params: { query: { organizationId: orgId } } })),
     staleTime: 30_000,
   });
-  return q.data?.success === true;
+}
+
+/** Whether the signed-in member may do all of `perms` in `orgId` (from [`usePermissions`]). */
+export function useCan(orgId: string, perms: Perms) {
+  const granted = usePermissions(orgId).data?.permissions;
+  return granted !== undefined && allowed(granted, perms);
+}
+
+/** Whether `granted` holds every action of `perms`. */
+export function allowed(granted: Perms, perms: Perms): boolean {
+  return Object.entries(perms).every(([resource, actions]) => actions.every((a) => (granted[resource] ?? []).includes(a)));
 }
 
 export function slugify(name: string): string {
@@ -211,7 +221,7 @@ function Members({ org, me }: { org: Schemas["FullOrganization"]; me: string }) 
       unwrap(api.POST("/organization/update-member-role", { body: { organizationId: org.id, memberId: v.memberId, role: v.role } })),
     onSuccess: async () => {
       await refresh();
-      await qc.invalidateQueries({ queryKey: ["can", org.id] });
+      await qc.invalidateQueries({ queryKey: ["permissions", org.id] });
     },
   });
   const remove = useMutation({

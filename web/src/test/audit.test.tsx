@@ -64,7 +64,7 @@ it("an organization's Activity tab is there for those who may update it, and ask
   const { sent } = mockServer({
     "GET /get-session": () => ({ body: session }),
     "GET /organization/get-full-organization": () => ({ body: org }),
-    "POST /organization/has-permission": (b) => ({ body: { success: JSON.stringify(b).includes("organization"), error: null } }),
+    "GET /organization/get-member-permissions": () => ({ body: { role: "admin", permissions: { organization: ["update"] } } }),
     "GET /organization/list-members": () => ({ body: { members: [], total: 0 } }),
     "GET /organization/audit-log": () => ({
       body: { events: [event(1, { action: "member.added", organizationId: "o1", actorId: "u1", userId: "u2" })], nextCursor: null },
@@ -84,7 +84,7 @@ it("a member without the permission sees no Activity tab", async () => {
   mockServer({
     "GET /get-session": () => ({ body: session }),
     "GET /organization/get-full-organization": () => ({ body: org }),
-    "POST /organization/has-permission": () => ({ body: { success: false, error: null } }),
+    "GET /organization/get-member-permissions": () => ({ body: { role: "member", permissions: {} } }),
     "GET /organization/list-members": () => ({ body: { members: [], total: 0 } }),
   });
   renderAt("/organizations/o1/members", [{ path: "/organizations/:id/:tab", element: <OrganizationPage /> }]);

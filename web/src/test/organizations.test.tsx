@@ -65,14 +65,22 @@ it("create: the slug follows the name and is checked as you type", async () => {
   expect(sent.find((s) => s.path === "/organization/create")?.body).toEqual({ name: "Acme Labs", slug: "acme-labs" });
 });
 
-function orgServer(granted: (perms: Record<string, string[]>) => boolean, extra: Parameters<typeof mockServer>[0] = {}) {
+const ALL = {
+  organization: ["update", "delete"],
+  member: ["create", "update", "delete"],
+  invitation: ["create", "cancel"],
+  team: ["create", "update", "delete"],
+  ac: ["create", "read", "update", "delete"],
+};
+
+function orgServer(granted: Record<string, string[]>, extra: Parameters<typeof mockServer>[0] = {}) {
   return mockServer({
     "GET /get-session": () => ({ body: session }),
     "GET /organization/get-full-organization": () => ({ body: org }),
     "GET /organization/permission-catalog": () => ({ body: catalog }),
     "GET /organization/list-roles": () => ({ body: [] }),
     "GET /organization/list-invitations": () => ({ body: [] }),
-    "POST /organization/has-permission": (body) => ({ body: { success: granted((body as { permissions: Record<string, string[]> }).permissions), error: null } }),
+    "GET /organization/get-member-permissions": () => ({ body: { role: "owner", permissions: granted } }),
     ...extra,
   });
 }
@@ -82,14 +90,16 @@ const orgRoutes = [
   { path: "/organizations/:id/:tab", element: <OrganizationPage /> },
 ];
 
-it("members: buttons follow has-permission", async () => {
-  orgServer(() => false);
+it("members: buttons follow the member's permissions, asked once", async () => {
+  const first = orgServer({});
   const view = renderAt("/organizations/o1", orgRoutes);
   const bob = await screen.findByRole("row", { name: /Bob/ });
   expect(within(bob).queryByRole("combobox")).toBeNull();
   expect(within(bob).queryByRole("button", { name: "Remove" })).toBeNull();
+  expect(first.sent.filter((s) => s.path === "/organization/get-member-permissions")).toHaveLength(1);
+  expect(first.sent.some((s) => s.path === "/organization/has-permission")).toBe(false);
   view.unmount();
-  const { sent } = orgServer(() => true, { "POST /organization/update-member-role": () => ({ body: org.members[1] }) });
+  const { sent } = orgServer(ALL, { "POST /organization/update-member-role": () => ({ body: org.members[1] }) });
   renderAt("/organizations/o1", orgRoutes);
   const select = await screen.findByRole("combobox", { name: "Role of Bob" });
   expect(within(screen.getByRole("row", { name: /Bob/ })).getByRole("button", { name: "Remove" })).toBeInTheDocument();
@@ -98,7 +108,7 @@ it("members: buttons follow has-permission", async () => {
 });
 
 it("invitations: validates the address and shows the server's refusal", async () => {
-  const { sent } = orgServer(() => true, {
+  const { sent } = orgServer(ALL, {
     "POST /organization/invite-member": () => ({ status: 400, body: { code: "USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION", message: "User is already a member of this organization" } }),
   });
   renderAt("/organizations/o1/invitations", orgRoutes);
@@ -113,7 +123,7 @@ it("invitations: validates the address and shows the server's refusal", async ()
 });
 
 it("roles: the editor offers the catalogue's resource × action checkboxes", async () => {
-  const { sent } = orgServer(() => true, {
+  const { sent } = orgServer(ALL, {
     "POST /organization/create-role": () => ({
       body: {
         success: true,

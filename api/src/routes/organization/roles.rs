@@ -112,12 +112,7 @@ impl AppState {
             [("ac".to_string(), ["read".to_string()].into_iter().collect())]
                 .into_iter()
                 .collect();
-        if self
-            .actors
-            .org(org.clone())
-            .has_permission(user.clone(), perms)
-            .await?
-        {
+        if self.actors.standing(org, user).await?.allows_all(&perms)? {
             Ok(())
         } else {
             Err(Code::NotAllowedToReadRole.into())
