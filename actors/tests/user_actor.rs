@@ -177,8 +177,8 @@ async fn a_session_revoked_while_being_refreshed_stays_revoked() {
         // Make the session due for refresh, then race a refresh with a revocation.
         clock.advance(ChronoDuration::days(2));
         let (h1, h2) = (h.clone(), h.clone());
-        let (t1, t2) = (s.token.clone(), s.token.clone());
-        let refresh = tokio::spawn(async move { h1.refresh_session(&t1, false).await });
+        let (s1, t2) = (s.clone(), s.token.clone());
+        let refresh = tokio::spawn(async move { h1.refresh_session(&s1, false).await });
         let revoke = tokio::spawn(async move { h2.revoke_session(&t2).await });
         let refreshed = refresh.await.unwrap().unwrap();
         assert!(
@@ -202,14 +202,16 @@ async fn refresh_extends_only_when_due_and_deletes_expired() {
     assert_eq!(s.expires_at - s.created_at, ChronoDuration::days(7));
     // Not due yet: unchanged.
     clock.advance(ChronoDuration::hours(12));
-    assert_eq!(
-        h.refresh_session(&s.token, false).await.unwrap(),
-        Some(s.clone())
-    );
+    assert_eq!(h.refresh_session(&s, false).await.unwrap(), Some(s.clone()));
     // Due: extended to now + 7 days.
     clock.advance(ChronoDuration::hours(13));
-    let r = h.refresh_session(&s.token, false).await.unwrap().unwrap();
+    let r = h.refresh_session(&s, false).await.unwrap().unwrap();
     assert_eq!(r.expires_at, clock.now() + ChronoDuration::days(7));
+    assert_eq!(store.get_session(&s.token).await.unwrap(), Some(r.clone()));
+    // Another request that read the session before the refresh: answered the refreshed one,
+    // not written again (a later clock would extend it further).
+    clock.advance(ChronoDuration::minutes(1));
+    assert_eq!(h.refresh_session(&s, false).await.unwrap(), Some(r.clone()));
     assert_eq!(store.get_session(&s.token).await.unwrap(), Some(r));
     // A rememberMe:false session is never extended.
     let short = h
@@ -222,7 +224,7 @@ async fn refresh_extends_only_when_due_and_deletes_expired() {
     assert_eq!(short.expires_at - short.created_at, ChronoDuration::days(1));
     // Expired: deleted.
     clock.advance(ChronoDuration::days(8));
-    assert_eq!(h.refresh_session(&short.token, true).await.unwrap(), None);
+    assert_eq!(h.refresh_session(&short, true).await.unwrap(), None);
     assert!(store.get_session(&short.token).await.unwrap().is_none());
     // Another user's token is not this user's session.
     let other = new_user(&store, "other@example.com").await;
@@ -231,7 +233,8 @@ async fn refresh_extends_only_when_due_and_deletes_expired() {
         .create_session(NewSession::default())
         .await
         .unwrap();
-    assert_eq!(h.refresh_session(&os.token, false).await.unwrap(), None);
+    assert_eq!(h.refresh_session(&os, false).await.unwrap(), None);
+    assert!(!h.revoke_known_session(&os).await.unwrap());
     assert!(!h.revoke_session(&os.token).await.unwrap());
     assert!(store.get_session(&os.token).await.unwrap().is_some());
 }

@@ -29,6 +29,8 @@ pub struct CookieNames {
     pub state: String,
     /// While an admin impersonates a user: the admin's own session token (signed).
     pub admin_session: String,
+    /// What every name above starts with (the prefix, with `__Secure-` on https).
+    lead: String,
     secure: bool,
 }
 
@@ -44,6 +46,7 @@ impl CookieNames {
             dont_remember: format!("{p}{prefix}.dont_remember"),
             state: format!("{p}{prefix}.state"),
             admin_session: format!("{p}{prefix}.admin_session"),
+            lead: format!("{p}{prefix}."),
             secure,
         }
     }
@@ -89,23 +92,57 @@ pub fn raw_cookie<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
     raw_cookies(req, [name])[0]
 }
 
-/// Several cookies' values exactly as the request carries them, in one pass over the header.
+/// Several cookies' values exactly as the request carries them: from the server's cookies the
+/// middleware parsed once ([`RequestCookies`]), else in one pass over the header.
 pub fn raw_cookies<'a, const N: usize>(req: &'a Request, names: [&str; N]) -> [Option<&'a str>; N] {
     let mut found = [None; N];
-    let pairs = req
-        .headers()
+    if let Some(parsed) = req.extensions().get::<RequestCookies>() {
+        for (i, name) in names.iter().enumerate() {
+            found[i] = parsed.get(name);
+        }
+        return found;
+    }
+    for (k, v) in cookie_pairs(req) {
+        if let Some(i) = names.iter().position(|n| *n == k) {
+            // The first of a name wins, as for one cookie.
+            found[i].get_or_insert(v);
+        }
+    }
+    found
+}
+
+/// Every `name=value` of the request's `Cookie` headers, in order (quotes dropped).
+fn cookie_pairs(req: &Request) -> impl Iterator<Item = (&str, &str)> {
+    req.headers()
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='));
-    for (k, v) in pairs {
-        if let Some(i) = names.iter().position(|n| *n == k) {
+        .filter_map(|pair| pair.trim().split_once('='))
+        .map(|(k, v)| (k, v.trim_matches('"')))
+}
+
+/// The server's own cookies of a request (names with its prefix), parsed once by the
+/// middleware: every later look-up (the session, the cookie cache, `dont_remember`, the
+/// admin's session) reads them here instead of scanning the header again.
+#[derive(Debug, Clone, Default)]
+pub struct RequestCookies(Vec<(Box<str>, Box<str>)>);
+
+impl RequestCookies {
+    pub fn parse(req: &Request, names: &CookieNames) -> Self {
+        let mut out: Vec<(Box<str>, Box<str>)> = Vec::new();
+        for (k, v) in cookie_pairs(req) {
             // The first of a name wins, as for one cookie.
-            found[i].get_or_insert(v.trim_matches('"'));
+            if k.starts_with(&names.lead) && !out.iter().any(|(n, _)| &**n == k) {
+                out.push((k.into(), v.into()));
+            }
         }
+        Self(out)
     }
-    found
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(n, _)| &**n == name).map(|(_, v)| &**v)
+    }
 }
 
 /// `Set-Cookie` values a handler or extractor wants on the response; the cookie middleware
@@ -343,6 +380,8 @@ pub async fn middleware<E: Endpoint>(next: E, mut req: Request) -> poem::Result<
     // Worked out once here, read by the limiter, sign-in, mail limits and new sessions.
     let client = ClientAddr(forwarded_client(&req, &state));
     req.extensions_mut().insert(client);
+    let cookies = RequestCookies::parse(&req, &state.cookies);
+    req.extensions_mut().insert(cookies);
     // Only the path is recorded (queries may carry tokens, headers carry cookies), with the
     // token segment of a reset link masked; every line of the request carries its id.
     let span = tracing::info_span!("request", id = %request_id.0, method = %req.method(), path = %loggable_path(req.uri().path()));
@@ -698,6 +737,33 @@ mod tests {
         assert_eq!(raw_cookie(&req, "a"), Some("1"));
         assert_eq!(raw_cookie(&req, "d"), None);
         assert_eq!(raw_cookies(&Request::default(), ["a"]), [None]);
+    }
+
+    /// The middleware's parse keeps the server's cookies only, the first of a name, and every
+    /// look-up after it reads that (the same answers as a scan of the header).
+    #[test]
+    fn the_servers_cookies_are_parsed_once() {
+        let names = CookieNames::new("gh", false);
+        let mut req = Request::builder()
+            .header(
+                header::COOKIE,
+                "app=1; gh.session_token=t1; gh.session_data=\"d\"",
+            )
+            .header(header::COOKIE, "gh.session_token=t2; other.session_token=x")
+            .finish();
+        let parsed = RequestCookies::parse(&req, &names);
+        assert_eq!(parsed.0.len(), 2, "{parsed:?}");
+        let scanned = raw_cookies(&req, ["gh.session_token", "gh.session_data", "app"]);
+        assert_eq!(scanned, [Some("t1"), Some("d"), Some("1")]);
+        req.extensions_mut().insert(parsed);
+        assert_eq!(
+            raw_cookies(&req, ["gh.session_token", "gh.session_data", "app"]),
+            [Some("t1"), Some("d"), None],
+            "only the server's own cookies are kept"
+        );
+        // Once parsed, the header is not read again: a header changed afterwards is not seen.
+        req.headers_mut().remove(header::COOKIE);
+        assert_eq!(raw_cookie(&req, "gh.session_token"), Some("t1"));
     }
 
     #[test]

@@ -297,10 +297,10 @@ impl AppState {
             return Ok(None);
         };
         if session.expires_at <= now {
-            // Deleted through the owner's actor, like every session change.
+            // Deleted through the owner's actor, like every session change (as read here).
             self.actors
                 .user(session.user_id.clone())
-                .revoke_session(&token)
+                .revoke_known_session(&session)
                 .await?;
             pending.push(self.cookies.clear_all());
             return Ok(None);
@@ -314,7 +314,7 @@ impl AppState {
         if user.banned && user.ban_expires.is_none_or(|t| t > now) {
             self.actors
                 .user(user.id.clone())
-                .revoke_session(&token)
+                .revoke_known_session(&session)
                 .await?;
             pending.push(self.cookies.clear_all());
             return Ok(None);
@@ -327,7 +327,7 @@ impl AppState {
             match self
                 .actors
                 .user(authed.user.id.clone())
-                .refresh_session(&token, false)
+                .refresh_session(&authed.session, false)
                 .await?
             {
                 Some(s) => {

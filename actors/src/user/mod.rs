@@ -96,6 +96,7 @@ impl UserMsg {
             UserMsg::CreateSession(..)
                 | UserMsg::RefreshSession { .. }
                 | UserMsg::RevokeSession(..)
+                | UserMsg::RevokeKnown(..)
                 | UserMsg::RevokeSessions { .. }
                 | UserMsg::SetPassword(..)
                 | UserMsg::ChangePassword { .. }
@@ -132,12 +133,16 @@ pub(crate) enum UserMsg {
         apply: bool,
         reply: Reply<User>,
     },
+    /// The session as its caller read it (not read again here).
     RefreshSession {
-        token: String,
+        session: Box<Session>,
         dont_remember: bool,
         reply: Reply<Option<Session>>,
     },
     RevokeSession(String, Reply<bool>),
+    /// A session its caller read (expired, or its user banned): deleted without reading it
+    /// again.
+    RevokeKnown(Box<Session>, Reply<bool>),
     RevokeSessions {
         keep: Option<String>,
         reply: Reply<u64>,
@@ -207,7 +212,13 @@ struct UserActor {
 struct UserState {
     id: UserId,
     idle: Idle,
+    /// Sessions this actor refreshed lately: a refresh asked with an older copy of one (a
+    /// request that read it before) answers the refreshed one instead of writing again.
+    refreshed: Vec<Session>,
 }
+
+/// Refreshed sessions remembered per user actor.
+const REFRESHED_KEPT: usize = 8;
 
 impl Actor for UserActor {
     type Msg = Envelope<UserMsg>;
@@ -222,6 +233,7 @@ impl Actor for UserActor {
         Ok(UserState {
             id,
             idle: Idle::start(&myself, self.shared.config.idle_timeout),
+            refreshed: Vec::new(),
         })
     }
 
@@ -281,14 +293,18 @@ impl Actor for UserActor {
                 let _ = reply.send(r);
             }
             UserMsg::RefreshSession {
-                token,
+                session,
                 dont_remember,
                 reply,
             } => {
-                let _ = reply.send(self.refresh_session(&state.id, &token, dont_remember).await);
+                let r = self.refresh_session(state, *session, dont_remember).await;
+                let _ = reply.send(r);
             }
             UserMsg::RevokeSession(token, reply) => {
                 let _ = reply.send(self.revoke_session(&state.id, &token, ctx).await);
+            }
+            UserMsg::RevokeKnown(session, reply) => {
+                let _ = reply.send(self.revoke_known(&state.id, &session, ctx).await);
             }
             UserMsg::RevokeSessions { keep, reply } => {
                 let _ = reply.send(self.revoke_sessions(&state.id, keep.as_deref(), ctx).await);
@@ -507,28 +523,33 @@ impl UserActor {
         Ok(session)
     }
 
-    /// Extends the session when its last update is older than `update_age`. Returns the session
-    /// as it now is, or `None` when it is gone or expired (an expired one is deleted).
+    /// Extends the session (as its caller read it) when its last update is older than
+    /// `update_age`. Returns the session as it now is, or `None` when it is gone or expired (an
+    /// expired one is deleted). A copy older than one this actor refreshed lately answers that
+    /// one: of concurrent refreshes in this process only the first writes.
     async fn refresh_session(
         &self,
-        user: &UserId,
-        token: &str,
+        state: &mut UserState,
+        mut session: Session,
         dont_remember: bool,
     ) -> Result<Option<Session>, ActorError> {
-        let store = &self.shared.store;
-        let Some(mut session) = store.get_session(token).await? else {
-            return Ok(None);
-        };
-        if &session.user_id != user {
+        if session.user_id != state.id {
             return Ok(None);
         }
+        if let Some(done) = state
+            .refreshed
+            .iter()
+            .find(|s| s.token == session.token && s.updated_at >= session.updated_at)
+        {
+            return Ok(Some(done.clone()));
+        }
+        let store = &self.shared.store;
         let now = self.now();
         if session.expires_at <= now {
-            store.delete_session(token, &[]).await?;
+            store.delete_session(&session.token, &[]).await?;
             return Ok(None);
         }
         let policy = &self.shared.config.sessions;
-        // Re-checked here, inside the actor: of concurrent refreshes only the first writes.
         // An impersonation ends when its own lifetime does.
         if dont_remember
             || session.impersonated_by.is_some()
@@ -539,7 +560,14 @@ impl UserActor {
         session.expires_at = now + policy.expires_in;
         session.updated_at = now;
         match store.update_session(&session).await {
-            Ok(()) => Ok(Some(session)),
+            Ok(()) => {
+                if state.refreshed.len() >= REFRESHED_KEPT {
+                    state.refreshed.remove(0);
+                }
+                state.refreshed.retain(|s| s.token != session.token);
+                state.refreshed.push(session.clone());
+                Ok(Some(session))
+            }
             // Revoked meanwhile (e.g. by another process): it stays revoked.
             Err(storage::StoreError::NotFound) => Ok(None),
             Err(e) => Err(e.into()),
@@ -592,6 +620,29 @@ impl UserActor {
             }
             _ => Ok(false),
         }
+    }
+
+    /// Deletes a session its caller read (it must be this user's).
+    async fn revoke_known(
+        &self,
+        user: &UserId,
+        s: &Session,
+        ctx: &Ctx,
+    ) -> Result<bool, ActorError> {
+        if &s.user_id != user {
+            return Ok(false);
+        }
+        let events = Emit::user(user, self.now())
+            .domain("session.revoked", data::session(s))
+            .request(
+                ctx,
+                &Facts {
+                    session: Some(s),
+                    ..Facts::default()
+                },
+            )
+            .done();
+        Ok(self.shared.store.delete_session(&s.token, &events).await?)
     }
 
     /// Revokes every session of the user but `keep`; how many.
@@ -1205,17 +1256,26 @@ impl UserHandle {
         self.call(|r| UserMsg::CreateSession(new.clone(), r)).await
     }
 
+    /// Extends `session` (as the caller read it) when it is due; the session as it now is,
+    /// `None` when it is gone or expired.
     pub async fn refresh_session(
         &self,
-        token: &str,
+        session: &Session,
         dont_remember: bool,
     ) -> Result<Option<Session>, ActorError> {
         self.call(|reply| UserMsg::RefreshSession {
-            token: token.to_owned(),
+            session: Box::new(session.clone()),
             dont_remember,
             reply,
         })
         .await
+    }
+
+    /// Deletes a session the caller read (expired, or its user banned), without reading it
+    /// again; whether it was there.
+    pub async fn revoke_known_session(&self, session: &Session) -> Result<bool, ActorError> {
+        self.call(|r| UserMsg::RevokeKnown(Box::new(session.clone()), r))
+            .await
     }
 
     /// Deletes the session if it belongs to this user; returns whether it did.

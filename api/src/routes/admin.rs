@@ -884,7 +884,7 @@ impl AdminApi {
             .actors
             .user(auth.user.id.clone())
             .with(state.noted(ev))
-            .revoke_session(&auth.session.token)
+            .revoke_known_session(&auth.session)
             .await?;
         state.note_revocation(&auth.user.id);
         let authed = Authed {

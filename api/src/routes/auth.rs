@@ -361,7 +361,7 @@ impl AuthApi {
                 .actors
                 .user(session.user_id.clone())
                 .with(state.noted(ev))
-                .revoke_session(&token)
+                .revoke_known_session(&session)
                 .await?;
             state.note_revocation(&session.user_id);
         }
