@@ -73,7 +73,8 @@ pub fn spawn(
     }
 }
 
-/// One shard: take (or renew) the lease, then read and hand over until nothing is left.
+/// One shard: read and hand over until nothing is left, taking (or renewing) the lease before
+/// each read, so that a round that goes on holds it throughout.
 async fn round(
     store: &DynStore,
     clock: &Arc<dyn Clock>,
@@ -90,11 +91,10 @@ async fn round(
         until: now
             + chrono::Duration::from_std(spec.lease).unwrap_or(chrono::Duration::seconds(30)),
     };
-    let now = clock.now();
-    let Some(mut position) = store.claim_events(&lease(now)).await? else {
-        return Ok(());
-    };
     loop {
+        let Some(position) = store.claim_events(&lease(clock.now())).await? else {
+            return Ok(());
+        };
         let read = store
             .read_events(
                 spec.topic,
@@ -118,7 +118,6 @@ async fn round(
             // The lease went to another holder: it goes on from what was recorded.
             return Ok(());
         }
-        position = Some(next);
         if done < read.events.len() {
             return Ok(());
         }

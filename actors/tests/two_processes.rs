@@ -572,7 +572,9 @@ async fn two_consumers_handle_each_event_once(backend: Backend) {
         topic: Topic::Domain,
         batch: 16,
         poll: Duration::from_millis(20),
-        lease: Duration::from_millis(300),
+        // Longer than any round takes on a loaded machine: a lease that runs out mid-round is
+        // the case where a consumer may hand an event over again (at least once).
+        lease: Duration::from_secs(5),
     };
     let counted = Arc::new(Counting(Default::default()));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);

@@ -37,6 +37,9 @@ pub(crate) const RESOLVE_AFTER: i64 = 30_000;
 pub(crate) const DECISION_TTL: i32 = 86_400;
 /// How far back a consumer without progress starts (milliseconds): the rows' time to live.
 const KEPT_MS: i64 = 7 * 86_400_000;
+/// The most buckets one read walks (six hours): a consumer far behind records its progress
+/// between reads instead of walking a week of buckets at once.
+const WALK: i64 = 36;
 
 /// How to tell whether a decision's change happened.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -471,7 +474,7 @@ impl EventStore for ScyllaStore {
             }
             None => ((now - KEPT_MS).div_euclid(BUCKET_MS), None),
         };
-        let last = until.div_euclid(BUCKET_MS);
+        let last = until.div_euclid(BUCKET_MS).min(bucket + WALK);
         let mut out = Vec::new();
         let mut upto = None;
         let mut walked = 0u32;
