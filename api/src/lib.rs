@@ -35,6 +35,9 @@ use storage::{Clock, DynStore};
 
 pub const BASE_PATH: &str = "/api/auth";
 
+/// How long the event stream keeps domain and mail events (its consumers read them sooner).
+pub const EVENTS_KEPT_DAYS: i64 = 7;
+
 /// Everything a request handler may use. Cheap to clone.
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
@@ -55,6 +58,8 @@ pub struct Inner {
     pub mailer: Arc<mail::Mailer>,
     /// Delivers stored mail its request did not (see [`delivery`]).
     pub mail_consumer: actors::consumers::ConsumerHandle,
+    /// Counts domain events (`metrics::EventCounter`).
+    pub events_consumer: actors::consumers::ConsumerHandle,
     pub social: social::Social,
     pub jwt: jwt::Jwt,
     pub role_catalog: RoleCatalog,
@@ -551,6 +556,19 @@ impl AppState {
                 redeliver_after,
             )),
         );
+        let events_consumer = actors::consumers::spawn(
+            store.clone(),
+            clock.clone(),
+            storage::random_string(16),
+            actors::consumers::ConsumerSpec {
+                name: "metrics".into(),
+                topic: storage::Topic::Domain,
+                batch: 500,
+                poll: Duration::from_secs(2),
+                lease: Duration::from_secs(30),
+            },
+            Arc::new(metrics::EventCounter(metrics.events.clone())),
+        );
         if jwt.enabled() {
             jwt.ensure_keys(&actors, &actors.reader(), clock.now())
                 .await?;
@@ -565,6 +583,7 @@ impl AppState {
             verified: session::VerifiedCookies::default(),
             mailer,
             mail_consumer,
+            events_consumer,
             hasher,
             reader: actors.reader(),
             actors,
@@ -636,6 +655,11 @@ impl AppState {
                 let kept = chrono::Duration::days(i64::from(state.config.audit.retention_days));
                 if let Err(e) = state.actors.purge_audit(state.clock.now() - kept).await {
                     tracing::warn!(error = %e, "purging old audit events failed");
+                }
+                // The stream's domain and mail events are kept a week (on ScyllaDB their TTL).
+                let stream = state.clock.now() - chrono::Duration::days(EVENTS_KEPT_DAYS);
+                if let Err(e) = state.actors.store().purge_events(stream).await {
+                    tracing::warn!(error = %e, "purging old stream events failed");
                 }
             }
         })

@@ -35,6 +35,24 @@ pub struct Metrics {
     pub store_calls: HistogramVec,
     /// Audit events the store could not take.
     pub audit_failures: prometheus::IntCounter,
+    /// Domain events by name, counted by the events consumer ([`EventCounter`]): each event
+    /// by one process of a deployment (sum over the processes).
+    pub events: IntCounterVec,
+}
+
+/// The metrics consumer of the event stream: counts domain events by name.
+pub struct EventCounter(pub IntCounterVec);
+
+#[async_trait::async_trait]
+impl actors::consumers::Consume for EventCounter {
+    async fn handle(&self, events: &[storage::Delivery]) -> usize {
+        for d in events {
+            if let storage::Payload::Domain { name, .. } = &d.event.payload {
+                self.0.with_label_values(&[name.as_str()]).inc();
+            }
+        }
+        events.len()
+    }
 }
 
 /// Store errors of this process by kind, counted where they become answers
@@ -149,6 +167,13 @@ impl Metrics {
                 "gatehouse_audit_failures_total",
                 "Audit events the store could not take",
             )?,
+            events: IntCounterVec::new(
+                Opts::new(
+                    "gatehouse_events_total",
+                    "Domain events by name (each counted by one process)",
+                ),
+                &["name"],
+            )?,
             store_errors: store_errors().cloned().ok_or_else(|| {
                 prometheus::Error::Msg("the store error counter could not be made".into())
             })?,
@@ -165,6 +190,7 @@ impl Metrics {
             Box::new(m.rate_limited.clone()),
             Box::new(m.store_errors.clone()),
             Box::new(m.audit_failures.clone()),
+            Box::new(m.events.clone()),
             Box::new(m.store_calls.clone()),
         ];
         for c in collectors {
@@ -199,6 +225,7 @@ mod tests {
             .with_label_values(&["verify-email", "written"])
             .inc();
         m.rate_limited.with_label_values(&["path"]).inc();
+        m.events.with_label_values(&["user.created"]).inc();
         count_store_error("unavailable");
         let text = m.render();
         for name in [
@@ -211,6 +238,7 @@ mod tests {
             "gatehouse_mails_total",
             "gatehouse_rate_limited_total{limit=\"path\"} 1",
             "gatehouse_store_errors_total{kind=\"unavailable\"}",
+            "gatehouse_events_total{name=\"user.created\"} 1",
         ] {
             assert!(text.contains(name), "{name} missing in\n{text}");
         }

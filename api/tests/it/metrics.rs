@@ -73,9 +73,16 @@ async fn metrics_parse_and_move_with_requests() {
     h.call(Method::GET, "/api/auth/callback/github", None, None, &[])
         .await;
     h.get("/account", None).await.expect(200);
-    // Mail is written in the background.
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    let after = scrape(&h).await;
+    // Domain events are counted by the events consumer, after they are stored.
+    let mut after = scrape(&h).await;
+    for _ in 0..100 {
+        if get(&after, "gatehouse_events_total{name=session.created}") >= 1.0 {
+            break;
+        }
+        h.state.events_consumer.wake();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        after = scrape(&h).await;
+    }
     let delta = |k: &str| get(&after, k) - get(&before, k);
     assert_eq!(
         delta("gatehouse_http_requests_total{method=GET,route=/ok,status=200}"),
@@ -119,6 +126,8 @@ async fn metrics_parse_and_move_with_requests() {
         delta("gatehouse_mails_total{kind=reset-password,outcome=written}"),
         1.0
     );
+    assert_eq!(delta("gatehouse_events_total{name=user.created}"), 1.0);
+    assert_eq!(delta("gatehouse_events_total{name=session.created}"), 2.0);
     // The user's actor is alive (it handled the sign-in).
     assert!(get(&after, "gatehouse_actors_live{kind=user}") >= 1.0);
     // Store round trips are timed by kind (the counts are the process's: tests run beside
