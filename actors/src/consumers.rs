@@ -27,6 +27,10 @@ pub struct ConsumerSpec {
     pub poll: Duration,
     /// How long a lease lasts (renewed on every round).
     pub lease: Duration,
+    /// `true`: one process at a time handles each shard, with progress in the store (an event
+    /// is handled once per deployment). `false`: every process handles every event from the
+    /// moment it starts, with its progress in memory (a process's own caches).
+    pub shared: bool,
 }
 
 /// A running consumer: wake it to look at once.
@@ -58,9 +62,25 @@ pub fn spawn(
     let wake = Arc::new(tokio::sync::Notify::new());
     let woken = wake.clone();
     let task = tokio::spawn(async move {
+        let shards = store.event_shards();
+        // A process's own consumer starts at the stream's head, once it knows it.
+        let mut own: Vec<Option<Option<String>>> = vec![None; shards as usize];
         loop {
-            for shard in 0..store.event_shards() {
-                if let Err(e) = round(&store, &clock, &holder, &spec, shard, &handler).await {
+            for shard in 0..shards {
+                let r = if spec.shared {
+                    round(&store, &clock, &holder, &spec, shard, &handler).await
+                } else {
+                    own_round(
+                        &store,
+                        &clock,
+                        &spec,
+                        shard,
+                        &handler,
+                        &mut own[shard as usize],
+                    )
+                    .await
+                };
+                if let Err(e) = r {
                     tracing::warn!(consumer = %spec.name, shard, error = %e, "event consumer round failed");
                 }
             }
@@ -71,6 +91,88 @@ pub fn spawn(
         wake,
         task: Arc::new(task),
     }
+}
+
+/// Drops this process's organization views that another process's decisions changed (its
+/// own decisions drop them before they answer): an organization's events drop its view, a
+/// change of a user (who shows in organizations' member lists) drops them all.
+pub(crate) struct ViewInvalidation(pub(crate) Arc<crate::views::ViewCache>);
+
+#[async_trait::async_trait]
+impl Consume for ViewInvalidation {
+    async fn handle(&self, events: &[Delivery]) -> usize {
+        for d in events {
+            let storage::Payload::Domain { name, .. } = &d.event.payload else {
+                continue;
+            };
+            if let Some(org) = d.event.aggregate.strip_prefix("org:") {
+                self.0.drop_org(&storage::OrgId(org.to_owned()));
+            } else if matches!(name.as_str(), "user.updated" | "user.deleted") {
+                self.0.drop_all();
+            }
+        }
+        events.len()
+    }
+}
+
+impl crate::Actors {
+    /// Starts this process's view invalidation (see [`ViewInvalidation`]), polling every
+    /// `poll`.
+    pub fn spawn_view_invalidation(&self, poll: Duration) -> ConsumerHandle {
+        spawn(
+            self.shared.store.clone(),
+            self.shared.clock.clone(),
+            String::new(),
+            ConsumerSpec {
+                name: "views".into(),
+                topic: Topic::Domain,
+                batch: 500,
+                poll,
+                lease: Duration::ZERO,
+                shared: false,
+            },
+            Arc::new(ViewInvalidation(self.shared.views.clone())),
+        )
+    }
+}
+
+/// One shard of a process's own consumer: from the head at its start, progress in memory.
+async fn own_round(
+    store: &DynStore,
+    clock: &Arc<dyn Clock>,
+    spec: &ConsumerSpec,
+    shard: u32,
+    handler: &Arc<dyn Consume>,
+    position: &mut Option<Option<String>>,
+) -> storage::StoreResult<()> {
+    let mut at = match position.take() {
+        Some(p) => p,
+        None => store.event_head(spec.topic, shard).await?,
+    };
+    let r = async {
+        loop {
+            let read = store
+                .read_events(spec.topic, shard, at.as_deref(), spec.batch, clock.now())
+                .await?;
+            let done = handler.handle(&read.events).await;
+            let next = if done < read.events.len() {
+                done.checked_sub(1).map(|i| read.events[i].position.clone())
+            } else {
+                read.upto.clone()
+            };
+            match next.filter(|n| Some(n) != at.as_ref()) {
+                Some(n) if done == read.events.len() => at = Some(n),
+                Some(n) => {
+                    at = Some(n);
+                    return Ok(());
+                }
+                None => return Ok(()),
+            }
+        }
+    }
+    .await;
+    *position = Some(at);
+    r
 }
 
 /// One shard: read and hand over until nothing is left, taking (or renewing) the lease before

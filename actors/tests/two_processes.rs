@@ -575,6 +575,7 @@ async fn two_consumers_handle_each_event_once(backend: Backend) {
         // Longer than any round takes on a loaded machine: a lease that runs out mid-round is
         // the case where a consumer may hand an event over again (at least once).
         lease: Duration::from_secs(5),
+        shared: true,
     };
     let counted = Arc::new(Counting(Default::default()));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);

@@ -60,6 +60,9 @@ pub struct Inner {
     pub mail_consumer: actors::consumers::ConsumerHandle,
     /// Counts domain events (`metrics::EventCounter`).
     pub events_consumer: actors::consumers::ConsumerHandle,
+    /// Drops this process's organization views that other processes changed (when the view
+    /// cache is on).
+    pub views_consumer: Option<actors::consumers::ConsumerHandle>,
     pub social: social::Social,
     pub jwt: jwt::Jwt,
     pub role_catalog: RoleCatalog,
@@ -566,9 +569,12 @@ impl AppState {
                 batch: 500,
                 poll: Duration::from_secs(2),
                 lease: Duration::from_secs(30),
+                shared: true,
             },
             Arc::new(metrics::EventCounter(metrics.events.clone())),
         );
+        let views_consumer = (config.organization.view_cache.ttl_ms > 0)
+            .then(|| actors.spawn_view_invalidation(Duration::from_millis(200)));
         if jwt.enabled() {
             jwt.ensure_keys(&actors, &actors.reader(), clock.now())
                 .await?;
@@ -584,6 +590,7 @@ impl AppState {
             mailer,
             mail_consumer,
             events_consumer,
+            views_consumer,
             hasher,
             reader: actors.reader(),
             actors,

@@ -171,6 +171,9 @@ pub trait EventStore: Send + Sync {
         limit: u32,
         now: DateTime<Utc>,
     ) -> StoreResult<Read>;
+    /// The position of the newest event of `topic` in `shard` (`None`: none yet): where a
+    /// consumer that wants only what comes from now on starts.
+    async fn event_head(&self, topic: Topic, shard: u32) -> StoreResult<Option<String>>;
     /// Records that the lease's consumer handled its shard up to `position`, only while the
     /// lease is still held (`false`: it was lost, nothing recorded).
     async fn advance_events(&self, lease: &Lease, position: &str) -> StoreResult<bool>;

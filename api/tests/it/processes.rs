@@ -266,6 +266,7 @@ on_both_backends!(
     a_ban_leaves_no_session_on_either_process,
     limits_count_requests_to_either_process,
     a_change_shows_here_at_once_and_there_within_the_view_cache_ttl,
+    another_process_drops_its_view_on_the_change_event,
 );
 
 /// Each process keeps the organizations it read (`organization.view_cache`): a change made
@@ -362,6 +363,58 @@ async fn a_change_shows_here_at_once_and_there_within_the_view_cache_ttl(backend
         assert_eq!(removed.status, 200, "{}", removed.body);
         let r = p.get(&p.a, &full, &member_cookie).await;
         assert_eq!(r.status, 403, "ttl {ttl}: {}", r.body);
+    }
+}
+
+/// A process drops its copy of an organization when the change's event reaches it (the views
+/// consumer), long before the copy's time to live: B, holding the organization for a minute,
+/// sees a role changed through A within seconds.
+async fn another_process_drops_its_view_on_the_change_event(backend: Backend) {
+    let Some(p) = pair(
+        backend,
+        &[("GATEHOUSE_ORGANIZATION__VIEW_CACHE__TTL_MS", "60000")],
+    ) else {
+        return;
+    };
+    let (owner, _) = p.user("event-view-owner@example.com").await;
+    let (_, member) = p.user("event-view-member@example.com").await;
+    let org = p.new_org(&owner).await;
+    let m = p.add_member(&p.a, &org, &member, "member").await;
+    assert_eq!(m.status, 200, "{}", m.body);
+    let member_id = m.body["id"].clone();
+    let full = format!("/organization/get-full-organization?organizationId={org}");
+    let role = |r: &Reply| -> String {
+        r.body["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["id"] == member_id)
+            .unwrap()["role"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(role(&p.get(&p.b, &full, &owner).await), "member");
+    let changed = p
+        .post(
+            &p.a,
+            "/organization/update-member-role",
+            json!({"memberId": member_id, "role": "admin", "organizationId": org}),
+            Some(&owner),
+        )
+        .await;
+    assert_eq!(changed.status, 200, "{}", changed.body);
+    // On ScyllaDB events are read once a few seconds old (see storage::scylla::stream).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if role(&p.get(&p.b, &full, &owner).await) == "admin" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "B still shows its copy 30 s after the change (its time to live is 60 s)"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
 

@@ -171,6 +171,18 @@ impl EventStore for SqliteStore {
         .await
     }
 
+    async fn event_head(&self, topic: Topic, _shard: u32) -> StoreResult<Option<String>> {
+        self.read(move |c| {
+            let seq: Option<i64> = c
+                .prepare_cached("SELECT max(seq) FROM events WHERE topic = ?1")
+                .map_err(map_err)?
+                .query_row([topic.as_str()], |r| r.get(0))
+                .map_err(map_err)?;
+            Ok(seq.map(|s| s.to_string()))
+        })
+        .await
+    }
+
     async fn advance_events(&self, lease: &Lease, position: &str) -> StoreResult<bool> {
         let (l, p) = (lease.clone(), position.to_owned());
         self.write(move |c| {
