@@ -159,7 +159,8 @@ pub trait EventStore: Send + Sync {
     /// Takes or renews `lease`: the position its consumer has reached in the shard (`None`:
     /// the beginning), or `Ok(None)` when another holder's lease has not expired.
     async fn claim_events(&self, lease: &Lease) -> StoreResult<Option<Option<String>>>;
-    /// Events of `topic` in `shard` after `after` (`None`: the oldest kept), oldest first,
+    /// Events of `topic` in `shard` after `after` (`None`: the oldest kept; on a partitioned
+    /// backend at most an hour back), oldest first,
     /// reading up to `limit` of the shard's entries. A backend that learns of some outcomes
     /// only after the change (see `scylla`) answers only what can no longer be preceded by an
     /// event it has not seen.

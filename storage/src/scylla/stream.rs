@@ -35,8 +35,10 @@ const SETTLE: i64 = 5_000;
 pub(crate) const RESOLVE_AFTER: i64 = 30_000;
 /// How long a version keeps the id of the decision that made it (seconds).
 pub(crate) const DECISION_TTL: i32 = 86_400;
-/// How far back a consumer without progress starts (milliseconds): the rows' time to live.
-const KEPT_MS: i64 = 7 * 86_400_000;
+/// How far back a consumer without progress starts (milliseconds): an hour — what a consumer
+/// that never ran needs is what was decided since its deployment started, not the week the
+/// rows are kept (walking that would cost a thousand reads per shard).
+const FRESH_MS: i64 = 3_600_000;
 /// The most buckets one read walks (six hours): a consumer far behind records its progress
 /// between reads instead of walking a week of buckets at once.
 const WALK: i64 = 36;
@@ -472,7 +474,7 @@ impl EventStore for ScyllaStore {
                 let (b, at, id) = parse_position(p)?;
                 (b, Some((at, id)))
             }
-            None => ((now - KEPT_MS).div_euclid(BUCKET_MS), None),
+            None => ((now - FRESH_MS).div_euclid(BUCKET_MS), None),
         };
         let last = until.div_euclid(BUCKET_MS).min(bucket + WALK);
         let mut out = Vec::new();
