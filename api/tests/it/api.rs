@@ -806,9 +806,9 @@ async fn verified_cookie_cache_cookies_answer_as_a_fresh_verification_does() {
     };
     let a = h.sign_up("vic@example.com", PW).await.cookie_header();
     let b = h.sign_up("wes@example.com", PW).await.cookie_header();
-    assert!(h.state.verified.is_empty());
+    assert!(h.state.sessions.verified.is_empty());
     let first = h.get("/api/auth/get-session", Some(&a)).await.expect(200);
-    assert_eq!(h.state.verified.len(), 1);
+    assert_eq!(h.state.sessions.verified.len(), 1);
     let again = h.get("/api/auth/get-session", Some(&a)).await.expect(200);
     assert_eq!(first.text, again.text);
     assert_eq!(
@@ -819,7 +819,7 @@ async fn verified_cookie_cache_cookies_answer_as_a_fresh_verification_does() {
     // Routes that need a session take it from there too.
     h.get("/api/auth/list-sessions", Some(&a)).await.expect(200);
     assert_eq!(h.session(&b).await["user"]["email"], "wes@example.com");
-    assert_eq!(h.state.verified.len(), 2);
+    assert_eq!(h.state.sessions.verified.len(), 2);
     // b's session token with a's cache cookie: b's session, never a's.
     let (a_token, a_data) = pairs(&a);
     let (b_token, _) = pairs(&b);
@@ -1562,12 +1562,17 @@ async fn unknown_and_wrong_password_sign_ins_do_the_same_work() {
     .await
     .expect(200);
     let work = |f: (usize, usize), t: (usize, usize)| (t.0 - f.0, t.1 - f.1);
-    let before = store.op_counts();
-    sign_in("ann@example.com").await.expect(401);
-    let known = work(before, store.op_counts());
-    let before = store.op_counts();
-    sign_in("nobody@example.com").await.expect(401);
-    let unknown = work(before, store.op_counts());
+    // The store also serves the event stream's consumers now and then (their reads and lease
+    // writes count too): the least work of a few sign-ins is each one's own.
+    let (mut known, mut unknown) = ((usize::MAX, usize::MAX), (usize::MAX, usize::MAX));
+    for _ in 0..8 {
+        let before = store.op_counts();
+        sign_in("ann@example.com").await.expect(401);
+        known = known.min(work(before, store.op_counts()));
+        let before = store.op_counts();
+        sign_in("nobody@example.com").await.expect(401);
+        unknown = unknown.min(work(before, store.op_counts()));
+    }
     assert_eq!(known, unknown);
     assert!(known.0 >= 2, "{known:?}");
 }
