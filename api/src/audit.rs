@@ -3,7 +3,6 @@
 //! a token, password or secret; what a route records is listed in README, "Audit log".
 use crate::error::{ApiResult, Code};
 use crate::http::{RequestId, REQUEST_ID_HEADER};
-use crate::AppState;
 use poem::http::{header, HeaderValue};
 use poem::Request;
 use storage::{AuditEvent, AuditOutcome, OrgId, UserId};
@@ -114,8 +113,8 @@ impl Origin {
 }
 
 /// An audit record being described. The decision it describes keeps it in its own write
-/// ([`AppState::noting`] makes the request's context of it); a refusal is recorded on its own
-/// ([`AppState::record_refusal`]).
+/// ([`Audit::noting`] makes the request's context of it); a refusal is recorded on its own
+/// ([`Audit::record_refusal`]).
 #[derive(Debug, Clone)]
 pub struct Event {
     record: AuditEvent,
@@ -228,13 +227,36 @@ impl crate::session::Principal {
     }
 }
 
-impl AppState {
+/// The audit service: what a request asks its decision to keep, and refusals recorded on
+/// their own. Cheap to clone.
+#[derive(Clone)]
+pub struct Audit {
+    enabled: bool,
+    keep_for_secs: u64,
+    actors: actors::Actors,
+    failures: prometheus::IntCounter,
+}
+
+impl Audit {
+    pub fn new(
+        config: &crate::config::AuditConfig,
+        actors: actors::Actors,
+        failures: prometheus::IntCounter,
+    ) -> Self {
+        Self {
+            enabled: config.enabled,
+            keep_for_secs: config.retention().as_secs(),
+            actors,
+            failures,
+        }
+    }
+
     /// The request's context for a decision that keeps these audit records (none when the
     /// audit log is off).
     pub fn noting(&self, events: impl IntoIterator<Item = Event>) -> actors::Ctx {
         let mut ctx = actors::Ctx::default();
-        if self.config.audit.enabled {
-            let keep = self.config.audit.retention().as_secs();
+        if self.enabled {
+            let keep = self.keep_for_secs;
             ctx.notes = events.into_iter().map(|e| e.note(keep)).collect();
         }
         ctx
@@ -276,13 +298,13 @@ impl AppState {
         self.record(self.noted(ev.failed(code))).await;
     }
 
-    /// Stores records (and mail) that go with no change; see [`AppState::record_refusal`].
+    /// Stores records (and mail) that go with no change; see [`Audit::record_refusal`].
     pub async fn record(&self, ctx: actors::Ctx) {
         if ctx.is_empty() {
             return;
         }
         if let Err(err) = self.actors.record(&ctx).await {
-            self.metrics.audit_failures.inc();
+            self.failures.inc();
             tracing::warn!(error = %err, "could not record an audit event");
         }
     }

@@ -5,7 +5,6 @@
 //! not marked sent, so a stored decision's mail is never lost (and sent twice only when a
 //! process died between sending and marking).
 use crate::mail::{MailJob, Mailer};
-use crate::AppState;
 use actors::consumers::{Consume, ConsumerSpec};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,7 +17,24 @@ const SENT_KEPT_DAYS: i64 = 7;
 /// A mail the consumer failed to deliver this many rounds is given up (and counted failed).
 const ATTEMPTS: u32 = 5;
 
-impl AppState {
+/// The mail service: what a request asks its decision to send, and sending it after the
+/// answer. Cheap to clone.
+#[derive(Clone)]
+pub struct Mail {
+    mailer: Arc<Mailer>,
+    actors: actors::Actors,
+}
+
+impl Mail {
+    pub fn new(mailer: Arc<Mailer>, actors: actors::Actors) -> Self {
+        Self { mailer, actors }
+    }
+
+    /// Whether any sender is configured (`mail.transport` is not `none`).
+    pub fn enabled(&self) -> bool {
+        self.mailer.enabled()
+    }
+
     /// Delivers mail a decision stored (in order, after the decision's answer): waits for the
     /// outbox, hands SMTP delivery to a task. A failure is logged, not answered: the mail
     /// consumer delivers it later.

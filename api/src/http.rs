@@ -463,7 +463,7 @@ async fn handle<E: Endpoint>(
             .limiter
             .request(path, template, ip, state.clock.now())
             .await;
-        if let Err(e) = state.refused(&req, counted).await {
+        if let Err(e) = crate::rate_limit::Limiter::refused(&req, counted, &state.audit).await {
             tracing::info!("rate limited");
             return e.into_response();
         }

@@ -12,17 +12,20 @@ pub mod delivery;
 pub mod dto;
 pub mod error;
 pub mod http;
-pub mod jwt;
+pub mod links;
 pub mod mail;
 pub mod metrics;
+pub mod passwords;
 pub mod payload_errors;
+pub mod plugins;
 pub mod rate_limit;
-pub mod routes;
 pub mod seed;
 pub mod server;
 pub mod session;
-pub mod social;
 pub mod ui;
+
+use plugins::jwt::keys as jwt;
+use plugins::social::providers as social;
 
 use config::{Config, Secret};
 use poem::{Endpoint, EndpointExt, Route};
@@ -52,10 +55,20 @@ pub struct Inner {
     pub hasher: crypto::PasswordHasher,
     pub origins: http::TrustedOrigins,
     pub cookies: http::CookieNames,
-    pub revocations: session::Revocations,
-    /// Cookie-cache cookies verified lately (see [`session::VerifiedCookies`]).
-    pub verified: session::VerifiedCookies,
-    pub mailer: Arc<mail::Mailer>,
+    /// Who is calling, and the cookies of sessions (see [`session::Sessions`]).
+    pub sessions: session::Sessions,
+    /// Password rules and checks.
+    pub passwords: passwords::Passwords,
+    /// The account flows' mail.
+    pub account_mail: plugins::core::AccountMail,
+    /// The organization plugin's reads beside its actors.
+    pub orgs: plugins::organization::OrgReads,
+    /// What requests keep in the audit log (see [`audit`]).
+    pub audit: audit::Audit,
+    /// Sends what decisions stored (see [`delivery`]).
+    pub mail: delivery::Mail,
+    /// Links on the base URL.
+    pub links: links::Links,
     /// Delivers stored mail its request did not (see [`delivery`]).
     pub mail_consumer: actors::consumers::ConsumerHandle,
     /// Counts domain events (`metrics::EventCounter`).
@@ -63,7 +76,8 @@ pub struct Inner {
     /// Drops this process's organization views that other processes changed (when the view
     /// cache is on).
     pub views_consumer: Option<actors::consumers::ConsumerHandle>,
-    pub social: social::Social,
+    /// The social plugin's flows, with the configured providers.
+    pub social_flow: plugins::social::SocialFlow,
     pub jwt: jwt::Jwt,
     pub role_catalog: RoleCatalog,
     pub limiter: rate_limit::Limiter,
@@ -111,69 +125,17 @@ pub enum StartError {
     Jwt(#[from] jwt::JwtError),
 }
 
-/// Every group of operations, one per OpenAPI tag.
-pub type Apis = (
-    (
-        routes::AuthApi,
-        routes::SessionApi,
-        routes::UserApi,
-        routes::VerificationApi,
-        routes::PasswordApi,
-        routes::EmailApi,
-        routes::DeletionApi,
-        routes::LinkedAccountApi,
-        routes::SocialApi,
-        routes::ProviderTokenApi,
-        routes::OrganizationApi,
-        routes::MemberApi,
-        routes::InvitationApi,
-        routes::TeamApi,
-        routes::RoleApi,
-    ),
-    (
-        routes::AdminApi,
-        routes::AuditApi,
-        routes::JwtApi,
-        routes::MetaApi,
-    ),
-);
+/// Every plugin's operations (see [`plugins`]).
+pub use plugins::Apis;
 
 /// The OpenAPI service with every operation; also what `gatehouse openapi` prints.
 pub fn openapi_service() -> OpenApiService<Apis, ()> {
-    OpenApiService::new(
-        (
-            (
-                routes::AuthApi,
-                routes::SessionApi,
-                routes::UserApi,
-                routes::VerificationApi,
-                routes::PasswordApi,
-                routes::EmailApi,
-                routes::DeletionApi,
-                routes::LinkedAccountApi,
-                routes::SocialApi,
-                routes::ProviderTokenApi,
-                routes::OrganizationApi,
-                routes::MemberApi,
-                routes::InvitationApi,
-                routes::TeamApi,
-                routes::RoleApi,
-            ),
-            (
-                routes::AdminApi,
-                routes::AuditApi,
-                routes::JwtApi,
-                routes::MetaApi,
-            ),
-        ),
-        "Gatehouse",
-        env!("CARGO_PKG_VERSION"),
-    )
-    .description(
-        "Authentication, account and organization server speaking better-auth's HTTP API. \
+    OpenApiService::new(plugins::apis(), "Gatehouse", env!("CARGO_PKG_VERSION"))
+        .description(
+            "Authentication, account and organization server speaking better-auth's HTTP API. \
          Errors are `{code, message}` JSON bodies.",
-    )
-    .server(BASE_PATH)
+        )
+        .server(BASE_PATH)
 }
 
 /// The OpenAPI document as committed in `openapi/openapi.json` and served at
@@ -579,15 +541,63 @@ impl AppState {
             jwt.ensure_keys(&actors, &actors.reader(), clock.now())
                 .await?;
         }
+        let signer = crypto::Signer::new(secret.expose());
+        let links = links::Links::new(&config.base_url);
+        let mail = delivery::Mail::new(mailer.clone(), actors.clone());
+        let account_mail = plugins::core::AccountMail::new(
+            signer.clone(),
+            clock.clone(),
+            links.clone(),
+            mail.clone(),
+            actors.clone(),
+            config.email_verification.expires_in,
+        );
+        let shared_config = Arc::new(config.clone());
+        let cookies = http::CookieNames::new(&config.cookie_prefix, config.is_https());
+        let sessions = session::Sessions::new(
+            shared_config.clone(),
+            &actors,
+            clock.clone(),
+            signer.clone(),
+            cookies.clone(),
+        );
+        let audit = audit::Audit::new(
+            &config.audit,
+            actors.clone(),
+            metrics.audit_failures.clone(),
+        );
+        let social_flow = plugins::social::SocialFlow::new(plugins::social::SocialFlowInner {
+            config: shared_config,
+            social,
+            audit: audit.clone(),
+            sessions: sessions.clone(),
+            mail: mail.clone(),
+            account_mail: account_mail.clone(),
+            links: links.clone(),
+            cookies: cookies.clone(),
+            origins: http::TrustedOrigins::new(&config.base_url, &config.trusted_origins),
+            signer: signer.clone(),
+            clock: clock.clone(),
+            actors: actors.clone(),
+            reader: actors.reader(),
+        });
         Ok(Self(Arc::new(Inner {
             jwt,
-            social,
+            social_flow,
             origins: http::TrustedOrigins::new(&config.base_url, &config.trusted_origins),
-            cookies: http::CookieNames::new(&config.cookie_prefix, config.is_https()),
-            signer: crypto::Signer::new(secret.expose()),
-            revocations: session::Revocations::default(),
-            verified: session::VerifiedCookies::default(),
-            mailer,
+            cookies,
+            signer,
+            sessions,
+            passwords: passwords::Passwords::new(&config.password, hasher.clone(), actors.reader()),
+            orgs: plugins::organization::OrgReads::new(
+                &actors,
+                clock.clone(),
+                &config.organization,
+            ),
+            audit,
+            mail,
+            links,
+            account_mail,
             mail_consumer,
             events_consumer,
             views_consumer,
@@ -618,8 +628,8 @@ impl AppState {
         Route::new()
             .at(format!("{BASE_PATH}/openapi.json"), spec)
             .at(format!("{BASE_PATH}/reference"), reference)
-            .at("/health/live", poem::get(routes::meta::live))
-            .at("/health/ready", poem::get(routes::meta::ready))
+            .at("/health/live", poem::get(plugins::core::meta::live))
+            .at("/health/ready", poem::get(plugins::core::meta::ready))
             .nest(BASE_PATH, api)
             .at("/", ui::Ui)
             .at("/*path", ui::Ui)

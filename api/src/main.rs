@@ -402,7 +402,7 @@ async fn user_command(config: Config, command: UserCommand) -> CommandResult {
             password_stdin,
             verified,
         } => {
-            let email = gatehouse_api::routes::normalize_email(&email)
+            let email = gatehouse_api::plugins::normalize_email(&email)
                 .ok_or_else(|| format!("not an email address: {email:?}"))?;
             let role = role
                 .map(|r| policy::normalize_roles(&r))
@@ -413,9 +413,13 @@ async fn user_command(config: Config, command: UserCommand) -> CommandResult {
                 std::io::stdin().read_line(&mut line)?;
                 (line.trim_end_matches(['\r', '\n']).to_owned(), false)
             } else {
-                (gatehouse_api::social::random_token(24), true)
+                (
+                    gatehouse_api::plugins::social::providers::random_token(24),
+                    true,
+                )
             };
             state
+                .passwords
                 .check_password_length(&password)
                 .map_err(|e| e.to_string())?;
             let now = state.clock.now();
@@ -429,7 +433,7 @@ async fn user_command(config: Config, command: UserCommand) -> CommandResult {
                 .detail("by", "cli");
             let user = state
                 .actors
-                .admin_create_user(&server, user, Some(account), role, &state.noted(ev))
+                .admin_create_user(&server, user, Some(account), role, &state.audit.noted(ev))
                 .await
                 .map_err(|e| gatehouse_api::error::ApiError::from(e).to_string())?;
             if generated {
@@ -451,7 +455,7 @@ async fn user_command(config: Config, command: UserCommand) -> CommandResult {
                 .detail("by", "cli");
             let user = state
                 .actors
-                .admin_set_role(&server, &user.id, role.clone(), &state.noted(ev))
+                .admin_set_role(&server, &user.id, role.clone(), &state.audit.noted(ev))
                 .await
                 .map_err(|e| gatehouse_api::error::ApiError::from(e).to_string())?;
             format!(

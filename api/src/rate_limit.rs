@@ -468,19 +468,29 @@ impl Limiter {
     }
 }
 
-impl crate::AppState {
-    /// Counts a mail to `to` asked for by `req`'s client ([`Limiter::mail`]); refuses it
-    /// past the recipient's limits.
-    pub async fn limit_mail(&self, req: &poem::Request, to: &str) -> ApiResult<()> {
+impl Limiter {
+    /// Counts a mail to `to` asked for by `req`'s client ([`Limiter::mail`]) at `now`;
+    /// refuses it past the recipient's limits (the first refusal recorded through `audit`).
+    pub async fn limit_mail(
+        &self,
+        req: &poem::Request,
+        to: &str,
+        now: DateTime<Utc>,
+        audit: &crate::audit::Audit,
+    ) -> ApiResult<()> {
         let client = crate::http::client_addr(req);
-        let refused = self.limiter.mail(to, client, self.clock.now()).await;
-        self.refused(req, refused).await
+        let refused = self.mail(to, client, now).await;
+        Self::refused(req, refused, audit).await
     }
 
     /// Hands a refusal on as its error, recording the first one of each window in the audit
     /// log (the ones after it in the same window are only counted: a flood of refused
     /// requests does not become a flood of writes).
-    pub async fn refused(&self, req: &poem::Request, r: Result<(), Refusal>) -> ApiResult<()> {
+    pub async fn refused(
+        req: &poem::Request,
+        r: Result<(), Refusal>,
+        audit: &crate::audit::Audit,
+    ) -> ApiResult<()> {
         let Err(r) = r else { return Ok(()) };
         if r.first {
             let ev = crate::audit::Event::new(
@@ -490,7 +500,7 @@ impl crate::AppState {
             .target(req.uri().path().to_owned())
             .detail("limit", r.limit)
             .failed(r.error.code);
-            self.record(self.noted(ev)).await;
+            audit.record(audit.noted(ev)).await;
         }
         Err(r.error)
     }

@@ -2,8 +2,10 @@
 //! with refresh, expiry and the cookies that go with them. Used by `get-session` directly and
 //! by every authenticated route through the [`Auth`] extractor.
 use crate::error::{ApiError, ApiResult, Code};
+use crate::http::{client_ip, user_agent};
 use crate::http::{raw_cookies, request_cookie, PendingCookies};
 use crate::AppState;
+use actors::NewSession;
 use base64::Engine;
 use chrono::{DateTime, Utc};
 use poem::{Request, RequestBody};
@@ -157,7 +159,83 @@ impl VerifiedCookies {
     }
 }
 
-impl AppState {
+/// The sessions service: who is calling (the session cookie, the cookie cache and what it
+/// trusts, refreshes and revocations), the cookies that go with a session, new sessions, and
+/// the server credential. Cheap to clone.
+#[derive(Clone)]
+pub struct Sessions(Arc<SessionsInner>);
+
+pub struct SessionsInner {
+    config: Arc<crate::config::Config>,
+    reader: actors::Reader,
+    actors: actors::Actors,
+    clock: Arc<dyn storage::Clock>,
+    signer: crate::crypto::Signer,
+    cookies: crate::http::CookieNames,
+    revocations: Revocations,
+    /// Cookie-cache cookies verified lately (see [`VerifiedCookies`]).
+    pub verified: VerifiedCookies,
+}
+
+impl std::ops::Deref for Sessions {
+    type Target = SessionsInner;
+    fn deref(&self) -> &SessionsInner {
+        &self.0
+    }
+}
+
+impl Sessions {
+    pub fn new(
+        config: Arc<crate::config::Config>,
+        actors: &actors::Actors,
+        clock: Arc<dyn storage::Clock>,
+        signer: crate::crypto::Signer,
+        cookies: crate::http::CookieNames,
+    ) -> Self {
+        Self(Arc::new(SessionsInner {
+            config,
+            reader: actors.reader(),
+            actors: actors.clone(),
+            clock,
+            signer,
+            cookies,
+            revocations: Revocations::default(),
+            verified: VerifiedCookies::default(),
+        }))
+    }
+
+    /// Creates a session through the user's actor and queues its cookies; `ctx`: the audit
+    /// records kept with it.
+    pub(crate) async fn start_session(
+        &self,
+        req: &Request,
+        cookies: &PendingCookies,
+        user: User,
+        remember_me: bool,
+        ctx: actors::Ctx,
+    ) -> ApiResult<Authed> {
+        let new = NewSession {
+            ip_address: client_ip(req),
+            user_agent: user_agent(req),
+            dont_remember: !remember_me,
+            ..Default::default()
+        };
+        let session = self
+            .actors
+            .user(user.id.clone())
+            .with(ctx)
+            .create_session(new)
+            .await?;
+        // A ban that had ended was lifted on the way: answer the user as it now is.
+        let user = match user.banned {
+            true => self.reader.get_user(&user.id).await?.unwrap_or(user),
+            false => user,
+        };
+        let authed = Authed { session, user };
+        cookies.push(self.session_cookies(&authed, !remember_me));
+        Ok(authed)
+    }
+
     /// The session token from a correctly signed session cookie, if any.
     pub fn signed_token(&self, req: &Request) -> Option<String> {
         let raw = request_cookie(req, &self.cookies.session_token)?;
@@ -363,7 +441,7 @@ impl AppState {
         Ok(())
     }
 
-    /// Sets (or clears) the caller's active team; see [`AppState::set_active_org`].
+    /// Sets (or clears) the caller's active team; see [`Sessions::set_active_org`].
     pub async fn set_active_team(
         &self,
         auth: &Principal,
@@ -526,6 +604,7 @@ impl<'a> ApiExtractor<'a> for Principal {
     ) -> poem::Result<Self> {
         let (state, pending) = request_context(req)?;
         match state
+            .sessions
             .resolve_session(req, pending, ResolveOptions::default())
             .await?
         {
@@ -533,7 +612,7 @@ impl<'a> ApiExtractor<'a> for Principal {
                 user: a.user,
                 session: a.session,
                 cookies: pending.clone(),
-                dont_remember: state.dont_remember(req),
+                dont_remember: state.sessions.dont_remember(req),
                 origin: crate::audit::Origin::of(req),
             }),
             None => Err(ApiError::new(Code::Unauthorized).into()),

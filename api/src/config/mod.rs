@@ -185,6 +185,9 @@ pub enum ConfigError {
 const ENV_PREFIX: &str = "GATEHOUSE_";
 /// Names the configuration file (like `--config`); not a setting itself.
 pub const CONFIG_ENV: &str = "GATEHOUSE_CONFIG";
+
+/// The crash tests' failpoint (`storage::failpoint`): not a setting.
+const FAILPOINT_ENV: &str = "GATEHOUSE_FAILPOINT";
 /// Keys whose values are secrets: never quoted in an error, whatever the layer.
 const SECRET_KEYS: [&str; 5] = [
     "secret",
@@ -291,7 +294,7 @@ impl Config {
             ));
         }
         for (id, p) in &self.social {
-            if crate::social::catalog::find(id).is_none() {
+            if crate::plugins::social::providers::catalog::find(id).is_none() {
                 return bad(format!("social.{id}: no such provider"));
             }
             if p.enabled && p.client_id.trim().is_empty() {
@@ -375,7 +378,7 @@ fn env_layer(
     let mut warnings = Vec::new();
     let mut vars: Vec<(String, String)> = env
         .into_iter()
-        .filter(|(k, _)| k.starts_with(ENV_PREFIX) && k != CONFIG_ENV)
+        .filter(|(k, _)| k.starts_with(ENV_PREFIX) && k != CONFIG_ENV && k != FAILPOINT_ENV)
         .collect();
     vars.sort();
     for (key, raw) in vars {

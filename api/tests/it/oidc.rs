@@ -300,7 +300,7 @@ async fn google_and_microsoft_sign_in_against_a_real_openid_provider() {
 /// An id token the provider minted for `login` (as Google One Tap or a mobile SDK would hand
 /// it to the client), with `nonce`.
 async fn id_token_from_provider(issuer: &str, login: &str, nonce: &str) -> String {
-    let verifier = gatehouse_api::social::random_token(64);
+    let verifier = gatehouse_api::plugins::social::providers::random_token(64);
     let mut q = url::form_urlencoded::Serializer::new(String::new());
     q.extend_pairs([
         ("client_id", CLIENT_ID),
@@ -314,7 +314,7 @@ async fn id_token_from_provider(issuer: &str, login: &str, nonce: &str) -> Strin
         ("nonce", nonce),
         (
             "code_challenge",
-            &gatehouse_api::social::challenge(&verifier),
+            &gatehouse_api::plugins::social::providers::challenge(&verifier),
         ),
         ("code_challenge_method", "S256"),
     ]);
@@ -408,6 +408,7 @@ async fn id_tokens_the_provider_minted_sign_in_and_link() {
         .unwrap();
     assert_eq!(
         h.state
+            .social_flow
             .social
             .open(account.access_token.as_deref().unwrap())
             .unwrap(),

@@ -352,7 +352,7 @@ async fn fake_providers() -> Fake {
 }
 
 fn configure(c: &mut Config, fake: &str) {
-    for spec in gatehouse_api::social::catalog::PROVIDERS {
+    for spec in gatehouse_api::plugins::social::providers::catalog::PROVIDERS {
         let id = spec.id;
         let user_info =
             (!ID_TOKEN_PROVIDERS.contains(&id)).then(|| format!("{fake}/{id}/userinfo"));
@@ -449,7 +449,7 @@ pub(crate) fn location(r: &Resp) -> String {
 #[tokio::test]
 async fn every_provider_signs_in_through_the_code_flow() {
     let (h, fake) = social_harness().await;
-    for spec in gatehouse_api::social::catalog::PROVIDERS {
+    for spec in gatehouse_api::plugins::social::providers::catalog::PROVIDERS {
         let id = spec.id;
         let flow = sign_in_start(&h, id).await;
         // The authorize URL.
@@ -494,18 +494,18 @@ async fn every_provider_signs_in_through_the_code_flow() {
         let seen = fake.log.token_call(id);
         let secret = format!("secret-{id}");
         match spec.client_auth {
-            gatehouse_api::social::catalog::ClientAuth::Basic => {
+            gatehouse_api::plugins::social::providers::catalog::ClientAuth::Basic => {
                 let b64 = base64::engine::general_purpose::STANDARD;
                 let want = format!("Basic {}", b64.encode(format!("client-{id}:{secret}")));
                 assert_eq!(seen.authorization.as_deref(), Some(want.as_str()), "{id}");
                 assert!(!seen.form.contains_key("client_secret"), "{id}");
             }
-            gatehouse_api::social::catalog::ClientAuth::ClientKey => {
+            gatehouse_api::plugins::social::providers::catalog::ClientAuth::ClientKey => {
                 assert_eq!(seen.form["client_key"], "client-tiktok");
                 assert!(!seen.form.contains_key("client_id"));
                 assert_eq!(seen.form["client_secret"], secret);
             }
-            gatehouse_api::social::catalog::ClientAuth::Body => {
+            gatehouse_api::plugins::social::providers::catalog::ClientAuth::Body => {
                 assert_eq!(seen.form["client_id"], format!("client-{id}"), "{id}");
                 assert_eq!(seen.form["client_secret"], secret, "{id}");
             }
@@ -514,7 +514,7 @@ async fn every_provider_signs_in_through_the_code_flow() {
             let verifier = &seen.form["code_verifier"];
             assert_eq!(verifier.len(), 128);
             assert_eq!(
-                gatehouse_api::social::challenge(verifier),
+                gatehouse_api::plugins::social::providers::challenge(verifier),
                 flow.query["code_challenge"],
                 "{id}: the verifier answers the challenge"
             );
@@ -537,7 +537,10 @@ async fn every_provider_signs_in_through_the_code_flow() {
             stored.starts_with("gh1.") && !stored.contains("at-"),
             "{id}: {stored}"
         );
-        assert_eq!(h.state.social.open(stored).unwrap(), format!("at-{id}"));
+        assert_eq!(
+            h.state.social_flow.social.open(stored).unwrap(),
+            format!("at-{id}")
+        );
         let listed = h
             .get("/api/auth/list-accounts", Some(&cookie))
             .await
@@ -1133,7 +1136,7 @@ async fn provider_tokens_are_answered_refreshed_and_used() {
     // An expiry in the past: get-access-token refreshes first.
     let mut expired = stored.clone();
     expired.access_token_expires_at = Some(chrono::Utc::now() - chrono::Duration::minutes(1));
-    expired.access_token = Some(h.state.social.seal("at-github-old"));
+    expired.access_token = Some(h.state.social_flow.social.seal("at-github-old"));
     h.store.update_account(&expired, &[]).await.unwrap();
     let r = h
         .post(
@@ -1314,7 +1317,8 @@ async fn google_hosted_domains_are_asked_for_and_required() {
     let mut c = test_config(std::path::Path::new("/tmp"), |_| {});
     configure(&mut c, "http://127.0.0.1:1");
     c.social.get_mut("github").unwrap().hd = Some("example.com".into());
-    let err = gatehouse_api::social::Social::from_config(&c, &"s".repeat(32)).err();
+    let err =
+        gatehouse_api::plugins::social::providers::Social::from_config(&c, &"s".repeat(32)).err();
     assert!(err.unwrap().contains("only Google"));
 }
 

@@ -1,9 +1,9 @@
 //! Reading the audit log: everything for the server key and admins (`audit-log:list`), one
 //! organization's events for those of its members who may update it (owners and admins).
-use super::admin::AdminCaller;
-use super::Tag;
+use super::AdminCaller;
 use crate::dto::iso;
 use crate::error::{ApiError, ApiResult, Code};
+use crate::plugins::Tag;
 use crate::session::Principal;
 use crate::AppState;
 use chrono::{DateTime, Utc};
@@ -114,54 +114,56 @@ fn instant(v: &Option<String>, name: &str) -> ApiResult<Option<DateTime<Utc>>> {
         .transpose()
 }
 
-impl AppState {
-    /// The page `f` asks for (of `org` when given), within the retention.
-    async fn audit_page(&self, f: Filters, org: Option<OrgId>) -> ApiResult<Json<AuditPage>> {
-        if let Some(a) = f.action.as_deref() {
-            let known = crate::audit::action::ALL
-                .iter()
-                .any(|k| storage::audit::action_matches(a, k));
-            if !known {
-                return Err(invalid(format!("action: no event is called {a:?}")));
-            }
+/// The page `f` asks for (of `org` when given), within the retention.
+async fn audit_page(
+    state: &AppState,
+    f: Filters,
+    org: Option<OrgId>,
+) -> ApiResult<Json<AuditPage>> {
+    if let Some(a) = f.action.as_deref() {
+        let known = crate::audit::action::ALL
+            .iter()
+            .any(|k| storage::audit::action_matches(a, k));
+        if !known {
+            return Err(invalid(format!("action: no event is called {a:?}")));
         }
-        if let Some(c) = f.cursor.as_deref() {
-            storage::audit::parse_audit_cursor(c)
-                .map_err(|_| invalid("cursor: not one this route answered".into()))?;
-        }
-        let now = self.clock.now();
-        let floor = self.config.audit.oldest_kept(now);
-        let since = instant(&f.since, "since")?.unwrap_or(floor).max(floor);
-        let until = instant(&f.until, "until")?
-            .unwrap_or(now + chrono::Duration::seconds(1))
-            .min(now + chrono::Duration::days(1));
-        let limit = f.limit.unwrap_or(DEFAULT_LIMIT);
-        if since >= until {
-            return Ok(Json(AuditPage {
-                events: Vec::new(),
-                next_cursor: None,
-            }));
-        }
-        let q = AuditQuery {
-            since,
-            until,
-            user: f.user.filter(|u| !u.is_empty()).map(UserId),
-            organization: org,
-            action: f.action,
-            outcome: f.outcome.map(|o| match o {
-                OutcomeParam::Success => AuditOutcome::Success,
-                OutcomeParam::Failure => AuditOutcome::Failure,
-            }),
-            after: f.cursor,
-            limit,
-            oldest_first: f.order == Some(OrderParam::Oldest),
-        };
-        let page = self.reader.list_audit(&q).await?;
-        Ok(Json(AuditPage {
-            events: page.items.into_iter().map(AuditEventDto::from).collect(),
-            next_cursor: page.next,
-        }))
     }
+    if let Some(c) = f.cursor.as_deref() {
+        storage::audit::parse_audit_cursor(c)
+            .map_err(|_| invalid("cursor: not one this route answered".into()))?;
+    }
+    let now = state.clock.now();
+    let floor = state.config.audit.oldest_kept(now);
+    let since = instant(&f.since, "since")?.unwrap_or(floor).max(floor);
+    let until = instant(&f.until, "until")?
+        .unwrap_or(now + chrono::Duration::seconds(1))
+        .min(now + chrono::Duration::days(1));
+    let limit = f.limit.unwrap_or(DEFAULT_LIMIT);
+    if since >= until {
+        return Ok(Json(AuditPage {
+            events: Vec::new(),
+            next_cursor: None,
+        }));
+    }
+    let q = AuditQuery {
+        since,
+        until,
+        user: f.user.filter(|u| !u.is_empty()).map(UserId),
+        organization: org,
+        action: f.action,
+        outcome: f.outcome.map(|o| match o {
+            OutcomeParam::Success => AuditOutcome::Success,
+            OutcomeParam::Failure => AuditOutcome::Failure,
+        }),
+        after: f.cursor,
+        limit,
+        oldest_first: f.order == Some(OrderParam::Oldest),
+    };
+    let page = state.reader.list_audit(&q).await?;
+    Ok(Json(AuditPage {
+        events: page.items.into_iter().map(AuditEventDto::from).collect(),
+        next_cursor: page.next,
+    }))
 }
 
 #[OpenApi(tag = "Tag::Admin")]
@@ -207,7 +209,7 @@ impl AuditApi {
             order: order.0,
         };
         let org = organization_id.0.filter(|o| !o.is_empty()).map(OrgId);
-        state.audit_page(f, org).await
+        audit_page(&state, f, org).await
     }
 
     /// Read an organization's audit log
@@ -256,6 +258,6 @@ impl AuditApi {
             cursor: cursor.0,
             order: order.0,
         };
-        state.audit_page(f, Some(org)).await
+        audit_page(&state, f, Some(org)).await
     }
 }

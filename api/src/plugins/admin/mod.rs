@@ -1,10 +1,21 @@
 //! The admin plugin's routes under `/admin/`: users, roles, bans, sessions, impersonation.
 //! Handlers parse and answer; who may do what is decided by the actors (the admin policy).
-use super::{normalize_email, Tag};
+mod audit;
+
+pub use audit::AuditApi;
+
+/// The admin plugin's operations (with the audit log's routes).
+pub type Apis = (AdminApi, AuditApi);
+
+pub fn apis() -> Apis {
+    (AdminApi, AuditApi)
+}
+
 use crate::audit::{action, Event};
 use crate::dto::{SessionDto, SessionWithUser, StatusResponse, SuccessResponse, Text, UserDto};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::{client_ip, request_cookie, user_agent, PendingCookies};
+use crate::plugins::{normalize_email, Tag};
 use crate::session::{Authed, ResolveOptions, SESSION_SCHEME};
 use crate::AppState;
 use actors::{BanChange, Caller, NewSession};
@@ -75,7 +86,7 @@ impl<'a> ApiExtractor<'a> for AdminCaller {
             .headers()
             .contains_key(poem::http::header::AUTHORIZATION);
         if bearer {
-            return match state.server_call(req) {
+            return match state.sessions.server_call(req) {
                 Some(true) => Ok(Self {
                     caller: Caller::Server,
                     session: None,
@@ -89,7 +100,7 @@ impl<'a> ApiExtractor<'a> for AdminCaller {
             disable_cookie_cache: true,
             disable_refresh: false,
         };
-        match state.resolve_session(req, &cookies, opts).await? {
+        match state.sessions.resolve_session(req, &cookies, opts).await? {
             Some(a) => Ok(Self {
                 caller: Caller::User(a.user.clone()),
                 session: Some(a),
@@ -357,7 +368,7 @@ impl AdminApi {
         user.email_verified = data.email_verified.unwrap_or(false);
         let account = match body.password {
             Some(p) => {
-                state.check_password_length(&p.0)?;
+                state.passwords.check_password_length(&p.0)?;
                 let hash = state.hasher.hash(p.0).await.map_err(ApiError::internal)?;
                 Some(Account::credential(&user.id, hash, now))
             }
@@ -371,10 +382,16 @@ impl AdminApi {
         };
         let user = state
             .actors
-            .admin_create_user(&who.caller, user, account, role, &state.noted(ev.clone()))
+            .admin_create_user(
+                &who.caller,
+                user,
+                account,
+                role,
+                &state.audit.noted(ev.clone()),
+            )
             .await
             .map_err(ApiError::from);
-        let user = state.audited(ev, user).await?;
+        let user = state.audit.audited(ev, user).await?;
         tracing::info!(user = %user.id, "admin created a user");
         Ok(Json(UserResponse {
             user: UserDto::from(&user),
@@ -573,12 +590,12 @@ impl AdminApi {
             .detail("fields", fields);
         let user = state
             .actors
-            .admin_update_user(&who.caller, &target, change, &state.noted(ev.clone()))
+            .admin_update_user(&who.caller, &target, change, &state.audit.noted(ev.clone()))
             .await
             .map_err(ApiError::from);
-        let user = state.audited(ev, user).await?;
+        let user = state.audit.audited(ev, user).await?;
         if banned {
-            state.note_revocation(&target);
+            state.sessions.note_revocation(&target);
         }
         Ok(Json(UserDto::from(&user)))
     }
@@ -601,10 +618,10 @@ impl AdminApi {
             .detail("role", roles.clone());
         let user = state
             .actors
-            .admin_set_role(&who.caller, &target, roles, &state.noted(ev.clone()))
+            .admin_set_role(&who.caller, &target, roles, &state.audit.noted(ev.clone()))
             .await
             .map_err(ApiError::from);
-        let user = state.audited(ev, user).await?;
+        let user = state.audit.audited(ev, user).await?;
         Ok(Json(UserResponse {
             user: UserDto::from(&user),
         }))
@@ -649,12 +666,12 @@ impl AdminApi {
                 &target,
                 reason,
                 expires,
-                &state.noted(ev.clone()),
+                &state.audit.noted(ev.clone()),
             )
             .await
             .map_err(ApiError::from);
-        let user = state.audited(ev, user).await?;
-        state.note_revocation(&target);
+        let user = state.audit.audited(ev, user).await?;
+        state.sessions.note_revocation(&target);
         tracing::info!(user = %target, "admin banned a user");
         Ok(Json(UserResponse {
             user: UserDto::from(&user),
@@ -675,10 +692,10 @@ impl AdminApi {
         let ev = who.event(action::ADMIN_USER_UNBANNED, &target);
         let user = state
             .actors
-            .admin_unban(&who.caller, &target, &state.noted(ev.clone()))
+            .admin_unban(&who.caller, &target, &state.audit.noted(ev.clone()))
             .await
             .map_err(ApiError::from);
-        let user = state.audited(ev, user).await?;
+        let user = state.audit.audited(ev, user).await?;
         Ok(Json(UserResponse {
             user: UserDto::from(&user),
         }))
@@ -735,13 +752,13 @@ impl AdminApi {
             .admin_revoke_session(
                 &who.caller,
                 &body.0.session_token.0,
-                &state.noted(ev.clone()),
+                &state.audit.noted(ev.clone()),
             )
             .await
             .map_err(ApiError::from);
-        let owner = state.audited(ev, owner).await?;
+        let owner = state.audit.audited(ev, owner).await?;
         if let Some(owner) = owner {
-            state.note_revocation(&owner);
+            state.sessions.note_revocation(&owner);
         }
         Ok(Json(SuccessResponse { success: true }))
     }
@@ -766,11 +783,11 @@ impl AdminApi {
             .detail("scope", "all");
         let revoked = state
             .actors
-            .admin_revoke_sessions(&who.caller, &target, &state.noted(ev.clone()))
+            .admin_revoke_sessions(&who.caller, &target, &state.audit.noted(ev.clone()))
             .await
             .map_err(ApiError::from);
-        state.audited(ev, revoked).await?;
-        state.note_revocation(&target);
+        state.audit.audited(ev, revoked).await?;
+        state.sessions.note_revocation(&target);
         Ok(Json(SuccessResponse { success: true }))
     }
 
@@ -815,11 +832,11 @@ impl AdminApi {
                 &target,
                 new,
                 lifetime,
-                &state.noted(ev.clone()),
+                &state.audit.noted(ev.clone()),
             )
             .await
             .map_err(ApiError::from);
-        let (session, user) = state.audited(ev, started).await?;
+        let (session, user) = state.audit.audited(ev, started).await?;
         let n = &state.cookies;
         if let Some(admin) = &who.session {
             // As 1.7: the configured session lifetime (the admin's session may end sooner;
@@ -835,7 +852,8 @@ impl AdminApi {
             // No cached copy of the admin's session may outlive the switch.
             who.cookies.push(Some(n.set(&n.session_data, "", Some(0))));
         }
-        who.cookies.push(state.session_cookies(&authed, true));
+        who.cookies
+            .push(state.sessions.session_cookies(&authed, true));
         tracing::info!(admin = ?who.caller_id(), user = %authed.user.id, "impersonation started");
         Ok(Json(SessionWithUser {
             session: SessionDto::from(&authed.session),
@@ -883,10 +901,10 @@ impl AdminApi {
         state
             .actors
             .user(auth.user.id.clone())
-            .with(state.noted(ev))
+            .with(state.audit.noted(ev))
             .revoke_known_session(&auth.session)
             .await?;
-        state.note_revocation(&auth.user.id);
+        state.sessions.note_revocation(&auth.user.id);
         let authed = Authed {
             session: admin_session,
             user: admin,
@@ -896,7 +914,8 @@ impl AdminApi {
             n.set(&n.dont_remember, "", Some(0)),
             n.set(&n.admin_session, "", Some(0)),
         ]);
-        auth.cookies.push(state.session_cookies(&authed, false));
+        auth.cookies
+            .push(state.sessions.session_cookies(&authed, false));
         Ok(Json(SessionWithUser {
             session: SessionDto::from(&authed.session),
             user: UserDto::from(&authed.user),
@@ -922,11 +941,11 @@ impl AdminApi {
         let ev = who.event(action::ADMIN_USER_REMOVED, &target);
         let removed = state
             .actors
-            .admin_remove_user(&who.caller, &target, &state.noted(ev.clone()))
+            .admin_remove_user(&who.caller, &target, &state.audit.noted(ev.clone()))
             .await
             .map_err(ApiError::from);
-        state.audited(ev, removed).await?;
-        state.note_revocation(&target);
+        state.audit.audited(ev, removed).await?;
+        state.sessions.note_revocation(&target);
         tracing::info!(user = %target, "admin removed a user");
         Ok(Json(SuccessResponse { success: true }))
     }
@@ -946,7 +965,9 @@ impl AdminApi {
         body: Json<SetPasswordBody>,
     ) -> ApiResult<Json<StatusResponse>> {
         let body = body.0;
-        state.check_password_length(&body.new_password.0)?;
+        state
+            .passwords
+            .check_password_length(&body.new_password.0)?;
         let target = user_id(&body.user_id);
         // Authorized before the (costly) hash, and again with it, inside the actors.
         let ev = who.event(action::ADMIN_PASSWORD_SET, &target);
@@ -955,7 +976,7 @@ impl AdminApi {
             .admin_authorize(&who.caller, actors::AdminAction::SetPassword)
             .map_err(ApiError::from);
         if let Err(e) = allowed {
-            state.record_refusal(ev, e.code).await;
+            state.audit.record_refusal(ev, e.code).await;
             return Err(e);
         }
         let hash = state
@@ -965,10 +986,10 @@ impl AdminApi {
             .map_err(ApiError::internal)?;
         let set = state
             .actors
-            .admin_set_password(&who.caller, &target, &hash, &state.noted(ev.clone()))
+            .admin_set_password(&who.caller, &target, &hash, &state.audit.noted(ev.clone()))
             .await
             .map_err(ApiError::from);
-        state.audited(ev, set).await?;
+        state.audit.audited(ev, set).await?;
         Ok(Json(StatusResponse { status: true }))
     }
 

@@ -1,13 +1,11 @@
 //! Sign-up, sign-in and sign-out with email and password.
-use super::{normalize_email, Tag};
 use crate::audit::{action, Event, Origin};
 use crate::dto::{SuccessResponse, Text, UserDto};
 use crate::error::{ApiError, ApiResult, Code};
-use crate::http::{client_ip, user_agent, PendingCookies};
+use crate::http::PendingCookies;
 use crate::mail::MailKind;
-use crate::session::Authed;
+use crate::plugins::{normalize_email, Tag};
 use crate::AppState;
-use actors::NewSession;
 use poem::web::Data;
 use poem::Request;
 use poem_openapi::payload::Json;
@@ -94,52 +92,6 @@ struct SignInResponse {
     user: UserDto,
 }
 
-impl AppState {
-    /// `PASSWORD_TOO_SHORT` / `PASSWORD_TOO_LONG` against the configured bounds.
-    pub fn check_password_length(&self, password: &str) -> ApiResult<()> {
-        let len = password.chars().count();
-        if len < self.config.password.min_length {
-            return Err(Code::PasswordTooShort.into());
-        }
-        if len > self.config.password.max_length {
-            return Err(Code::PasswordTooLong.into());
-        }
-        Ok(())
-    }
-
-    /// Creates a session through the user's actor and queues its cookies; `ctx`: the audit
-    /// records kept with it.
-    pub(crate) async fn start_session(
-        &self,
-        req: &Request,
-        cookies: &PendingCookies,
-        user: User,
-        remember_me: bool,
-        ctx: actors::Ctx,
-    ) -> ApiResult<Authed> {
-        let new = NewSession {
-            ip_address: client_ip(req),
-            user_agent: user_agent(req),
-            dont_remember: !remember_me,
-            ..Default::default()
-        };
-        let session = self
-            .actors
-            .user(user.id.clone())
-            .with(ctx)
-            .create_session(new)
-            .await?;
-        // A ban that had ended was lifted on the way: answer the user as it now is.
-        let user = match user.banned {
-            true => self.reader.get_user(&user.id).await?.unwrap_or(user),
-            false => user,
-        };
-        let authed = Authed { session, user };
-        cookies.push(self.session_cookies(&authed, !remember_me));
-        Ok(authed)
-    }
-}
-
 #[OpenApi(tag = "Tag::Auth")]
 impl AuthApi {
     /// Sign up with email and password
@@ -162,8 +114,8 @@ impl AuthApi {
                 format!("{field} is not allowed to be set"),
             ));
         }
-        let email = super::email_field(&body.email.0, "email")?;
-        state.check_password_length(&body.password.0)?;
+        let email = crate::plugins::email_field(&body.email.0, "email")?;
+        state.passwords.check_password_length(&body.password.0)?;
         let cb = state.origins.redirect_target(
             body.callback_url.as_ref().map(|t| t.0.as_str()),
             Code::InvalidCallbackurl,
@@ -180,16 +132,16 @@ impl AuthApi {
         let user = User::new(&email, body.name.0, body.image.map(|t| t.0), now);
         let account = Account::credential(&user.id, hash, now);
         let origin = Origin::of(req);
-        let ctx = state.noted(
+        let ctx = state.audit.noted(
             Event::new(action::SIGN_UP, &origin)
                 .own(&user.id)
                 .detail("method", "email"),
         );
         let ev = &state.config.email_verification;
         let mail: Vec<_> = ((ev.send_on_sign_up || ev.require_email_verification)
-            && state.mailer.enabled())
+            && state.mail.enabled())
         .then(|| {
-            state.verification_mail(
+            state.account_mail.verification_mail(
                 &user,
                 MailKind::VerifyEmail,
                 &user.email,
@@ -202,10 +154,10 @@ impl AuthApi {
         // The store's unique email decides a race between two sign-ups of one address.
         state
             .actors
-            .sign_up(&user, &account, &state.mailing(ctx, &mail))
+            .sign_up(&user, &account, &state.mail.mailing(ctx, &mail))
             .await?;
         tracing::info!(user = %user.id, "user signed up");
-        state.deliver(&mail).await;
+        state.mail.deliver(&mail).await;
         if ev.require_email_verification {
             // No session until the address is verified.
             return Ok(Json(SignUpResponse {
@@ -214,6 +166,7 @@ impl AuthApi {
             }));
         }
         let authed = state
+            .sessions
             .start_session(
                 req,
                 cookies,
@@ -262,7 +215,7 @@ impl AuthApi {
             .await
         {
             outcome("limited");
-            state.record_refusal(attempt(), e.code).await;
+            state.audit.record_refusal(attempt(), e.code).await;
             return Err(e);
         }
         let user = state.reader.get_user_by_email(&email).await?;
@@ -296,34 +249,46 @@ impl AuthApi {
                 Some(id) => attempt().own(id),
                 None => attempt(),
             };
-            state.record_refusal(ev, Code::InvalidEmailOrPassword).await;
+            state
+                .audit
+                .record_refusal(ev, Code::InvalidEmailOrPassword)
+                .await;
             return Err(Code::InvalidEmailOrPassword.into());
         };
         if state.config.email_verification.require_email_verification && !user.email_verified {
             // Each refused sign-in mails the link again, within the recipient's mail limit.
-            let may_mail = state.limit_mail(req, &user.email).await.is_ok();
-            if state.mailer.enabled() && may_mail {
+            let may_mail = state
+                .limiter
+                .limit_mail(req, &user.email, state.clock.now(), &state.audit)
+                .await
+                .is_ok();
+            if state.mail.enabled() && may_mail {
                 state
+                    .account_mail
                     .send_verification(&user, MailKind::VerifyEmail, &user.email, cb.as_deref())
                     .await?;
             }
             outcome("unverified");
             state
+                .audit
                 .record_refusal(attempt().own(&user.id), Code::EmailNotVerified)
                 .await;
             return Err(Code::EmailNotVerified.into());
         }
         let ev = attempt().own(&user.id);
         let started = state
+            .sessions
             .start_session(
                 req,
                 cookies,
                 user,
                 body.remember_me.unwrap_or(true),
-                state.noted(ev.clone().fill(actors::Fill::TargetSession)),
+                state
+                    .audit
+                    .noted(ev.clone().fill(actors::Fill::TargetSession)),
             )
             .await;
-        let authed = state.audited(ev, started).await?;
+        let authed = state.audit.audited(ev, started).await?;
         outcome("success");
         tracing::info!(user = %authed.user.id, "user signed in");
         Ok(SignInAnswer::Ok(
@@ -349,7 +314,7 @@ impl AuthApi {
         cookies: &PendingCookies,
     ) -> ApiResult<Json<SuccessResponse>> {
         cookies.push(state.cookies.clear_all());
-        let Some(token) = state.signed_token(req) else {
+        let Some(token) = state.sessions.signed_token(req) else {
             return Ok(Json(SuccessResponse { success: true }));
         };
         if let Some(session) = state.reader.get_session(&token).await? {
@@ -360,10 +325,10 @@ impl AuthApi {
             state
                 .actors
                 .user(session.user_id.clone())
-                .with(state.noted(ev))
+                .with(state.audit.noted(ev))
                 .revoke_known_session(&session)
                 .await?;
-            state.note_revocation(&session.user_id);
+            state.sessions.note_revocation(&session.user_id);
         }
         Ok(Json(SuccessResponse { success: true }))
     }

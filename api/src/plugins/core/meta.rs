@@ -1,5 +1,5 @@
 //! Health check and the HTML error page that redirects with `?error=` land on.
-use super::Tag;
+use crate::plugins::Tag;
 use poem_openapi::param::Query;
 use poem_openapi::payload::{Html, Json};
 use poem_openapi::{Object, OpenApi};

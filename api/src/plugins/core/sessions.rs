@@ -1,9 +1,9 @@
 //! Reading, listing and revoking sessions.
-use super::Tag;
 use crate::audit::action;
 use crate::dto::{JsonBytes, Nullable, SessionDto, SessionWithUser, StatusResponse, Text};
 use crate::error::{ApiResult, Code};
 use crate::http::PendingCookies;
+use crate::plugins::Tag;
 use crate::session::{Principal, ResolveOptions};
 use crate::AppState;
 use poem::web::Data;
@@ -60,7 +60,11 @@ impl SessionApi {
         let jwt_of = |user| async move {
             // Best effort: a session is answered even when no token can be made.
             if state.jwt.enabled() && state.config.jwt.set_auth_jwt_header {
-                state.user_jwt(user).await.ok()
+                state
+                    .jwt
+                    .user_jwt(&state.actors, user, state.clock.now())
+                    .await
+                    .ok()
             } else {
                 None
             }
@@ -70,13 +74,13 @@ impl SessionApi {
             .session
             .cookie_cache
             .enabled
-            .then(|| state.cookie_hit(req))
+            .then(|| state.sessions.cookie_hit(req))
             .flatten()
             .filter(|_| !opts.disable_cookie_cache)
         {
             // The cookie cache's cookie, verified before: its answer as written then.
             Some(hit) => (hit.answer.clone(), jwt_of(&hit.authed.user).await),
-            None => match state.resolve_session(req, cookies, opts).await? {
+            None => match state.sessions.resolve_session(req, cookies, opts).await? {
                 Some(a) => (
                     JsonBytes::new(&Nullable(Some(SessionWithUser::of(&a)))),
                     jwt_of(&a.user).await,
@@ -137,13 +141,13 @@ impl SessionApi {
         let revoked = state
             .actors
             .user(user.clone())
-            .with(state.noted(ev))
+            .with(state.audit.noted(ev))
             .revoke_session(&body.0.token.0)
             .await?;
         if !revoked {
             return Err(Code::SessionNotFound.into());
         }
-        state.note_revocation(user);
+        state.sessions.note_revocation(user);
         if body.0.token.0 == auth.session.token {
             cookies.push(state.cookies.clear_all());
         }
@@ -169,10 +173,10 @@ impl SessionApi {
         state
             .actors
             .user(user.clone())
-            .with(state.noted(ev))
+            .with(state.audit.noted(ev))
             .revoke_sessions(None)
             .await?;
-        state.note_revocation(user);
+        state.sessions.note_revocation(user);
         cookies.push(state.cookies.clear_all());
         Ok(Json(StatusResponse { status: true }))
     }
@@ -197,10 +201,10 @@ impl SessionApi {
         state
             .actors
             .user(user.clone())
-            .with(state.noted(ev))
+            .with(state.audit.noted(ev))
             .revoke_sessions(Some(&auth.session.token))
             .await?;
-        state.note_revocation(user);
+        state.sessions.note_revocation(user);
         Ok(Json(StatusResponse { status: true }))
     }
 }

@@ -1,7 +1,7 @@
 //! The signed-in user's profile.
-use super::Tag;
 use crate::dto::StatusResponse;
 use crate::error::{ApiError, ApiResult, Code};
+use crate::plugins::Tag;
 use crate::session::Principal;
 use crate::AppState;
 use actors::UserPatch;
@@ -130,7 +130,9 @@ impl UserApi {
             })
             .await?;
         // As 1.7: the session's cookies are re-issued, with the changed user in the cache.
-        state.reissue_session(&auth, &user, Some(auth.session.clone()));
+        state
+            .sessions
+            .reissue_session(&auth, &user, Some(auth.session.clone()));
         Ok(Json(StatusResponse { status: true }))
     }
 }

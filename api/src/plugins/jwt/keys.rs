@@ -140,6 +140,20 @@ impl Jwt {
         })
     }
 
+    /// A fresh token for `user` (keys re-read from the store when due).
+    pub async fn user_jwt(
+        &self,
+        actors: &actors::Actors,
+        user: &User,
+        now: DateTime<Utc>,
+    ) -> crate::error::ApiResult<String> {
+        use crate::error::ApiError;
+        self.ensure_keys(actors, &actors.reader(), now)
+            .await
+            .map_err(ApiError::internal)?;
+        self.sign_reusing(user, now).map_err(ApiError::internal)
+    }
+
     pub fn enabled(&self) -> bool {
         self.cfg.enabled
     }

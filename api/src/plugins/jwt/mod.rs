@@ -1,6 +1,15 @@
 //! The `jwt` plugin's routes: the signed-in user's token and the keys that verify it.
-use super::Tag;
+pub mod keys;
+
+/// The JWT plugin's operations.
+pub type Apis = JwtApi;
+
+pub fn apis() -> Apis {
+    JwtApi
+}
+
 use crate::error::{ApiError, ApiResult, Code};
+use crate::plugins::Tag;
 use crate::session::Principal;
 use crate::AppState;
 use poem::web::Data;
@@ -31,18 +40,6 @@ enum JwksResponse {
     Ok(Json<JwksDoc>, #[oai(header = "Cache-Control")] String),
 }
 
-impl AppState {
-    /// A fresh token for `user` (keys re-read from the store when due).
-    pub async fn user_jwt(&self, user: &storage::User) -> ApiResult<String> {
-        let now = self.clock.now();
-        self.jwt
-            .ensure_keys(&self.actors, &self.reader, now)
-            .await
-            .map_err(ApiError::internal)?;
-        self.jwt.sign_reusing(user, now).map_err(ApiError::internal)
-    }
-}
-
 #[OpenApi(tag = "Tag::Jwt")]
 impl JwtApi {
     /// Get a JWT for the signed-in user
@@ -59,7 +56,10 @@ impl JwtApi {
             return Err(Code::NotFound.into());
         }
         Ok(Json(TokenResponse {
-            token: state.user_jwt(&auth.user).await?,
+            token: state
+                .jwt
+                .user_jwt(&state.actors, &auth.user, state.clock.now())
+                .await?,
         }))
     }
 

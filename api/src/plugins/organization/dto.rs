@@ -95,7 +95,7 @@ pub(crate) struct FullOrganization {
 pub(crate) struct TeamWithCount {
     #[oai(flatten)]
     #[serde(flatten)]
-    pub(crate) team: crate::routes::TeamDto,
+    pub(crate) team: crate::plugins::TeamDto,
     pub(crate) member_count: u32,
 }
 
@@ -324,7 +324,7 @@ mod tests {
                 created_at: "2026-11-24T10:00:00.000Z".into(),
             }],
             teams: vec![TeamWithCount {
-                team: crate::routes::TeamDto::sample(full),
+                team: crate::plugins::TeamDto::sample(full),
                 member_count: 3,
             }],
         }

@@ -6,14 +6,14 @@ use crate::audit::action;
 use crate::dto::Text;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::mail::MailJob;
-use crate::routes::{text, Tag};
+use crate::plugins::{text, Tag};
 use crate::session::Principal;
 use crate::AppState;
 use poem::web::Data;
 use poem_openapi::param::Query;
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
-use storage::{Invitation, InvitationId, InvitationStatus, Organization, TeamId};
+use storage::{InvitationId, InvitationStatus, TeamId};
 
 /// Invitation operations (tag Organization).
 pub struct InvitationApi;
@@ -41,44 +41,6 @@ struct InvitationAnswer {
     member: Option<MemberDto>,
 }
 
-impl AppState {
-    /// The invitation and its organization, for its recipient: pending, unexpired, and the
-    /// caller's (verified, unless configured otherwise) address.
-    async fn invitation_for(
-        &self,
-        user: &storage::User,
-        id: &str,
-    ) -> ApiResult<(Invitation, Organization)> {
-        let inv = self
-            .reader
-            .get_invitation(&InvitationId(id.to_owned()))
-            .await?
-            .filter(|i| i.status == InvitationStatus::Pending && i.expires_at > self.clock.now())
-            .ok_or(Code::InvitationNotFound)?;
-        if inv.email != user.email {
-            return Err(Code::NotRecipient.into());
-        }
-        if self
-            .config
-            .organization
-            .require_email_verification_on_invitation
-            && !user.email_verified
-        {
-            return Err(Code::InvitationEmailNotVerified.into());
-        }
-        let org = self.existing_org(&inv.organization_id).await?;
-        Ok((inv, org))
-    }
-
-    /// The invitation with that id (whatever its state: its organization's actor judges it).
-    async fn invitation_org(&self, id: &str) -> ApiResult<Invitation> {
-        self.reader
-            .get_invitation(&InvitationId(id.to_owned()))
-            .await?
-            .ok_or_else(|| Code::InvitationNotFound.into())
-    }
-}
-
 #[OpenApi(prefix_path = "/organization", tag = "Tag::Organization")]
 impl InvitationApi {
     /// Invite someone
@@ -100,9 +62,12 @@ impl InvitationApi {
     ) -> ApiResult<Json<InvitationDto>> {
         let body = body.0;
         let org_id = auth.org_id(text(&body.organization_id))?;
-        let email = crate::routes::normalize_email(&body.email.0).ok_or(Code::InvalidEmail)?;
+        let email = crate::plugins::normalize_email(&body.email.0).ok_or(Code::InvalidEmail)?;
         // Refused before the invitation exists: the invitee's mailbox has a limit too.
-        state.limit_mail(req, &email).await?;
+        state
+            .limiter
+            .limit_mail(req, &email, state.clock.now(), &state.audit)
+            .await?;
         let role = body.role.joined();
         let ev = auth
             .event(action::INVITATION_CREATED)
@@ -112,7 +77,7 @@ impl InvitationApi {
             .fill(actors::Fill::TargetInvitation);
         // The mail goes with the invitation; its link names the invitation the decision makes
         // (or sends again), which the actor puts in.
-        let org = state.existing_org(&org_id).await?;
+        let org = state.orgs.existing_org(&org_id).await?;
         let link = state
             .config
             .organization
@@ -138,7 +103,11 @@ impl InvitationApi {
         let inv = state
             .actors
             .org(org_id.clone())
-            .with(state.mailing(state.noted(ev.clone()), std::slice::from_ref(&job)))
+            .with(
+                state
+                    .mail
+                    .mailing(state.audit.noted(ev.clone()), std::slice::from_ref(&job)),
+            )
             .invite(
                 auth.acting(),
                 &email,
@@ -148,9 +117,9 @@ impl InvitationApi {
             )
             .await
             .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
-        let inv = state.audited(ev, inv).await?;
+        let inv = state.audit.audited(ev, inv).await?;
         if let Ok(job) = serde_json::from_value(actors::fill_mail(&job.value(), Some(&inv))) {
-            state.deliver(&[job]).await;
+            state.mail.deliver(&[job]).await;
         }
         Ok(Json(InvitationDto::from(&inv)))
     }
@@ -172,7 +141,7 @@ impl InvitationApi {
     ) -> ApiResult<Json<InvitationAnswer>> {
         // Every rule (pending, unexpired, recipient, verified, inviter still entitled) is the
         // organization actor's; accepted and made active in one message of the user's actor.
-        let inv = state.invitation_org(&body.0.invitation_id.0).await?;
+        let inv = state.orgs.invitation_org(&body.0.invitation_id.0).await?;
         let ev = auth
             .event(action::INVITATION_ACCEPTED)
             .org(&inv.organization_id)
@@ -187,20 +156,24 @@ impl InvitationApi {
         let accepted = state
             .actors
             .user(auth.user.id.clone())
-            .with(state.noting([ev.clone(), joined]))
+            .with(state.audit.noting([ev.clone(), joined]))
             .accept_invitation(inv.organization_id.clone(), inv.id, &auth.session.token)
             .await
             .map_err(ApiError::from);
-        let accepted = state.audited(ev, accepted).await?;
+        let accepted = state.audit.audited(ev, accepted).await?;
         if accepted.invitation.team_id.is_some() {
             // The session's active team changed: its cookie is issued again (as 1.7).
-            state.reissue_session(&auth, &auth.user, accepted.session);
+            state
+                .sessions
+                .reissue_session(&auth, &auth.user, accepted.session);
         } else {
-            state.reissue_cache(&auth.cookies, &auth.user, accepted.session);
+            state
+                .sessions
+                .reissue_cache(&auth.cookies, &auth.user, accepted.session);
         }
         let (inv, member) = (accepted.invitation, accepted.member);
         let member = match &member {
-            Some(m) => Some(state.member_dto(m).await?),
+            Some(m) => Some(state.orgs.member_dto(m).await?),
             None => None,
         };
         Ok(Json(InvitationAnswer {
@@ -221,7 +194,7 @@ impl InvitationApi {
         auth: Principal,
         body: Json<InvitationIdBody>,
     ) -> ApiResult<Json<InvitationAnswer>> {
-        let inv = state.invitation_org(&body.0.invitation_id.0).await?;
+        let inv = state.orgs.invitation_org(&body.0.invitation_id.0).await?;
         let ev = auth
             .event(action::INVITATION_REJECTED)
             .org(&inv.organization_id)
@@ -229,11 +202,11 @@ impl InvitationApi {
         let rejected = state
             .actors
             .org(inv.organization_id)
-            .with(state.noted(ev.clone()))
+            .with(state.audit.noted(ev.clone()))
             .respond_invitation(auth.user.id.clone(), inv.id, false)
             .await
             .map_err(ApiError::from);
-        let (inv, _) = state.audited(ev, rejected).await?;
+        let (inv, _) = state.audit.audited(ev, rejected).await?;
         Ok(Json(InvitationAnswer {
             invitation: InvitationDto::from(&inv),
             member: None,
@@ -267,11 +240,11 @@ impl InvitationApi {
         let inv = state
             .actors
             .org(inv.organization_id)
-            .with(state.noted(ev.clone()))
+            .with(state.audit.noted(ev.clone()))
             .cancel_invitation(auth.acting(), id)
             .await
             .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
-        let inv = state.audited(ev, inv).await?;
+        let inv = state.audit.audited(ev, inv).await?;
         Ok(Json(InvitationDto::from(&inv)))
     }
 
@@ -290,7 +263,7 @@ impl InvitationApi {
         auth: Principal,
         id: Query<String>,
     ) -> ApiResult<Json<InvitationDetails>> {
-        let (inv, org) = state.invitation_for(&auth.user, &id.0).await?;
+        let (inv, org) = state.orgs.invitation_for(&auth.user, &id.0).await?;
         let inviter_email = state
             .reader
             .get_user(&inv.inviter_id)
@@ -320,6 +293,7 @@ impl InvitationApi {
     ) -> ApiResult<Json<Vec<InvitationDto>>> {
         let org = auth.org_id(organization_id.0.as_deref())?;
         state
+            .orgs
             .require_member(&org, &auth.user.id)
             .await
             .map_err(|e| e.recode(Code::NotAMember, Code::NotAMemberOfThis))?;

@@ -5,7 +5,7 @@ use super::dto::*;
 use crate::audit::{action, Event, Origin};
 use crate::dto::{JsonBytes, Text};
 use crate::error::{ApiError, ApiResult, Code};
-use crate::routes::{text, Tag};
+use crate::plugins::{text, Tag};
 use crate::session::Principal;
 use crate::AppState;
 use actors::{Acting, Fill};
@@ -78,7 +78,7 @@ impl MemberApi {
             .get_member(&org, &auth.user.id)
             .await?
             .ok_or(Code::MemberNotFound)?;
-        Ok(Json(state.member_dto(&m).await?))
+        Ok(Json(state.orgs.member_dto(&m).await?))
     }
 
     /// Get a member's role in the active organization
@@ -97,7 +97,7 @@ impl MemberApi {
         #[oai(name = "organizationId")] organization_id: Query<Option<String>>,
     ) -> ApiResult<Json<MemberRole>> {
         let org = auth.org_id(organization_id.0.as_deref())?;
-        state.require_member(&org, &auth.user.id).await?;
+        state.orgs.require_member(&org, &auth.user.id).await?;
         let who = user_id
             .0
             .map(UserId)
@@ -176,7 +176,7 @@ impl MemberApi {
         req: &Request,
         body: Json<AddMemberBody>,
     ) -> ApiResult<Json<MemberDto>> {
-        match state.server_call(req) {
+        match state.sessions.server_call(req) {
             None => return Err(Code::NotFound.into()),
             Some(false) => return Err(Code::Unauthorized.into()),
             Some(true) => {}
@@ -199,12 +199,12 @@ impl MemberApi {
         let m = state
             .actors
             .org(org.clone())
-            .with(state.noted(ev.clone()))
+            .with(state.audit.noted(ev.clone()))
             .add_member(Acting::Server, user.clone(), &role)
             .await
             .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
-        let m = state.audited(ev, m).await?;
-        Ok(Json(state.member_dto(&m).await?))
+        let m = state.audit.audited(ev, m).await?;
+        Ok(Json(state.orgs.member_dto(&m).await?))
     }
 
     /// Remove a member
@@ -248,14 +248,16 @@ impl MemberApi {
         let removed = state
             .actors
             .user(auth.user.id.clone())
-            .with(state.noted(ev.clone()))
+            .with(state.audit.noted(ev.clone()))
             .leave_organization(org.clone(), Some(member_id.clone()), &auth.session.token)
             .await
             .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
-        let (removed, session) = state.audited(ev, removed).await?;
-        state.reissue_cache(&auth.cookies, &auth.user, session);
+        let (removed, session) = state.audit.audited(ev, removed).await?;
+        state
+            .sessions
+            .reissue_cache(&auth.cookies, &auth.user, session);
         Ok(Json(MemberResponse {
-            member: state.member_dto(&removed).await?,
+            member: state.orgs.member_dto(&removed).await?,
         }))
     }
 
@@ -278,13 +280,15 @@ impl MemberApi {
         let left = state
             .actors
             .user(auth.user.id.clone())
-            .with(state.noted(ev.clone()))
+            .with(state.audit.noted(ev.clone()))
             .leave_organization(org.clone(), None, &auth.session.token)
             .await
             .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
-        let (left, session) = state.audited(ev, left).await?;
-        state.reissue_cache(&auth.cookies, &auth.user, session);
-        Ok(Json(state.member_dto(&left).await?))
+        let (left, session) = state.audit.audited(ev, left).await?;
+        state
+            .sessions
+            .reissue_cache(&auth.cookies, &auth.user, session);
+        Ok(Json(state.orgs.member_dto(&left).await?))
     }
 
     /// Change a member's role
@@ -313,11 +317,11 @@ impl MemberApi {
         let m = state
             .actors
             .org(org.clone())
-            .with(state.noted(ev.clone()))
+            .with(state.audit.noted(ev.clone()))
             .update_member_role(auth.acting(), MemberId(body.0.member_id.0.clone()), &role)
             .await
             .map_err(|e| ApiError::from(e).recode(Code::NotAMember, Code::MemberNotFound));
-        let m = state.audited(ev, m).await?;
-        Ok(Json(state.member_dto(&m).await?))
+        let m = state.audit.audited(ev, m).await?;
+        Ok(Json(state.orgs.member_dto(&m).await?))
     }
 }

@@ -5,19 +5,28 @@
 mod dto;
 mod invitations;
 mod members;
+mod reads;
 mod roles;
 mod teams;
 
 pub use invitations::InvitationApi;
 pub use members::MemberApi;
+pub use reads::OrgReads;
 pub use roles::RoleApi;
 pub use teams::TeamApi;
 pub(crate) use teams::TeamDto;
 
+/// The organization plugin's operations.
+pub type Apis = (OrganizationApi, MemberApi, InvitationApi, TeamApi, RoleApi);
+
+pub fn apis() -> Apis {
+    (OrganizationApi, MemberApi, InvitationApi, TeamApi, RoleApi)
+}
+
 use crate::audit::{action, Event, Origin};
 use crate::dto::{iso, JsonBytes, Nullable, Text};
 use crate::error::{ApiError, ApiResult, Code};
-use crate::routes::{text, Tag};
+use crate::plugins::{text, Tag};
 use crate::session::Principal;
 use crate::AppState;
 use actors::OrgPatch;
@@ -156,28 +165,6 @@ pub(crate) fn member_dto_of(m: &Member, u: Option<&User>) -> MemberDto {
     }
 }
 
-impl AppState {
-    async fn member_dto(&self, m: &Member) -> ApiResult<MemberDto> {
-        let user = self.reader.get_user(&m.user_id).await?;
-        Ok(member_dto_of(m, user.as_ref()))
-    }
-
-    /// The caller's membership, or 403 when not a member.
-    pub(crate) async fn require_member(&self, org: &OrgId, user: &UserId) -> ApiResult<Member> {
-        self.reader
-            .get_member(org, user)
-            .await?
-            .ok_or_else(|| Code::NotAMember.into())
-    }
-
-    async fn existing_org(&self, id: &OrgId) -> ApiResult<Organization> {
-        self.reader
-            .get_organization(id)
-            .await?
-            .ok_or_else(|| Code::OrganizationNotFound.into())
-    }
-}
-
 #[OpenApi(prefix_path = "/organization", tag = "Tag::Organization")]
 impl OrganizationApi {
     /// Create an organization
@@ -198,9 +185,10 @@ impl OrganizationApi {
             .get::<crate::http::PendingCookies>()
             .ok_or_else(|| ApiError::internal("cookie middleware missing"))?;
         let session = state
+            .sessions
             .resolve_session(req, pending, Default::default())
             .await?;
-        let (owner, session) = match (text(&body.user_id), state.server_call_ok(req)) {
+        let (owner, session) = match (text(&body.user_id), state.sessions.server_call_ok(req)) {
             (Some(id), true) => (UserId(id.to_owned()), None),
             (Some(_), false) => return Err(Code::ServerCredentialRequired.into()),
             (None, _) => match session {
@@ -257,7 +245,7 @@ impl OrganizationApi {
         let now_active = state
             .actors
             .user(owner.clone())
-            .with(state.noted(ev))
+            .with(state.audit.noted(ev))
             .create_organization(
                 &org,
                 &member,
@@ -267,12 +255,12 @@ impl OrganizationApi {
             )
             .await?;
         if let Some(a) = &session {
-            state.reissue_cache(pending, &a.user, now_active);
+            state.sessions.reissue_cache(pending, &a.user, now_active);
         }
         tracing::info!(org = %org.id, user = %owner, "organization created");
         Ok(Json(OrganizationWithMembers {
             organization: OrganizationDto::from(&org),
-            members: vec![state.member_dto(&member).await?],
+            members: vec![state.orgs.member_dto(&member).await?],
         }))
     }
 
@@ -330,11 +318,11 @@ impl OrganizationApi {
         let updated = state
             .actors
             .org(org.clone())
-            .with(state.noted(ev.clone()))
+            .with(state.audit.noted(ev.clone()))
             .update(auth.acting(), patch)
             .await
             .map_err(ApiError::from);
-        let updated = state.audited(ev, updated).await?;
+        let updated = state.audit.audited(ev, updated).await?;
         Ok(Json(OrganizationDto::from(&updated)))
     }
 
@@ -358,7 +346,7 @@ impl OrganizationApi {
         let deleted = state
             .actors
             .org(org.clone())
-            .with(state.noted(ev.clone()))
+            .with(state.audit.noted(ev.clone()))
             .delete(auth.acting())
             .await
             .map_err(|e| {
@@ -366,7 +354,7 @@ impl OrganizationApi {
                     .recode(Code::NotAMember, Code::NotAMemberToDelete)
                     .recode(Code::OrganizationNotFound, Code::NotAMemberToDelete)
             });
-        let deleted = state.audited(ev, deleted).await?;
+        let deleted = state.audit.audited(ev, deleted).await?;
         Ok(Json(OrganizationDto::stored(&deleted)))
     }
 
@@ -400,7 +388,7 @@ impl OrganizationApi {
             text(&body.0.organization_id),
             text(&body.0.organization_slug),
         ) {
-            (Some(id), _) => Some(state.existing_org(&OrgId(id.to_owned())).await?),
+            (Some(id), _) => Some(state.orgs.existing_org(&OrgId(id.to_owned())).await?),
             (None, Some(slug)) => Some(
                 state
                     .reader
@@ -411,9 +399,10 @@ impl OrganizationApi {
             (None, None) => None,
         };
         if let Some(o) = &org {
-            state.require_member(&o.id, &user.id).await?;
+            state.orgs.require_member(&o.id, &user.id).await?;
         }
         state
+            .sessions
             .set_active_org(&auth, org.as_ref().map(|o| o.id.clone()))
             .await?;
         Ok(Json(Nullable(org.as_ref().map(OrganizationDto::stored))))

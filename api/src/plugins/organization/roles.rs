@@ -4,7 +4,7 @@
 use crate::audit::action;
 use crate::dto::{iso, Text};
 use crate::error::{ApiError, ApiResult, Code};
-use crate::routes::{text, Tag};
+use crate::plugins::{text, Tag};
 use crate::session::Principal;
 use crate::AppState;
 use actors::RoleChange;
@@ -13,7 +13,7 @@ use poem_openapi::param::Query;
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
 use std::collections::BTreeMap;
-use storage::{OrganizationRole, UserId};
+use storage::OrganizationRole;
 
 /// Custom-role operations (tag Organization).
 pub struct RoleApi;
@@ -103,21 +103,6 @@ fn perms(p: BTreeMap<String, Vec<String>>) -> policy::Permissions {
     p.into_iter()
         .map(|(r, a)| (r, a.into_iter().collect()))
         .collect()
-}
-
-impl AppState {
-    /// Membership plus `ac:read`, asked of the organization's policy.
-    async fn require_ac_read(&self, org: &storage::OrgId, user: &UserId) -> ApiResult<()> {
-        let perms: policy::Permissions =
-            [("ac".to_string(), ["read".to_string()].into_iter().collect())]
-                .into_iter()
-                .collect();
-        if self.actors.standing(org, user).await?.allows_all(&perms)? {
-            Ok(())
-        } else {
-            Err(Code::NotAllowedToReadRole.into())
-        }
-    }
 }
 
 /// One resource and the actions a role may be granted on it.
@@ -218,10 +203,10 @@ impl RoleApi {
         let r = state
             .actors
             .org(org)
-            .with(state.noted(ev.clone()))
+            .with(state.audit.noted(ev.clone()))
             .role(auth.acting(), change)
             .await;
-        let r = state.audited(ev, r.map_err(ApiError::from)).await?;
+        let r = state.audit.audited(ev, r.map_err(ApiError::from)).await?;
         let role_data = RoleDto::from(&r);
         Ok(Json(RoleCreated {
             success: true,
@@ -257,10 +242,10 @@ impl RoleApi {
         let r = state
             .actors
             .org(org)
-            .with(state.noted(ev.clone()))
+            .with(state.audit.noted(ev.clone()))
             .role(auth.acting(), change)
             .await;
-        let r = state.audited(ev, r.map_err(ApiError::from)).await?;
+        let r = state.audit.audited(ev, r.map_err(ApiError::from)).await?;
         Ok(Json(RoleUpdated {
             success: true,
             role_data: RoleDto::from(&r),
@@ -288,10 +273,10 @@ impl RoleApi {
         let r = state
             .actors
             .org(org)
-            .with(state.noted(ev.clone()))
+            .with(state.audit.noted(ev.clone()))
             .role(auth.acting(), change)
             .await;
-        state.audited(ev, r.map_err(ApiError::from)).await?;
+        state.audit.audited(ev, r.map_err(ApiError::from)).await?;
         Ok(Json(RoleDeleted { success: true }))
     }
 
@@ -306,7 +291,7 @@ impl RoleApi {
         #[oai(name = "organizationId")] organization_id: Query<Option<String>>,
     ) -> ApiResult<Json<Vec<RoleDto>>> {
         let org = auth.org_id(organization_id.0.as_deref())?;
-        state.require_ac_read(&org, &auth.user.id).await?;
+        state.orgs.require_ac_read(&org, &auth.user.id).await?;
         Ok(Json(
             state
                 .reader
@@ -330,7 +315,7 @@ impl RoleApi {
         #[oai(name = "organizationId")] organization_id: Query<Option<String>>,
     ) -> ApiResult<Json<RoleDto>> {
         let org = auth.org_id(organization_id.0.as_deref())?;
-        state.require_ac_read(&org, &auth.user.id).await?;
+        state.orgs.require_ac_read(&org, &auth.user.id).await?;
         let r = state
             .reader
             .get_role(&org, &role_name.0)

@@ -2,7 +2,7 @@
 //! through the organization's actor (the active team through the caller's).
 use crate::dto::{iso, Text};
 use crate::error::{ApiError, ApiResult, Code};
-use crate::routes::{text, Tag};
+use crate::plugins::{text, Tag};
 use crate::session::Principal;
 use crate::AppState;
 use actors::TeamChange;
@@ -226,7 +226,7 @@ impl TeamApi {
         #[oai(name = "organizationId")] organization_id: Query<Option<String>>,
     ) -> ApiResult<Json<Vec<TeamDto>>> {
         let org = auth.org_id(organization_id.0.as_deref())?;
-        state.require_member(&org, &auth.user.id).await?;
+        state.orgs.require_member(&org, &auth.user.id).await?;
         Ok(Json(
             state
                 .reader
@@ -270,6 +270,7 @@ impl TeamApi {
             None => None,
         };
         state
+            .sessions
             .set_active_team(&auth, team.as_ref().map(|t| t.id.clone()))
             .await?;
         Ok(Json(crate::dto::Nullable(team.as_ref().map(TeamDto::from))))
@@ -369,6 +370,7 @@ impl TeamApi {
             .await?
             .ok_or(Code::TeamNotFound)?;
         state
+            .orgs
             .require_member(&t.organization_id, &auth.user.id)
             .await?;
         let members = state.reader.list_team_members(&t).await?;

@@ -3,14 +3,15 @@
 //! a single-use verification row `auth-state:{state}` (10 minutes) and a signed cookie with the
 //! same state in the browser that started it — a callback from another browser, a replay, or
 //! an expired flow goes to the error page with `please_restart_the_process`.
-use super::{text, Tag};
+use super::SocialFlow;
 use crate::audit::{action, Event, Origin};
 use crate::dto::Text;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::{request_cookie, PendingCookies};
 use crate::mail::MailKind;
+use crate::plugins::social::providers::{random_token, Authorization, Provider};
+use crate::plugins::{text, Tag};
 use crate::session::Principal;
-use crate::social::{random_token, Authorization, Provider};
 use crate::AppState;
 use actors::{ActorError, LinkMode, ProviderAccount, ProviderTokens, Rule, SocialSignIn};
 use poem::web::Data;
@@ -196,7 +197,7 @@ struct Start<'a> {
     additional_params: &'a Option<BTreeMap<String, String>>,
 }
 
-impl AppState {
+impl SocialFlow {
     fn provider(&self, id: &str) -> ApiResult<&Provider> {
         self.social
             .get(id)
@@ -223,7 +224,7 @@ impl AppState {
         let additional = s.additional_params.clone().unwrap_or_default();
         if let Some(k) = additional
             .keys()
-            .find(|k| crate::social::RESERVED_PARAMS.contains(&k.as_str()))
+            .find(|k| crate::plugins::social::providers::RESERVED_PARAMS.contains(&k.as_str()))
         {
             return Err(ApiError::validation(
                 false,
@@ -296,7 +297,7 @@ impl AppState {
     }
 
     fn default_error_url(&self) -> String {
-        self.api_url("/error")
+        self.links.api_url("/error")
     }
 
     /// `target?error=…[&error_description=…]`.
@@ -395,14 +396,14 @@ impl AppState {
                 provider,
                 &tokens,
                 p.user.as_deref(),
-                crate::social::Received::Now {
+                crate::plugins::social::providers::Received::Now {
                     nonce: flow.nonce.as_deref(),
                 },
             )
             .await
         {
             Ok(Some((info, _raw))) => info,
-            Err(crate::social::ProviderError::NonceMismatch) => {
+            Err(crate::plugins::social::providers::ProviderError::NonceMismatch) => {
                 tracing::warn!(provider = provider_id, "id token with another flow's nonce");
                 return self.error_redirect(&error_url, "nonce_binding_missing", None);
             }
@@ -443,7 +444,7 @@ impl AppState {
         };
         let allow_sign_up = !provider.cfg.disable_sign_up
             && (!provider.cfg.disable_implicit_sign_up || flow.request_sign_up);
-        let ctx = self.social_notes(&origin, provider_id);
+        let ctx = self.audit.social_notes(&origin, provider_id);
         let signed = self
             .actors
             .social_sign_in(
@@ -473,7 +474,7 @@ impl AppState {
                     }
                 };
                 let ev = attempt().target(account_email.clone()).failed_because(code);
-                self.record(self.noted(ev)).await;
+                self.audit.record(self.audit.noted(ev)).await;
                 return self.error_redirect(&error_url, code, None);
             }
         };
@@ -484,10 +485,11 @@ impl AppState {
         if signed.created
             && !signed.user.email_verified
             && (ev.send_on_sign_up || require_verified)
-            && self.mailer.enabled()
+            && self.mail.enabled()
             && !signed.user.email.ends_with(".placeholder.invalid")
         {
             if let Err(e) = self
+                .account_mail
                 .send_verification(
                     &signed.user,
                     MailKind::VerifyEmail,
@@ -502,15 +504,18 @@ impl AppState {
         let user_id = signed.user.id.clone();
         if require_verified && !signed.user.email_verified {
             let ev = attempt().own(&user_id);
-            self.record_refusal(ev, Code::EmailNotVerified).await;
+            self.audit.record_refusal(ev, Code::EmailNotVerified).await;
             return self.error_redirect(&error_url, "email_not_verified", None);
         }
         let ev = attempt().own(&user_id);
-        let ctx = self.noted(ev.clone().fill(actors::Fill::TargetSession));
+        let ctx = self
+            .audit
+            .noted(ev.clone().fill(actors::Fill::TargetSession));
         let started = self
+            .sessions
             .start_session(req, cookies, signed.user, true, ctx)
             .await;
-        let started = self.audited(ev, started).await;
+        let started = self.audit.audited(ev, started).await;
         if let Err(e) = started {
             if e.code == Code::BannedUser {
                 tracing::info!("social sign-in refused: banned user");
@@ -552,7 +557,7 @@ impl AppState {
         let r = self
             .actors
             .user(storage::UserId(link.user_id.clone()))
-            .with(self.noted(ev.clone()))
+            .with(self.audit.noted(ev.clone()))
             .link_account(
                 account,
                 LinkMode::Explicit {
@@ -578,21 +583,25 @@ impl AppState {
                         "unable_to_link_account"
                     }
                 };
-                self.record(self.noted(ev.failed_because(code))).await;
+                self.audit
+                    .record(self.audit.noted(ev.failed_because(code)))
+                    .await;
                 self.error_redirect(error_url, code, None)
             }
         }
     }
-}
 
-impl AppState {
     /// Verifies a client's id token and maps its claims: the provider, the account as the
     /// provider describes it, and the user info.
     async fn verified_id_token(
         &self,
         provider_id: &str,
         t: &IdTokenBody,
-    ) -> ApiResult<(&Provider, ProviderAccount, crate::social::profile::UserInfo)> {
+    ) -> ApiResult<(
+        &Provider,
+        ProviderAccount,
+        crate::plugins::social::providers::profile::UserInfo,
+    )> {
         let p = self.provider(provider_id)?;
         if !p.spec.id_token_sign_in || p.cfg.disable_id_token_sign_in {
             return Err(Code::IdTokenNotSupported.into());
@@ -608,8 +617,12 @@ impl AppState {
                     tracing::info!(provider = provider_id, error = %e, "id token refused");
                     ApiError::new(Code::InvalidIdToken)
                 })?;
-            crate::social::profile::map(p.id(), &claims, &serde_json::Value::Null)
-                .ok_or(Code::FailedToGetUserInfo)?
+            crate::plugins::social::providers::profile::map(
+                p.id(),
+                &claims,
+                &serde_json::Value::Null,
+            )
+            .ok_or(Code::FailedToGetUserInfo)?
         };
         let email = info.email.clone().ok_or(Code::UserEmailNotFound)?;
         let account = ProviderAccount {
@@ -637,12 +650,12 @@ impl AppState {
         &self,
         p: &Provider,
         t: &IdTokenBody,
-    ) -> ApiResult<crate::social::profile::UserInfo> {
+    ) -> ApiResult<crate::plugins::social::providers::profile::UserInfo> {
         let Some(access) = t.access_token.as_ref().filter(|a| !a.0.is_empty()) else {
             tracing::info!(provider = p.id(), "opaque id token without an access token");
             return Err(Code::FailedToGetUserInfo.into());
         };
-        let tokens = crate::social::Tokens {
+        let tokens = crate::plugins::social::providers::Tokens {
             access_token: Some(access.0.clone()),
             ..Default::default()
         };
@@ -652,7 +665,7 @@ impl AppState {
                 p,
                 &tokens,
                 None,
-                crate::social::Received::Now { nonce: None },
+                crate::plugins::social::providers::Received::Now { nonce: None },
             )
             .await
         {
@@ -679,7 +692,7 @@ impl AppState {
             .detail("method", "id-token")
             .detail("provider", provider_id);
         let email = account.email.clone();
-        let ctx = self.social_notes(&origin, provider_id);
+        let ctx = self.audit.social_notes(&origin, provider_id);
         let signed = self
             .actors
             .social_sign_in(
@@ -698,19 +711,27 @@ impl AppState {
             )
             .await
             .map_err(ApiError::from);
-        let signed = self.audited(attempt.clone().target(email), signed).await?;
+        let signed = self
+            .audit
+            .audited(attempt.clone().target(email), signed)
+            .await?;
         let attempt = attempt.own(&signed.user.id);
         let require_verified = self.config.email_verification.require_email_verification
             || p.cfg.require_email_verification;
         if require_verified && !signed.user.email_verified {
-            self.record_refusal(attempt, Code::EmailNotVerified).await;
+            self.audit
+                .record_refusal(attempt, Code::EmailNotVerified)
+                .await;
             return Err(Code::EmailNotVerified.into());
         }
-        let ctx = self.noted(attempt.clone().fill(actors::Fill::TargetSession));
+        let ctx = self
+            .audit
+            .noted(attempt.clone().fill(actors::Fill::TargetSession));
         let started = self
+            .sessions
             .start_session(req, cookies, signed.user, true, ctx)
             .await;
-        let authed = self.audited(attempt, started).await?;
+        let authed = self.audit.audited(attempt, started).await?;
         tracing::info!(user = %authed.user.id, provider = provider_id, "id-token sign-in");
         Ok(StartResponse::Ok(
             Json(SocialRedirect {
@@ -735,7 +756,7 @@ impl AppState {
         let linked = self
             .actors
             .user(auth.user.id.clone())
-            .with(self.noted(ev.clone()))
+            .with(self.audit.noted(ev.clone()))
             .link_account(
                 &account,
                 LinkMode::Explicit {
@@ -745,7 +766,7 @@ impl AppState {
             )
             .await
             .map_err(ApiError::from);
-        self.audited(ev, linked).await?;
+        self.audit.audited(ev, linked).await?;
         Ok(StartResponse::Ok(
             Json(SocialRedirect {
                 url: Some(String::new()),
@@ -782,6 +803,7 @@ impl SocialApi {
         let b = &body.0;
         if let Some(t) = &b.id_token {
             return state
+                .social_flow
                 .id_token_sign_in(
                     req,
                     cookies,
@@ -792,6 +814,7 @@ impl SocialApi {
                 .await;
         }
         state
+            .social_flow
             .start_flow(
                 cookies,
                 Start {
@@ -825,14 +848,18 @@ impl SocialApi {
     ) -> ApiResult<StartResponse> {
         let b = &body.0;
         if let Some(t) = &b.id_token {
-            return state.id_token_link(&auth, &b.provider.0, t).await;
+            return state
+                .social_flow
+                .id_token_link(&auth, &b.provider.0, t)
+                .await;
         }
         let link = LinkState {
             user_id: auth.user.id.0.clone(),
             email: auth.user.email.clone(),
-            encrypted_session_token: state.social.seal(&auth.session.token),
+            encrypted_session_token: state.social_flow.social.seal(&auth.session.token),
         };
         state
+            .social_flow
             .start_flow(
                 &auth.cookies,
                 Start {
@@ -885,7 +912,7 @@ impl SocialApi {
             user: user.0,
             iss: None,
         };
-        state.finish_flow(req, cookies, &id.0, p).await
+        state.social_flow.finish_flow(req, cookies, &id.0, p).await
     }
 
     /// Come back from a provider by form POST (Apple)
@@ -905,9 +932,9 @@ impl SocialApi {
         id: Path<String>,
         form: Form<CallbackParams>,
     ) -> ApiResult<Redirect> {
-        if state.social.get(&id.0).is_none() {
-            return Ok(state.error_redirect(
-                &state.default_error_url(),
+        if state.social_flow.social.get(&id.0).is_none() {
+            return Ok(state.social_flow.error_redirect(
+                &state.social_flow.default_error_url(),
                 "oauth_provider_not_found",
                 None,
             ));
@@ -935,7 +962,7 @@ impl SocialApi {
         let path = format!("/callback/{}", id.0);
         Ok(Redirect::Found(format!(
             "{}?{}",
-            state.api_url(&path),
+            state.links.api_url(&path),
             q.finish()
         )))
     }
@@ -951,6 +978,7 @@ impl SocialApi {
     async fn social_providers(&self, state: Data<&AppState>) -> Json<Vec<ProviderDto>> {
         Json(
             state
+                .social_flow
                 .social
                 .list()
                 .map(|p| ProviderDto {

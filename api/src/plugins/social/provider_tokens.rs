@@ -1,12 +1,13 @@
 //! A linked provider account's tokens and profile: get a valid access token (refreshing it
 //! when it is about to expire), refresh on demand, and read the account's profile at the
 //! provider. Tokens are stored encrypted; they are decrypted only to be answered or used.
-use super::{text, Tag};
+use super::SocialFlow;
 use crate::dto::{iso, Text};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::PendingCookies;
+use crate::plugins::social::providers::{Provider, Tokens};
+use crate::plugins::{text, Tag};
 use crate::session::ResolveOptions;
-use crate::social::{Provider, Tokens};
 use crate::AppState;
 use actors::ProviderTokens;
 use poem::web::Data;
@@ -88,7 +89,7 @@ struct AccountInfoResponse {
     account: AccountKey,
 }
 
-impl AppState {
+impl SocialFlow {
     /// The caller's user: the session's, or — only for a server call without a session —
     /// the body's `userId`.
     async fn token_owner(
@@ -101,11 +102,11 @@ impl AppState {
             disable_cookie_cache: true,
             disable_refresh: false,
         };
-        if let Some(a) = self.resolve_session(req, cookies, opts).await? {
+        if let Some(a) = self.sessions.resolve_session(req, cookies, opts).await? {
             return Ok(a.user);
         }
         match user_id {
-            Some(id) if self.server_call_ok(req) => self
+            Some(id) if self.sessions.server_call_ok(req) => self
                 .reader
                 .get_user(&UserId(id.to_owned()))
                 .await?
@@ -151,7 +152,7 @@ impl AppState {
         p: &Provider,
         a: &Account,
         refresh_token: &str,
-    ) -> Result<(Account, Tokens), crate::social::ProviderError> {
+    ) -> Result<(Account, Tokens), crate::plugins::social::providers::ProviderError> {
         let t = self.social.refresh(p, refresh_token).await?;
         let sealed = ProviderTokens {
             // A refresh does not change the granted scopes.
@@ -163,7 +164,9 @@ impl AppState {
             .user(a.user_id.clone())
             .store_tokens(&a.id, &sealed)
             .await
-            .map_err(|e| crate::social::ProviderError::Malformed(e.to_string()))?;
+            .map_err(|e| {
+                crate::plugins::social::providers::ProviderError::Malformed(e.to_string())
+            })?;
         Ok((stored, t))
     }
 
@@ -214,21 +217,26 @@ impl ProviderTokenApi {
         body: Json<AccountRef>,
     ) -> ApiResult<Json<AccessTokenResponse>> {
         let user = state
+            .social_flow
             .token_owner(req, cookies, text(&body.0.user_id))
             .await?;
-        let a = state.named_account(&user, &body.0).await?;
-        let p = state.social_provider_of(&a, Code::ProviderNotSupported)?;
+        let a = state.social_flow.named_account(&user, &body.0).await?;
+        let p = state
+            .social_flow
+            .social_provider_of(&a, Code::ProviderNotSupported)?;
         let a = state
+            .social_flow
             .valid_access_token(p, a, Code::FailedToGetAccessToken)
             .await?;
         let access_token = state
+            .social_flow
             .open_opt(&a.access_token)
             .ok_or(Code::FailedToGetAccessToken)?;
         Ok(Json(AccessTokenResponse {
             access_token,
             access_token_expires_at: a.access_token_expires_at.as_ref().map(iso),
             scopes: a.scopes(),
-            id_token: state.open_opt(&a.id_token),
+            id_token: state.social_flow.open_opt(&a.id_token),
         }))
     }
 
@@ -249,31 +257,40 @@ impl ProviderTokenApi {
         body: Json<AccountRef>,
     ) -> ApiResult<Json<RefreshResponse>> {
         let user = state
+            .social_flow
             .token_owner(req, cookies, text(&body.0.user_id))
             .await?;
-        let a = state.named_account(&user, &body.0).await?;
-        let p = state.social_provider_of(&a, Code::ProviderNotSupported)?;
+        let a = state.social_flow.named_account(&user, &body.0).await?;
+        let p = state
+            .social_flow
+            .social_provider_of(&a, Code::ProviderNotSupported)?;
         if !p.spec.refresh {
             return Err(Code::TokenRefreshNotSupported.into());
         }
         let rt = state
+            .social_flow
             .open_opt(&a.refresh_token)
             .ok_or(Code::RefreshTokenNotFound)?;
-        let (stored, _) = state.refresh_account(p, &a, &rt).await.map_err(|e| {
-            tracing::info!(provider = p.id(), error = %e, "token refresh failed");
-            ApiError::new(Code::FailedToRefreshAccessToken)
-        })?;
+        let (stored, _) = state
+            .social_flow
+            .refresh_account(p, &a, &rt)
+            .await
+            .map_err(|e| {
+                tracing::info!(provider = p.id(), error = %e, "token refresh failed");
+                ApiError::new(Code::FailedToRefreshAccessToken)
+            })?;
         let access_token = state
+            .social_flow
             .open_opt(&stored.access_token)
             .ok_or(Code::FailedToRefreshAccessToken)?;
         Ok(Json(RefreshResponse {
             access_token,
-            refresh_token: state.open_opt(&stored.refresh_token),
+            refresh_token: state.social_flow.open_opt(&stored.refresh_token),
             access_token_expires_at: stored.access_token_expires_at.as_ref().map(iso),
             refresh_token_expires_at: stored.refresh_token_expires_at.as_ref().map(iso),
             scopes: stored.scopes(),
             scope: stored.scope.clone(),
-            id_token: state.open_opt(&stored.id_token),
+            id_token: state.social_flow.open_opt(&stored.id_token),
             token_type: "Bearer".into(),
             provider_id: stored.provider_id.clone(),
             account_id: stored.id.0.clone(),
@@ -299,23 +316,35 @@ impl ProviderTokenApi {
             account_id: account_id.0.map(Text),
             user_id: user_id.0.map(Text),
         };
-        let user = state.token_owner(req, cookies, text(&r.user_id)).await?;
-        let a = state.named_account(&user, &r).await?;
-        let p = state.social_provider_of(&a, Code::ProviderNotConfigured)?;
+        let user = state
+            .social_flow
+            .token_owner(req, cookies, text(&r.user_id))
+            .await?;
+        let a = state.social_flow.named_account(&user, &r).await?;
+        let p = state
+            .social_flow
+            .social_provider_of(&a, Code::ProviderNotConfigured)?;
         let a = state
+            .social_flow
             .valid_access_token(p, a, Code::FailedToGetAccessToken)
             .await?;
         let tokens = Tokens {
-            access_token: state.open_opt(&a.access_token),
-            id_token: state.open_opt(&a.id_token),
+            access_token: state.social_flow.open_opt(&a.access_token),
+            id_token: state.social_flow.open_opt(&a.id_token),
             ..Tokens::default()
         };
         if tokens.access_token.is_none() {
             return Err(Code::AccessTokenNotFound.into());
         }
         let (info, raw) = match state
+            .social_flow
             .social
-            .user_info(p, &tokens, None, crate::social::Received::Stored)
+            .user_info(
+                p,
+                &tokens,
+                None,
+                crate::plugins::social::providers::Received::Stored,
+            )
             .await
         {
             Ok(Some(found)) => found,

@@ -7,7 +7,7 @@ use crate::dto::Text;
 use crate::error::{ApiResult, Code};
 use crate::http::PendingCookies;
 use crate::mail::{MailJob, MailKind};
-use crate::routes::{text, Tag};
+use crate::plugins::{text, Tag};
 use crate::session::{Principal, ResolveOptions};
 use crate::AppState;
 use chrono::Duration;
@@ -61,7 +61,7 @@ impl DeletionApi {
             .redirect_target(text(&body.0.callback_url), Code::InvalidCallbackurl)?;
         let cb = cb.as_deref();
         if let Some(pw) = text(&body.0.password) {
-            match state.check_password(&user, pw).await? {
+            match state.passwords.check_password(&user, pw).await? {
                 None => return Err(Code::CredentialAccountNotFound.into()),
                 Some(false) => return Err(Code::InvalidPassword.into()),
                 Some(true) => {}
@@ -79,18 +79,21 @@ impl DeletionApi {
             state
                 .actors
                 .user(user.id.clone())
-                .with(state.noted(ev))
+                .with(state.audit.noted(ev))
                 .delete_with_token(&format!("delete-account-{token}"))
                 .await?;
             return deleted(&state, cookies, &user).await;
         }
-        if state.mailer.enabled() {
-            state.limit_mail(req, &user.email).await?;
+        if state.mail.enabled() {
+            state
+                .limiter
+                .limit_mail(req, &user.email, state.clock.now(), &state.audit)
+                .await?;
             let token = storage::random_lower_alnum(32);
             // As 1.7: without a callbackURL the link leads back to the app's root.
             let link = format!(
                 "{}?token={token}&callbackURL={}",
-                state.api_url("/delete-user/callback"),
+                state.links.api_url("/delete-user/callback"),
                 percent_encoding::utf8_percent_encode(
                     cb.unwrap_or("/"),
                     crate::http::URI_COMPONENT
@@ -103,14 +106,17 @@ impl DeletionApi {
                 &[("name", &user.name)],
             );
             state
+                .account_mail
                 .create_token(
                     &format!("delete-account-{token}"),
                     &user,
                     state.config.limits.delete_account_token_expires_in,
-                    state.mailing(actors::Ctx::default(), std::slice::from_ref(&job)),
+                    state
+                        .mail
+                        .mailing(actors::Ctx::default(), std::slice::from_ref(&job)),
                 )
                 .await?;
-            state.deliver(&[job]).await;
+            state.mail.deliver(&[job]).await;
             return Ok(Json(DeleteUserResponse {
                 success: true,
                 message: "Verification email sent".into(),
@@ -147,6 +153,7 @@ impl DeletionApi {
             .origins
             .redirect_target(callback_url.0.as_deref(), Code::InvalidCallbackurl)?;
         let Some(authed) = state
+            .sessions
             .resolve_session(req, cookies, ResolveOptions::default())
             .await?
         else {
@@ -171,7 +178,7 @@ impl DeletionApi {
         match state
             .actors
             .user(user.id.clone())
-            .with(state.noted(ev))
+            .with(state.audit.noted(ev))
             .delete_with_token(&identifier)
             .await
         {
@@ -183,7 +190,7 @@ impl DeletionApi {
         }
         let done = deleted(&state, cookies, &user).await?;
         match cb {
-            Some(c) => Ok(RedirectOr::Redirect(state.absolute(&c))),
+            Some(c) => Ok(RedirectOr::Redirect(state.links.absolute(&c))),
             None => Ok(RedirectOr::Ok(done)),
         }
     }
@@ -198,7 +205,7 @@ async fn delete_now(
     state
         .actors
         .user(user.id.clone())
-        .with(state.noted(ev.target(user.email.clone())))
+        .with(state.audit.noted(ev.target(user.email.clone())))
         .delete_user()
         .await?;
     deleted(state, cookies, user).await
@@ -210,7 +217,7 @@ async fn deleted(
     cookies: &PendingCookies,
     user: &User,
 ) -> ApiResult<Json<DeleteUserResponse>> {
-    state.note_revocation(&user.id);
+    state.sessions.note_revocation(&user.id);
     cookies.push(state.cookies.clear_all());
     tracing::info!(user = %user.id, "user deleted");
     Ok(Json(DeleteUserResponse {

@@ -3,7 +3,7 @@
 use crate::dto::{StatusResponse, Text};
 use crate::error::{ApiResult, Code};
 use crate::mail::MailKind;
-use crate::routes::{email_field, text, Tag};
+use crate::plugins::{email_field, text, Tag};
 use crate::session::Principal;
 use crate::AppState;
 use actors::UserPatch;
@@ -40,7 +40,7 @@ impl EmailApi {
         if !state.config.account.change_email_enabled {
             return Err(Code::ChangeEmailDisabled.into());
         }
-        state.require_fresh(&auth.session)?;
+        state.sessions.require_fresh(&auth.session)?;
         let user = auth.user.clone();
         let new_email = email_field(&body.0.new_email.0, "newEmail")?;
         let cb = state
@@ -54,16 +54,20 @@ impl EmailApi {
             return Err(Code::CouldntUpdateYourEmail.into());
         }
         // The new address is mailed (now, or after the confirmation): within its limit.
-        state.limit_mail(req, &new_email).await?;
+        state
+            .limiter
+            .limit_mail(req, &new_email, state.clock.now(), &state.audit)
+            .await?;
         if user.email_verified {
-            if !state.mailer.enabled() {
+            if !state.mail.enabled() {
                 return Err(Code::VerificationEmailNotEnabled.into());
             }
             let ev = auth
                 .event(crate::audit::action::EMAIL_CHANGE_REQUESTED)
                 .target(new_email.clone());
             state
-                .mail_email_change(&user, &new_email, false, cb, state.noted(ev))
+                .account_mail
+                .mail_email_change(&user, &new_email, false, cb, state.audit.noted(ev))
                 .await?;
             return Ok(Json(StatusResponse { status: true }));
         }
@@ -75,15 +79,23 @@ impl EmailApi {
         let mut proof = user.clone();
         proof.email = new_email.clone();
         let mail: Vec<_> = state
-            .mailer
+            .mail
             .enabled()
-            .then(|| state.verification_mail(&proof, MailKind::VerifyEmail, &new_email, None, cb))
+            .then(|| {
+                state.account_mail.verification_mail(
+                    &proof,
+                    MailKind::VerifyEmail,
+                    &new_email,
+                    None,
+                    cb,
+                )
+            })
             .into_iter()
             .collect();
         let changed = state
             .actors
             .user(user.id.clone())
-            .with(state.mailing(state.noted(ev), &mail))
+            .with(state.mail.mailing(state.audit.noted(ev), &mail))
             .update_user(UserPatch {
                 email: Some(new_email.clone()),
                 email_verified: Some(false),
@@ -91,8 +103,10 @@ impl EmailApi {
             })
             .await?;
         // As 1.7: the session cookie is issued again, carrying the changed user.
-        state.reissue_session(&auth, &changed, Some(auth.session.clone()));
-        state.deliver(&mail).await;
+        state
+            .sessions
+            .reissue_session(&auth, &changed, Some(auth.session.clone()));
+        state.mail.deliver(&mail).await;
         Ok(Json(StatusResponse { status: true }))
     }
 }

@@ -1,7 +1,7 @@
 //! Linked accounts: list them, unlink one (never the last, unless configured).
 use crate::dto::{iso, StatusResponse, Text};
 use crate::error::{ApiError, ApiResult};
-use crate::routes::{text, Tag};
+use crate::plugins::{text, Tag};
 use crate::session::Principal;
 use crate::AppState;
 use poem::web::Data;
@@ -78,7 +78,7 @@ impl LinkedAccountApi {
         auth: Principal,
         body: Json<UnlinkAccountBody>,
     ) -> ApiResult<Json<StatusResponse>> {
-        state.require_fresh(&auth.session)?;
+        state.sessions.require_fresh(&auth.session)?;
         if body.0.provider_id.is_none() && body.0.account_id.is_none() {
             return Err(ApiError::validation(
                 false,
@@ -95,7 +95,7 @@ impl LinkedAccountApi {
         let unlinked = state
             .actors
             .user(auth.user.id.clone())
-            .with(state.noted(ev.clone()))
+            .with(state.audit.noted(ev.clone()))
             .unlink_account(
                 text(&body.0.provider_id),
                 text(&body.0.account_id),
@@ -103,7 +103,7 @@ impl LinkedAccountApi {
             )
             .await
             .map_err(ApiError::from);
-        state.audited(ev, unlinked).await?;
+        state.audit.audited(ev, unlinked).await?;
         Ok(Json(StatusResponse { status: true }))
     }
 }

@@ -18,11 +18,11 @@ pub use verification::VerificationApi;
 
 use crate::error::ApiResult;
 use crate::mail::{MailJob, MailKind};
-use crate::AppState;
 use chrono::Duration;
 use poem_openapi::payload::Json;
 use poem_openapi::ApiResponse;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use storage::User;
 
 pub(super) const VERIFY_PURPOSE: &str = "verify-email";
@@ -62,28 +62,36 @@ pub(super) enum RedirectOr<T: poem_openapi::types::ToJSON + Send + Sync> {
     Redirect(#[oai(header = "Location")] String),
 }
 
-impl AppState {
-    /// An absolute URL for a redirect target (relative paths resolve against the base URL).
-    pub(crate) fn absolute(&self, target: &str) -> String {
-        if target.starts_with('/') {
-            format!("{}{target}", self.config.base_url.trim_end_matches('/'))
-        } else {
-            target.to_owned()
+/// The account flows' mail: verification links (sealed tokens), email-change steps with their
+/// stored token. Cheap to clone.
+#[derive(Clone)]
+pub struct AccountMail {
+    signer: crate::crypto::Signer,
+    clock: Arc<dyn storage::Clock>,
+    links: crate::links::Links,
+    mail: crate::delivery::Mail,
+    actors: actors::Actors,
+    /// How long a verification link lasts, seconds.
+    expires_in: u64,
+}
+
+impl AccountMail {
+    pub fn new(
+        signer: crate::crypto::Signer,
+        clock: Arc<dyn storage::Clock>,
+        links: crate::links::Links,
+        mail: crate::delivery::Mail,
+        actors: actors::Actors,
+        expires_in: u64,
+    ) -> Self {
+        Self {
+            signer,
+            clock,
+            links,
+            mail,
+            actors,
+            expires_in,
         }
-    }
-
-    pub(crate) fn with_query(&self, target: &str, key: &str, value: &str) -> String {
-        let sep = if target.contains('?') { '&' } else { '?' };
-        let v = percent_encoding::utf8_percent_encode(value, crate::http::URI_COMPONENT);
-        format!("{}{sep}{key}={v}", self.absolute(target))
-    }
-
-    pub(crate) fn api_url(&self, path: &str) -> String {
-        format!(
-            "{}{}{path}",
-            self.config.base_url.trim_end_matches('/'),
-            crate::BASE_PATH
-        )
     }
 
     /// The mail of a verification link for `email` (optionally confirming a pending change).
@@ -95,8 +103,7 @@ impl AppState {
         change: Option<PendingChange<'_>>,
         callback: Option<&str>,
     ) -> MailJob {
-        let exp =
-            self.clock.now() + Duration::seconds(self.config.email_verification.expires_in as i64);
+        let exp = self.clock.now() + Duration::seconds(self.expires_in as i64);
         let update_to = change.as_ref().map(|c| c.new_email);
         let token = self.signer.seal(
             VERIFY_PURPOSE,
@@ -111,7 +118,7 @@ impl AppState {
         // As 1.7: without a callbackURL the link leads back to the app's root.
         let link = format!(
             "{}?token={token}&callbackURL={}",
-            self.api_url("/verify-email"),
+            self.links.api_url("/verify-email"),
             percent_encoding::utf8_percent_encode(
                 callback.unwrap_or("/"),
                 crate::http::URI_COMPONENT
@@ -133,7 +140,7 @@ impl AppState {
         callback: Option<&str>,
     ) -> ApiResult<()> {
         let job = self.verification_mail(user, kind, to, None, callback);
-        self.mail_alone(&[job]).await
+        self.mail.mail_alone(&[job]).await
     }
 
     /// Stores a single-use token `identifier` pointing at the user (through their actor).
@@ -164,17 +171,17 @@ impl AppState {
         self.create_token(
             &format!("{}{id}", actors::CHANGE_EMAIL_PREFIX),
             user,
-            self.config.email_verification.expires_in,
-            self.mailing(ctx, std::slice::from_ref(&job)),
+            self.expires_in,
+            self.mail.mailing(ctx, std::slice::from_ref(&job)),
         )
         .await?;
-        self.deliver(&[job]).await;
+        self.mail.deliver(&[job]).await;
         Ok(())
     }
 
     /// Stores a single-use token `identifier` pointing at the user (through their actor),
     /// with what `ctx` keeps and sends.
-    async fn create_token(
+    pub(super) async fn create_token(
         &self,
         identifier: &str,
         user: &User,

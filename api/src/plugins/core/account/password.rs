@@ -7,7 +7,7 @@ use crate::dto::{StatusResponse, Text, UserDto};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::PendingCookies;
 use crate::mail::{MailJob, MailKind};
-use crate::routes::{email_field, text, Tag};
+use crate::plugins::{email_field, text, Tag};
 use crate::session::{Authed, Principal, ResolveOptions};
 use crate::AppState;
 use actors::{PasswordChange, RESET_PASSWORD_PREFIX};
@@ -17,7 +17,6 @@ use poem::Request;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
-use storage::{User, CREDENTIAL_PROVIDER};
 
 /// Password operations (tag Account).
 pub struct PasswordApi;
@@ -59,35 +58,6 @@ struct SetPasswordBody {
     new_password: Text,
     /// The user whose password to set (or the user of the session cookie sent along).
     user_id: Option<Text>,
-}
-
-impl AppState {
-    pub(super) async fn credential_hash(&self, user: &User) -> ApiResult<Option<String>> {
-        Ok(self
-            .reader
-            .list_accounts(&user.id)
-            .await?
-            .into_iter()
-            .find(|a| a.provider_id == CREDENTIAL_PROVIDER)
-            .and_then(|a| a.password))
-    }
-
-    /// Whether `password` is the user's current password (`None`: the user has none).
-    pub(super) async fn check_password(
-        &self,
-        user: &User,
-        password: &str,
-    ) -> ApiResult<Option<bool>> {
-        match self.credential_hash(user).await? {
-            Some(h) => Ok(Some(
-                self.hasher
-                    .verify(password.to_owned(), h)
-                    .await
-                    .map_err(ApiError::internal)?,
-            )),
-            None => Ok(None),
-        }
-    }
 }
 
 #[OpenApi(tag = "Tag::Account")]
@@ -152,9 +122,9 @@ impl PasswordApi {
             .await?
             .is_some_and(|v| v.expires_at > state.clock.now());
         let target = if valid {
-            state.with_query(&cb, "token", &token.0)
+            state.links.with_query(&cb, "token", &token.0)
         } else {
-            state.with_query(&cb, "error", "INVALID_TOKEN")
+            state.links.with_query(&cb, "error", "INVALID_TOKEN")
         };
         Ok(RedirectOr::Redirect(target))
     }
@@ -179,7 +149,9 @@ impl PasswordApi {
             .map(str::to_owned)
             .or(query_token.0)
             .ok_or(Code::InvalidToken)?;
-        state.check_password_length(&body.0.new_password.0)?;
+        state
+            .passwords
+            .check_password_length(&body.0.new_password.0)?;
         // An unknown token costs no hashing; the user's actor consumes it (once).
         let owner = state
             .reader
@@ -199,7 +171,7 @@ impl PasswordApi {
         let outcome = state
             .actors
             .user(owner.clone())
-            .with(state.noted(ev))
+            .with(state.audit.noted(ev))
             .reset_password(
                 &token,
                 &hash,
@@ -207,7 +179,7 @@ impl PasswordApi {
             )
             .await?;
         if outcome.sessions_revoked {
-            state.note_revocation(&owner);
+            state.sessions.note_revocation(&owner);
         }
         tracing::info!(user = %owner, "password reset");
         Ok(Json(StatusResponse { status: true }))
@@ -229,7 +201,7 @@ impl PasswordApi {
         body: Json<VerifyPasswordBody>,
     ) -> ApiResult<Json<StatusResponse>> {
         let password = body.0.password.0;
-        let ok = match state.credential_hash(&auth.user).await? {
+        let ok = match state.passwords.credential_hash(&auth.user).await? {
             Some(hash) => state.hasher.verify(password, hash).await,
             None => state.hasher.verify_dummy(password).await,
         }
@@ -259,8 +231,11 @@ impl PasswordApi {
     ) -> ApiResult<Json<ChangePasswordResponse>> {
         let ev = auth.event(action::PASSWORD_CHANGED);
         let Principal { user, .. } = auth;
-        state.check_password_length(&body.0.new_password.0)?;
+        state
+            .passwords
+            .check_password_length(&body.0.new_password.0)?;
         let current = state
+            .passwords
             .credential_hash(&user)
             .await?
             .ok_or(Code::CredentialAccountNotFound)?;
@@ -270,7 +245,7 @@ impl PasswordApi {
             .await
             .map_err(ApiError::internal)?;
         if !ok {
-            state.record_refusal(ev, Code::InvalidPassword).await;
+            state.audit.record_refusal(ev, Code::InvalidPassword).await;
             return Err(Code::InvalidPassword.into());
         }
         let hash = state
@@ -291,19 +266,19 @@ impl PasswordApi {
         let fresh = state
             .actors
             .user(user.id.clone())
-            .with(state.noted(ev.clone()))
+            .with(state.audit.noted(ev.clone()))
             .change_password(&current, &hash, new_session)
             .await
             .map_err(ApiError::from);
-        let fresh = state.audited(ev, fresh).await?;
+        let fresh = state.audit.audited(ev, fresh).await?;
         let token = match fresh {
             Some(session) => {
-                state.note_revocation(&user.id);
+                state.sessions.note_revocation(&user.id);
                 let authed = Authed {
                     session,
                     user: user.clone(),
                 };
-                cookies.push(state.session_cookies(&authed, false));
+                cookies.push(state.sessions.session_cookies(&authed, false));
                 Some(authed.session.token)
             }
             None => None,
@@ -327,7 +302,7 @@ impl PasswordApi {
         cookies: &PendingCookies,
         body: Json<SetPasswordBody>,
     ) -> ApiResult<Json<StatusResponse>> {
-        match state.server_call(req) {
+        match state.sessions.server_call(req) {
             None => return Err(Code::NotFound.into()),
             Some(false) => return Err(Code::Unauthorized.into()),
             Some(true) => {}
@@ -340,12 +315,15 @@ impl PasswordApi {
                     .await?
             }
             None => state
+                .sessions
                 .resolve_session(req, cookies, ResolveOptions::default())
                 .await?
                 .map(|a| a.user),
         }
         .ok_or(Code::UserNotFound)?;
-        state.check_password_length(&body.0.new_password.0)?;
+        state
+            .passwords
+            .check_password_length(&body.0.new_password.0)?;
         let hash = state
             .hasher
             .hash(body.0.new_password.0)
@@ -355,11 +333,11 @@ impl PasswordApi {
         let set = state
             .actors
             .user(user.id.clone())
-            .with(state.noted(ev.clone()))
+            .with(state.audit.noted(ev.clone()))
             .set_password(&hash, PasswordChange::OnlyIfNone)
             .await
             .map_err(ApiError::from);
-        state.audited(ev, set).await?;
+        state.audit.audited(ev, set).await?;
         Ok(Json(StatusResponse { status: true }))
     }
 }
@@ -381,7 +359,7 @@ async fn request_reset(
     req: &Request,
     body: ForgetPasswordBody,
 ) -> ApiResult<Json<ResetRequested>> {
-    if !state.mailer.enabled() {
+    if !state.mail.enabled() {
         return Err(Code::ResetPasswordDisabled.into());
     }
     let email = email_field(&body.email.0, "email")?;
@@ -390,7 +368,10 @@ async fn request_reset(
         .redirect_target(text(&body.redirect_to), Code::InvalidRedirecturl)?;
     let redirect = redirect.as_deref();
     // Counted for every address asked about, known or not: the limit tells nothing.
-    state.limit_mail(req, &email).await?;
+    state
+        .limiter
+        .limit_mail(req, &email, state.clock.now(), &state.audit)
+        .await?;
     let user = state.reader.get_user_by_email(&email).await?;
     match user {
         Some(user) => {
@@ -399,7 +380,7 @@ async fn request_reset(
             let token = storage::random_string(24);
             let link = format!(
                 "{}?callbackURL={}",
-                state.api_url(&format!("/reset-password/{token}")),
+                state.links.api_url(&format!("/reset-password/{token}")),
                 percent_encoding::utf8_percent_encode(
                     redirect.unwrap_or("/"),
                     crate::http::URI_COMPONENT
@@ -415,10 +396,14 @@ async fn request_reset(
             state
                 .actors
                 .user(user.id.clone())
-                .with(state.mailing(actors::Ctx::default(), std::slice::from_ref(&job)))
+                .with(
+                    state
+                        .mail
+                        .mailing(actors::Ctx::default(), std::slice::from_ref(&job)),
+                )
                 .issue_reset_token(&token, lifetime)
                 .await?;
-            state.deliver(&[job]).await;
+            state.mail.deliver(&[job]).await;
         }
         None => {
             // The same store round trips as for a real user, so timing reveals nothing.

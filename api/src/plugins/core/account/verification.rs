@@ -7,7 +7,7 @@ use crate::dto::{StatusResponse, Text, UserDto};
 use crate::error::{ApiResult, Code};
 use crate::http::PendingCookies;
 use crate::mail::MailKind;
-use crate::routes::{email_field, text, Tag};
+use crate::plugins::{email_field, text, Tag};
 use crate::session::ResolveOptions;
 use crate::AppState;
 use poem::web::Data;
@@ -52,7 +52,7 @@ impl VerificationApi {
         cookies: &PendingCookies,
         body: Json<SendVerificationBody>,
     ) -> ApiResult<Json<StatusResponse>> {
-        if !state.mailer.enabled() {
+        if !state.mail.enabled() {
             return Err(Code::VerificationEmailNotEnabled.into());
         }
         let email = email_field(&body.0.email.0, "email")?;
@@ -60,6 +60,7 @@ impl VerificationApi {
             .origins
             .redirect_target(text(&body.0.callback_url), Code::InvalidCallbackurl)?;
         if let Some(me) = state
+            .sessions
             .resolve_session(req, cookies, ResolveOptions::default())
             .await?
         {
@@ -71,10 +72,14 @@ impl VerificationApi {
             }
         }
         // Counted for every address asked about, known or not: the limit tells nothing.
-        state.limit_mail(req, &email).await?;
+        state
+            .limiter
+            .limit_mail(req, &email, state.clock.now(), &state.audit)
+            .await?;
         if let Some(user) = state.reader.get_user_by_email(&email).await? {
             if !user.email_verified {
                 state
+                    .account_mail
                     .send_verification(&user, MailKind::VerifyEmail, &user.email, cb.as_deref())
                     .await?;
             }
@@ -103,7 +108,7 @@ impl VerificationApi {
         // As 1.7: every failure is 401 with its code, or the callback with `?error=<CODE>`.
         let fail = |code: Code| -> ApiResult<RedirectOr<VerifyEmailResponse>> {
             match &cb {
-                Some(c) => Ok(RedirectOr::Redirect(state.with_query(
+                Some(c) => Ok(RedirectOr::Redirect(state.links.with_query(
                     c,
                     "error",
                     code.code(),
@@ -122,6 +127,7 @@ impl VerificationApi {
         };
         let actor = state.actors.user(user.id.clone());
         let session = state
+            .sessions
             .resolve_session(req, cookies, ResolveOptions::default())
             .await?;
         let own_session = session.as_ref().map(|a| &a.user.id) == Some(&user.id);
@@ -137,7 +143,7 @@ impl VerificationApi {
             // As 1.7, two steps: the old address confirms (this link, mailed there), then a
             // link mailed to the new address proves it and switches (verified).
             let apply = claims.confirmed;
-            let ctx = state.noting(apply.then(|| {
+            let ctx = state.audit.noting(apply.then(|| {
                 Event::new(action::EMAIL_CHANGED, &Origin::of(req))
                     .own(&user.id)
                     .target(new_email.clone())
@@ -159,10 +165,15 @@ impl VerificationApi {
                 // As 1.7: the session cookie is issued again, carrying the new address.
                 if let Some(mut authed) = session.clone() {
                     authed.user = user.clone();
-                    cookies.push(state.session_cookies(&authed, state.dont_remember(req)));
+                    cookies.push(
+                        state
+                            .sessions
+                            .session_cookies(&authed, state.sessions.dont_remember(req)),
+                    );
                 }
             } else {
                 state
+                    .account_mail
                     .mail_email_change(
                         &user,
                         &new_email,
@@ -188,11 +199,11 @@ impl VerificationApi {
                 false => ev,
             };
             let (verified, revoked) = actor
-                .with(state.noted(ev))
+                .with(state.audit.noted(ev))
                 .verify_email(!own_session)
                 .await?;
             if revoked {
-                state.note_revocation(&verified.id);
+                state.sessions.note_revocation(&verified.id);
             }
             if state
                 .config
@@ -200,13 +211,14 @@ impl VerificationApi {
                 .auto_sign_in_after_verification
             {
                 state
+                    .sessions
                     .start_session(req, cookies, verified.clone(), true, actors::Ctx::default())
                     .await?;
             }
             (verified, false)
         };
         if let Some(c) = cb {
-            return Ok(RedirectOr::Redirect(state.absolute(&c)));
+            return Ok(RedirectOr::Redirect(state.links.absolute(&c)));
         }
         Ok(RedirectOr::Ok(Json(VerifyEmailResponse {
             status: true,
