@@ -7,6 +7,7 @@
 //!
 //! Files: `members.rs` (add, remove, leave, roles of members, and the grant rules),
 //! `invitations.rs`, `teams.rs`, `roles.rs` (custom roles), `handle.rs` (the typed handle).
+mod events;
 mod handle;
 mod invitations;
 mod members;
@@ -15,9 +16,10 @@ mod teams;
 
 pub use handle::OrgHandle;
 
-use crate::events::{data, Ctx, Emit, Facts, When};
+use crate::events::{data, Ctx, Emit, Facts};
 use crate::runtime::{Envelope, Idle};
 use crate::{ActorError, Rule, Shared};
+use events::Answer;
 use policy::{Permissions, Policy};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
@@ -379,35 +381,6 @@ impl<T> Decision<T> {
     }
 }
 
-/// What a decision's answer tells its events: the member and the invitation it was about.
-pub(crate) trait Answer {
-    fn facts(&self) -> (Option<&Member>, Option<&Invitation>) {
-        (None, None)
-    }
-}
-
-impl Answer for Member {
-    fn facts(&self) -> (Option<&Member>, Option<&Invitation>) {
-        (Some(self), None)
-    }
-}
-
-impl Answer for Invitation {
-    fn facts(&self) -> (Option<&Member>, Option<&Invitation>) {
-        (None, Some(self))
-    }
-}
-
-impl Answer for (Invitation, Option<Member>) {
-    fn facts(&self) -> (Option<&Member>, Option<&Invitation>) {
-        (self.1.as_ref(), Some(&self.0))
-    }
-}
-
-impl Answer for Organization {}
-impl Answer for TeamOutcome {}
-impl Answer for OrganizationRole {}
-
 /// After writing a decision: done (written, or refused), or decide again.
 pub(crate) enum Step<T> {
     Done(Result<T, ActorError>),
@@ -505,69 +478,6 @@ impl OrgActor {
             Err(StoreError::Conflict(what)) => Step::Done(Err(conflict_error(what))),
             Err(e) => Step::Done(Err(e.into())),
         }
-    }
-
-    /// What a decision emits: a domain event per change (the object from the change, or from
-    /// the decision's answer), and the request's notes and mail.
-    fn events_of<T: Answer>(&self, state: &OrgState, d: &Decision<T>) -> Vec<storage::Event> {
-        let (member, invitation) = d.value.facts();
-        let mut e = Emit::org(&state.id, self.shared.clock.now());
-        if d.unchanged {
-            return e.request(&state.ctx, &Facts::default()).done();
-        }
-        let mut happened = Vec::new();
-        if d.changes.is_empty() {
-            e = e.domain("organization.updated", data::org(&d.next));
-        }
-        let about_member = || member.map(data::member).unwrap_or_default();
-        let about_invitation = || invitation.map(data::invitation).unwrap_or_default();
-        for c in &d.changes {
-            e = match c {
-                OrgChange::AddMember(m) => {
-                    happened.push(When::MemberAdded);
-                    e.domain("member.added", data::member(m))
-                }
-                OrgChange::SetMemberRole { .. } => e.domain("member.role_changed", about_member()),
-                OrgChange::RemoveMember(_) => e.domain("member.removed", about_member()),
-                OrgChange::Invite(i) => e.domain("invitation.created", data::invitation(i)),
-                OrgChange::TransitionInvitation { to, .. } => {
-                    let name = match to {
-                        storage::InvitationStatus::Accepted => "invitation.accepted",
-                        storage::InvitationStatus::Rejected => "invitation.rejected",
-                        _ => "invitation.canceled",
-                    };
-                    e.domain(name, about_invitation())
-                }
-                OrgChange::CreateTeam(t) => e.domain("team.created", data::team(t)),
-                OrgChange::UpdateTeam(t) => e.domain("team.updated", data::team(t)),
-                OrgChange::DeleteTeam(t) => e.domain("team.deleted", serde_json::json!({"id": t})),
-                OrgChange::AddTeamMember(tm) => e.domain(
-                    "team.member_added",
-                    serde_json::json!({"teamId": tm.team_id, "userId": tm.user_id}),
-                ),
-                OrgChange::RemoveTeamMember { team, user } => e.domain(
-                    "team.member_removed",
-                    serde_json::json!({"teamId": team, "userId": user}),
-                ),
-                OrgChange::CreateRole(r) => e.domain(
-                    "role.created",
-                    serde_json::json!({"id": r.id, "role": r.role, "organizationId": r.organization_id}),
-                ),
-                OrgChange::UpdateRole(r) => e.domain(
-                    "role.updated",
-                    serde_json::json!({"id": r.id, "role": r.role, "organizationId": r.organization_id}),
-                ),
-                OrgChange::DeleteRole(r) => e.domain("role.deleted", serde_json::json!({"id": r})),
-            };
-        }
-        let facts = Facts {
-            member,
-            invitation,
-            org: Some(&d.next),
-            happened: &happened,
-            ..Facts::default()
-        };
-        e.request(&state.ctx, &facts).done()
     }
 
     /// The organization as stored now (every decision starts here).

@@ -27,6 +27,7 @@ mod audit;
 mod invitations;
 mod keys;
 mod members;
+mod org_store;
 mod organizations;
 mod rate_limits;
 mod roles;

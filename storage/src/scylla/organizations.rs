@@ -3,9 +3,9 @@
 //! `orgs_by_slug`; lookups by user, invitation id, email and team id kept beside it.
 use super::*;
 use crate::*;
-use async_trait::async_trait;
 
-const ORG_COLS: &str = "kind, key, o_name, o_slug, o_logo, o_metadata, o_created_at, version, \
+pub(super) const ORG_COLS: &str =
+    "kind, key, o_name, o_slug, o_logo, o_metadata, o_created_at, version, \
     member_count, owner_count, roles_version, id, user_id, role, team_id, email, status, \
     inviter_id, permission, name, expires_at, created_at, updated_at";
 pub(crate) const STATIC_COLS: &str = "o_name, o_slug, o_logo, o_metadata, o_created_at, version, \
@@ -13,11 +13,11 @@ pub(crate) const STATIC_COLS: &str = "o_name, o_slug, o_logo, o_metadata, o_crea
 
 /// A user's lookup entry whose organization (or membership) is not there is counted as under
 /// way for this long.
-const PENDING_ENTRY_MS: i64 = 60_000;
+pub(super) const PENDING_ENTRY_MS: i64 = 60_000;
 
 /// A slug claim older than this whose organization never appeared was left by a crash between
 /// the claim and the organization; it may be taken over.
-const ORPHAN_CLAIM_MS: i64 = 60_000;
+pub(super) const ORPHAN_CLAIM_MS: i64 = 60_000;
 
 /// An organization's partition as read at one moment.
 #[derive(Debug, Default, Clone)]
@@ -49,7 +49,7 @@ pub(crate) fn org_of(id: &OrgId, c: &Cols<'_>, at: usize) -> StoreResult<Option<
     }))
 }
 
-fn snapshot_of(id: &OrgId, rows: &[Row]) -> StoreResult<Snapshot> {
+pub(super) fn snapshot_of(id: &OrgId, rows: &[Row]) -> StoreResult<Snapshot> {
     let mut s = Snapshot::default();
     for r in rows {
         let c = Cols(r);
@@ -122,7 +122,7 @@ fn snapshot_of(id: &OrgId, rows: &[Row]) -> StoreResult<Snapshot> {
 impl Snapshot {
     /// The partition after `change` (checked already); `touched` collects the rows (kind, key)
     /// written or deleted.
-    fn apply(
+    pub(super) fn apply(
         &mut self,
         change: &OrgChange,
         touched: &mut std::collections::BTreeSet<(&'static str, String)>,
@@ -217,22 +217,22 @@ impl Snapshot {
     }
 }
 
-fn team_member_key(team: &TeamId, user: &UserId) -> String {
+pub(super) fn team_member_key(team: &TeamId, user: &UserId) -> String {
     format!("{}/{}", team.0, user.0)
 }
 
 /// Statements of a conditional batch, and the lookup writes to make once it applied.
 #[derive(Default)]
-struct Plan {
-    statements: Vec<(String, Vec<V>)>,
-    after: Vec<(String, Vec<V>)>,
+pub(super) struct Plan {
+    pub(super) statements: Vec<(String, Vec<V>)>,
+    pub(super) after: Vec<(String, Vec<V>)>,
     /// Users who gain a membership: their lookup entry is written and their version moved
     /// before the batch (a concurrent count of their organizations sees it).
-    joins: Vec<UserId>,
+    pub(super) joins: Vec<UserId>,
     /// A team deleted: sessions pointing at it lose it, once the batch applied.
-    cleared_teams: Vec<TeamId>,
+    pub(super) cleared_teams: Vec<TeamId>,
     /// Users removed: their sessions lose the organization, once the batch applied.
-    left: Vec<UserId>,
+    pub(super) left: Vec<UserId>,
 }
 
 impl ScyllaStore {
@@ -303,76 +303,7 @@ impl ScyllaStore {
         snapshot_of(org, &rows)
     }
 
-    /// Claims `slug` for `org` (taking over a claim left by a crash).
-    async fn claim_slug(&self, slug: &str, org: &OrgId) -> StoreResult<()> {
-        let now = Utc::now().timestamp_millis();
-        let claimed = self
-            .lwt(
-                &format!(
-                    "INSERT INTO {} (slug, org_id, claimed_at) VALUES (?, ?, ?) IF NOT EXISTS",
-                    self.t("orgs_by_slug")
-                ),
-                vec![text(slug), text(&org.0), big(now)],
-            )
-            .await?;
-        if claimed {
-            return Ok(());
-        }
-        let Some(row) = super::rows_of(
-            self.exec_serial(
-                &format!(
-                    "SELECT org_id, claimed_at FROM {} WHERE slug = ?",
-                    self.t("orgs_by_slug")
-                ),
-                vec![text(slug)],
-            )
-            .await?,
-        )?
-        .into_iter()
-        .next() else {
-            return Box::pin(self.claim_slug(slug, org)).await;
-        };
-        let c = Cols(&row);
-        let holder = OrgId(c.text(0)?);
-        if holder == *org {
-            return Ok(());
-        }
-        let live = self
-            .get_organization(&holder)
-            .await?
-            .is_some_and(|o| o.slug == slug);
-        if live || now - c.big(1) < ORPHAN_CLAIM_MS {
-            return Err(StoreError::Conflict("slug"));
-        }
-        let taken = self
-            .lwt(
-                &format!(
-                    "UPDATE {} SET org_id = ?, claimed_at = ? WHERE slug = ? IF org_id = ?",
-                    self.t("orgs_by_slug")
-                ),
-                vec![text(&org.0), big(now), text(slug), text(&holder.0)],
-            )
-            .await?;
-        if taken {
-            Ok(())
-        } else {
-            Err(StoreError::Conflict("slug"))
-        }
-    }
-
-    async fn release_slug(&self, slug: &str, org: &OrgId) -> StoreResult<()> {
-        self.lwt(
-            &format!(
-                "DELETE FROM {} WHERE slug = ? IF org_id = ?",
-                self.t("orgs_by_slug")
-            ),
-            vec![text(slug), text(&org.0)],
-        )
-        .await?;
-        Ok(())
-    }
-
-    fn static_update(&self, next: &Organization, expected: u64) -> (String, Vec<V>) {
+    pub(super) fn static_update(&self, next: &Organization, expected: u64) -> (String, Vec<V>) {
         (
             format!(
                 "UPDATE {} SET o_name = ?, o_slug = ?, o_logo = ?, o_metadata = ?, version = ?, \
@@ -395,7 +326,7 @@ impl ScyllaStore {
         )
     }
 
-    fn delete_row(&self, org: &OrgId, kind: &str, key: &str) -> (String, Vec<V>) {
+    pub(super) fn delete_row(&self, org: &OrgId, kind: &str, key: &str) -> (String, Vec<V>) {
         (
             format!(
                 "DELETE FROM {} WHERE org_id = ? AND kind = ? AND key = ?",
@@ -405,7 +336,7 @@ impl ScyllaStore {
         )
     }
 
-    fn member_insert(&self, m: &Member) -> (String, Vec<V>) {
+    pub(super) fn member_insert(&self, m: &Member) -> (String, Vec<V>) {
         (
             format!(
                 "INSERT INTO {} (org_id, kind, key, id, user_id, role, team_id, created_at) \
@@ -424,7 +355,7 @@ impl ScyllaStore {
         )
     }
 
-    fn team_member_insert(&self, org: &OrgId, tm: &TeamMember) -> (String, Vec<V>) {
+    pub(super) fn team_member_insert(&self, org: &OrgId, tm: &TeamMember) -> (String, Vec<V>) {
         (
             format!(
                 "INSERT INTO {} (org_id, kind, key, id, team_id, user_id, created_at) \
@@ -442,7 +373,7 @@ impl ScyllaStore {
         )
     }
 
-    fn role_insert(&self, r: &OrganizationRole) -> (String, Vec<V>) {
+    pub(super) fn role_insert(&self, r: &OrganizationRole) -> (String, Vec<V>) {
         (
             format!(
                 "INSERT INTO {} (org_id, kind, key, id, name, permission, created_at, \
@@ -461,7 +392,7 @@ impl ScyllaStore {
         )
     }
 
-    fn invitation_insert(&self, i: &Invitation) -> (String, Vec<V>) {
+    pub(super) fn invitation_insert(&self, i: &Invitation) -> (String, Vec<V>) {
         (
             format!(
                 "INSERT INTO {} (org_id, kind, key, id, email, role, status, team_id, \
@@ -484,7 +415,7 @@ impl ScyllaStore {
         )
     }
 
-    fn team_insert(&self, t: &Team) -> (String, Vec<V>) {
+    pub(super) fn team_insert(&self, t: &Team) -> (String, Vec<V>) {
         (
             format!(
                 "INSERT INTO {} (org_id, kind, key, id, name, created_at, updated_at) \
@@ -507,7 +438,12 @@ impl ScyllaStore {
     /// transaction); the batch's version condition guarantees the snapshot is still current
     /// when it applies. Rows are written once, as they end up: the statements of a batch share
     /// one timestamp, so two writes of one cell in it would be decided by value, not order.
-    fn plan(&self, id: &OrgId, snap: &Snapshot, changes: &[OrgChange]) -> StoreResult<Plan> {
+    pub(super) fn plan(
+        &self,
+        id: &OrgId,
+        snap: &Snapshot,
+        changes: &[OrgChange],
+    ) -> StoreResult<Plan> {
         let mut p = Plan::default();
         let mut w = snap.clone();
         let mut touched = std::collections::BTreeSet::new();
@@ -551,7 +487,7 @@ impl ScyllaStore {
 
     /// Checks one change against the partition `w` and records the lookups and follow-ups it
     /// needs in `p`.
-    fn check_and_look_up(
+    pub(super) fn check_and_look_up(
         &self,
         id: &OrgId,
         w: &Snapshot,
@@ -712,400 +648,5 @@ impl ScyllaStore {
             }
         }
         Ok(())
-    }
-
-    fn team_lookup_delete(&self, user: &UserId, team: &TeamId) -> (String, Vec<V>) {
-        (
-            format!(
-                "DELETE FROM {} WHERE user_id = ? AND team_id = ?",
-                self.t("team_members_by_user")
-            ),
-            vec![text(&user.0), text(&team.0)],
-        )
-    }
-
-    /// Creates the organization once its creator's lookup entry is written: the creator's
-    /// version, the slug claim, then the partition.
-    async fn insert_organization(
-        &self,
-        org: &Organization,
-        owner: &Member,
-        creator_version: Option<u64>,
-    ) -> StoreResult<()> {
-        match creator_version {
-            Some(v) => self.cas_user_version(&owner.user_id, v, None).await?,
-            None => self.bump_user(&owner.user_id).await?,
-        }
-        self.claim_slug(&org.slug, &org.id).await?;
-        let o = org;
-        let created = self
-            .lwt(
-                &format!(
-                    "INSERT INTO {} (org_id, kind, key, id, user_id, role, team_id, created_at, \
-                     o_name, o_slug, o_logo, o_metadata, o_created_at, version, member_count, \
-                     owner_count, roles_version) \
-                     VALUES (?, 'member', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 0) IF NOT EXISTS",
-                    self.t("org_rows")
-                ),
-                vec![
-                    text(&o.id.0),
-                    text(&owner.user_id.0),
-                    text(&owner.id.0),
-                    text(&owner.user_id.0),
-                    text(&owner.role),
-                    otext(owner.team_id.as_ref().map(|t| t.0.as_str())),
-                    ms(&owner.created_at),
-                    text(&o.name),
-                    text(&o.slug),
-                    otext(o.logo.as_deref()),
-                    otext(o.metadata.as_deref()),
-                    ms(&o.created_at),
-                    int(o.member_count as i32),
-                    int(o.owner_count as i32),
-                ],
-            )
-            .await?;
-        if !created {
-            self.release_slug(&org.slug, &org.id).await?;
-            return Err(StoreError::Conflict("organization"));
-        }
-        Ok(())
-    }
-
-    /// The organizations a user's lookup lists, with when each entry was written (ms).
-    async fn user_org_entries(&self, user: &UserId) -> StoreResult<Vec<(OrgId, i64)>> {
-        self.rows(
-            &format!(
-                "SELECT org_id, since FROM {} WHERE user_id = ?",
-                self.t("orgs_by_user")
-            ),
-            vec![text(&user.0)],
-        )
-        .await?
-        .iter()
-        .map(|r| {
-            let c = Cols(r);
-            Ok((OrgId(c.text(0)?), c.big(1)))
-        })
-        .collect()
-    }
-
-    pub(crate) async fn add_user_org(&self, user: &UserId, org: &OrgId) -> StoreResult<()> {
-        self.exec(
-            &format!(
-                "INSERT INTO {} (user_id, org_id, since) VALUES (?, ?, ?)",
-                self.t("orgs_by_user")
-            ),
-            vec![text(&user.0), text(&org.0), ms(&chrono::Utc::now())],
-        )
-        .await
-        .map(|_| ())
-    }
-
-    pub(crate) async fn remove_user_org(&self, user: &UserId, org: &OrgId) -> StoreResult<()> {
-        self.exec(
-            &format!(
-                "DELETE FROM {} WHERE user_id = ? AND org_id = ?",
-                self.t("orgs_by_user")
-            ),
-            vec![text(&user.0), text(&org.0)],
-        )
-        .await
-        .map(|_| ())
-    }
-
-    /// Removes `user` from every organization it belongs to (deleting the user), each through
-    /// the organization's version.
-    pub(crate) async fn leave_all_organizations(&self, user: &UserId) -> StoreResult<()> {
-        let orgs = self.user_org_entries(user).await?;
-        for (org, _) in orgs {
-            loop {
-                let snap = self.snapshot(&org).await?;
-                let (Some(o), Some(m)) = (
-                    snap.org.as_ref(),
-                    snap.members.iter().find(|m| &m.user_id == user),
-                ) else {
-                    break;
-                };
-                let mut next = o.clone();
-                next.version += 1;
-                next.member_count = next.member_count.saturating_sub(1);
-                next.owner_count = next
-                    .owner_count
-                    .saturating_sub(u32::from(holds_owner(&m.role)));
-                let plan = self.plan(&org, &snap, &[OrgChange::RemoveMember(m.id.clone())])?;
-                let mut statements = vec![self.static_update(&next, o.version)];
-                statements.extend(plan.statements);
-                if self.batch_lwt(statements).await? {
-                    for (cql, v) in plan.after {
-                        self.exec(&cql, v).await?;
-                    }
-                    break;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-#[async_trait]
-impl OrganizationStore for ScyllaStore {
-    async fn create_organization(
-        &self,
-        org: &Organization,
-        owner: &Member,
-        creator_version: Option<u64>,
-        events: &[Event],
-    ) -> StoreResult<()> {
-        let id = org.id.0.clone();
-        self.decide(
-            events,
-            |_| Probe::OrgExists { org: id },
-            always,
-            |_| self.found_organization(org, owner, creator_version),
-        )
-        .await
-    }
-
-    async fn get_organization(&self, id: &OrgId) -> StoreResult<Option<Organization>> {
-        let Some(row) = self
-            .row(
-                &format!(
-                    "SELECT {STATIC_COLS} FROM {} WHERE org_id = ? LIMIT 1",
-                    self.t("org_rows")
-                ),
-                vec![text(&id.0)],
-            )
-            .await?
-        else {
-            return Ok(None);
-        };
-        org_of(id, &Cols(&row), 0)
-    }
-
-    async fn get_organization_by_slug(&self, slug: &str) -> StoreResult<Option<Organization>> {
-        let Some(row) = self
-            .row(
-                &format!(
-                    "SELECT org_id FROM {} WHERE slug = ?",
-                    self.t("orgs_by_slug")
-                ),
-                vec![text(slug)],
-            )
-            .await?
-        else {
-            return Ok(None);
-        };
-        let id = OrgId(Cols(&row).text(0)?);
-        Ok(self.get_organization(&id).await?.filter(|o| o.slug == slug))
-    }
-
-    async fn change_organization(
-        &self,
-        next: &Organization,
-        changes: &[OrgChange],
-        events: &[Event],
-    ) -> StoreResult<()> {
-        let (id, version) = (next.id.0.clone(), next.version);
-        self.decide(
-            events,
-            |_| Probe::OrgDecision { org: id, version },
-            always,
-            |d| self.write_organization(next, changes, d),
-        )
-        .await
-    }
-
-    async fn delete_organization(
-        &self,
-        id: &OrgId,
-        expected: u64,
-        events: &[Event],
-    ) -> StoreResult<()> {
-        let org = id.0.clone();
-        self.decide(
-            events,
-            |_| Probe::OrgGone { org },
-            always,
-            |_| self.remove_organization(id, expected),
-        )
-        .await
-    }
-
-    async fn list_user_organizations(&self, user_id: &UserId) -> StoreResult<Vec<Organization>> {
-        let mut orgs = Vec::new();
-        for (id, _) in self.user_org_entries(user_id).await? {
-            if let Some(o) = self.get_organization(&id).await? {
-                orgs.push(o);
-            }
-        }
-        orgs.sort_by(|a, b| (a.created_at, &a.id.0).cmp(&(b.created_at, &b.id.0)));
-        Ok(orgs)
-    }
-
-    async fn count_user_organizations(&self, user: &UserId) -> StoreResult<u64> {
-        let now = chrono::Utc::now().timestamp_millis();
-        let mut n = 0;
-        for (id, since) in self.user_org_entries(user).await? {
-            // An entry whose organization is not (yet) there is a creation or join under way,
-            // or one that failed and could not clean up: counted while it is recent.
-            if now - since < PENDING_ENTRY_MS || self.get_organization(&id).await?.is_some() {
-                n += 1;
-            }
-        }
-        Ok(n)
-    }
-}
-
-/// The writes themselves; the trait's methods run them as decisions with their events
-/// (see `stream`).
-impl ScyllaStore {
-    pub(crate) async fn found_organization(
-        &self,
-        org: &Organization,
-        owner: &Member,
-        creator_version: Option<u64>,
-    ) -> StoreResult<()> {
-        // The lookup first: a count of the user's organizations made once the version below
-        // has moved sees this one (see `count_user_organizations`). Removed again on failure.
-        self.add_user_org(&owner.user_id, &org.id).await?;
-        let created = self.insert_organization(org, owner, creator_version).await;
-        if created.is_err() {
-            self.remove_user_org(&owner.user_id, &org.id).await?;
-        }
-        created
-    }
-
-    /// Reads the partition at the serial consistency, checks the changes against it, and
-    /// writes them as one conditional batch on the version read: nothing of it applies if
-    /// anyone changed the organization meanwhile.
-    pub(crate) async fn write_organization(
-        &self,
-        next: &Organization,
-        changes: &[OrgChange],
-        decision: Option<Decision>,
-    ) -> StoreResult<()> {
-        let expected = next
-            .version
-            .checked_sub(1)
-            .ok_or_else(|| StoreError::Internal("a changed organization's version is 0".into()))?;
-        let snap = self.snapshot(&next.id).await?;
-        let Some(current) = snap.org.as_ref() else {
-            return Err(StoreError::NotFound);
-        };
-        if current.version != expected {
-            return Err(StoreError::ConcurrentModification);
-        }
-        let plan = self.plan(&next.id, &snap, changes)?;
-        let new_slug = current.slug != next.slug;
-        if new_slug {
-            self.claim_slug(&next.slug, &next.id).await?;
-        }
-        for user in &plan.joins {
-            self.add_user_org(user, &next.id).await?;
-            self.bump_user(user).await?;
-        }
-        let mut statements = vec![self.static_update(next, expected)];
-        statements.extend(plan.statements);
-        statements.extend(
-            decision.map(|d| d.stamp(self, "org_rows", ("org_id", &next.id.0), next.version)),
-        );
-        if !self.batch_lwt(statements).await? {
-            if new_slug {
-                self.release_slug(&next.slug, &next.id).await?;
-            }
-            for user in &plan.joins {
-                self.remove_user_org(user, &next.id).await?;
-            }
-            return Err(StoreError::ConcurrentModification);
-        }
-        for user in &plan.left {
-            self.remove_user_org(user, &next.id).await?;
-        }
-        if new_slug {
-            self.release_slug(&current.slug, &next.id).await?;
-        }
-        for (cql, v) in plan.after {
-            self.exec(&cql, v).await?;
-        }
-        if !plan.left.is_empty() {
-            self.clear_active(&plan.left, &next.id, None).await?;
-        }
-        if !plan.cleared_teams.is_empty() {
-            let members: Vec<UserId> = snap.members.iter().map(|m| m.user_id.clone()).collect();
-            for team in &plan.cleared_teams {
-                self.clear_active(&members, &next.id, Some(team)).await?;
-            }
-        }
-        Ok(())
-    }
-
-    pub(crate) async fn remove_organization(&self, id: &OrgId, expected: u64) -> StoreResult<()> {
-        let snap = self.snapshot(id).await?;
-        let Some(org) = snap.org.as_ref() else {
-            return Err(StoreError::NotFound);
-        };
-        if org.version != expected {
-            return Err(StoreError::ConcurrentModification);
-        }
-        // The deletion itself: one conditional write that clears the name (an organization
-        // without one reads as gone, with all its rows) and moves the version (every later
-        // change of it fails). A conditional delete of a whole partition does not exist in CQL.
-        let deleted = self
-            .lwt(
-                &format!(
-                    "UPDATE {} SET o_name = null, version = ? WHERE org_id = ? IF version = ?",
-                    self.t("org_rows")
-                ),
-                vec![big(expected as i64 + 1), text(&id.0), big(expected as i64)],
-            )
-            .await?;
-        if !deleted {
-            return Err(StoreError::ConcurrentModification);
-        }
-        // Then the data, and everything that pointed at it, idempotently.
-        self.exec(
-            &format!("DELETE FROM {} WHERE org_id = ?", self.t("org_rows")),
-            vec![text(&id.0)],
-        )
-        .await?;
-        self.release_slug(&org.slug, id).await?;
-        let members: Vec<UserId> = snap.members.iter().map(|m| m.user_id.clone()).collect();
-        for u in &members {
-            self.remove_user_org(u, id).await?;
-        }
-        for i in &snap.invitations {
-            self.exec(
-                &format!("DELETE FROM {} WHERE id = ?", self.t("invitations_by_id")),
-                vec![text(&i.id.0)],
-            )
-            .await?;
-            self.exec(
-                &format!(
-                    "DELETE FROM {} WHERE email = ? AND id = ?",
-                    self.t("invitations_by_email")
-                ),
-                vec![text(&i.email), text(&i.id.0)],
-            )
-            .await?;
-        }
-        for t in &snap.teams {
-            self.exec(
-                &format!("DELETE FROM {} WHERE id = ?", self.t("teams_by_id")),
-                vec![text(&t.id.0)],
-            )
-            .await?;
-        }
-        for tm in &snap.team_members {
-            self.exec(
-                &format!(
-                    "DELETE FROM {} WHERE user_id = ? AND team_id = ?",
-                    self.t("team_members_by_user")
-                ),
-                vec![text(&tm.user_id.0), text(&tm.team_id.0)],
-            )
-            .await?;
-        }
-        self.clear_active(&members, id, None).await
     }
 }

@@ -6,6 +6,7 @@ mod flow;
 mod provider_tokens;
 pub mod providers;
 mod service;
+mod workflow;
 
 pub use service::{SocialFlow, SocialFlowInner};
 

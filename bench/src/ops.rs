@@ -1,0 +1,195 @@
+//! One operation of each scenario (sign-in, get-session, an organization round…).
+use super::*;
+
+/// One operation of the scenario by virtual user `u`.
+pub(crate) async fn op(
+    t: &Target,
+    scenario: Scenario,
+    u: &mut VUser,
+    step: u64,
+    password: &str,
+) -> Result<(), String> {
+    match scenario {
+        Scenario::SignUp => t.sign_up(&t.next_email(), password).await.map(|_| ()),
+        Scenario::SignIn => sign_in(t, u, password).await,
+        Scenario::GetSession => get_session(t, u, false).await,
+        Scenario::GetSessionNoCache => get_session(t, u, true).await,
+        Scenario::Mixed => match step % 20 {
+            0 => sign_in(t, u, password).await,
+            1 => t.sign_up(&t.next_email(), password).await.map(|_| ()),
+            2 => t
+                .send(false, "/list-sessions", None, Some(&u.cookie))
+                .await
+                .map(|_| ()),
+            3 => {
+                // Sign out, then back in, so the user keeps a session.
+                t.send(true, "/sign-out", None, Some(&u.cookie)).await?;
+                sign_in(t, u, password).await
+            }
+            _ => get_session(t, u, false).await,
+        },
+        Scenario::Org => org_round(t, u, step, password).await,
+        Scenario::OrgRead => {
+            let (org, _) = u.org.as_ref().ok_or("no organization")?;
+            let path = match step % 2 {
+                0 => format!("/organization/get-full-organization?organizationId={org}"),
+                _ => format!("/organization/list-members?organizationId={org}"),
+            };
+            t.send(false, &path, None, Some(&u.cookie))
+                .await
+                .map(|_| ())
+        }
+        Scenario::OrgWrite => {
+            let (org, member) = u.org.as_ref().ok_or("no organization")?;
+            let role = if step.is_multiple_of(2) {
+                "admin"
+            } else {
+                "member"
+            };
+            t.send(
+                true,
+                "/organization/update-member-role",
+                Some(json!({"organizationId": org, "memberId": member, "role": role})),
+                Some(&u.cookie),
+            )
+            .await
+            .map(|_| ())
+        }
+        Scenario::Ok => t.send(false, "/ok", None, None).await.map(|_| ()),
+    }
+}
+
+pub(crate) async fn sign_in(t: &Target, u: &mut VUser, password: &str) -> Result<(), String> {
+    let (_, cookies) = t
+        .send(
+            true,
+            "/sign-in/email",
+            Some(json!({"email": u.email, "password": password})),
+            None,
+        )
+        .await?;
+    if !cookies.is_empty() {
+        u.cookie = cookies.join("; ");
+    }
+    Ok(())
+}
+
+pub(crate) async fn get_session(t: &Target, u: &VUser, no_cache: bool) -> Result<(), String> {
+    let path = if no_cache {
+        "/get-session?disableCookieCache=true"
+    } else {
+        "/get-session"
+    };
+    let (body, _) = t.send(false, path, None, Some(&u.cookie)).await?;
+    if body.is_null() {
+        return Err("200 null-session".into());
+    }
+    Ok(())
+}
+
+/// Creates an organization named `slug` owned by the user of `cookie`; answers its id.
+pub(crate) async fn create_org(t: &Target, slug: &str, cookie: &str) -> Result<String, String> {
+    let (org, _) = t
+        .send(
+            true,
+            "/organization/create",
+            Some(json!({"name": slug, "slug": slug})),
+            Some(cookie),
+        )
+        .await?;
+    Ok(org.json()["id"].as_str().unwrap_or_default().to_owned())
+}
+
+/// Signs up a fresh user, invites them to `org_id` (as the owner of `owner_cookie`), and has
+/// them accept; answers the new member's id.
+pub(crate) async fn add_guest(
+    t: &Target,
+    org_id: &str,
+    owner_cookie: &str,
+    password: &str,
+) -> Result<String, String> {
+    let guest = t.next_email();
+    let guest_cookie = t.sign_up(&guest, password).await?;
+    let (inv, _) = t
+        .send(
+            true,
+            "/organization/invite-member",
+            Some(json!({"organizationId": org_id, "email": guest, "role": "member"})),
+            Some(owner_cookie),
+        )
+        .await?;
+    let (acc, _) = t
+        .send(
+            true,
+            "/organization/accept-invitation",
+            Some(json!({"invitationId": inv.json()["id"]})),
+            Some(&guest_cookie),
+        )
+        .await?;
+    Ok(acc.json()["member"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned())
+}
+
+/// Gives each virtual user an organization with `members` members (signed up, invited and
+/// accepted through the API), for org-read and org-write.
+pub(crate) async fn setup_orgs(t: &Target, members: usize, password: &str) -> Result<(), String> {
+    use futures::stream::{self, StreamExt, TryStreamExt};
+    stream::iter(t.users.iter().cloned())
+        .map(|u| async move {
+            let mut u = u.lock().await;
+            let slug = format!("o-{}-{}", t.run_id, t.seq.fetch_add(1, Ordering::Relaxed));
+            let org_id = create_org(t, &slug, &u.cookie).await?;
+            let mut first = None;
+            for _ in 0..members.max(1) {
+                let member = add_guest(t, &org_id, &u.cookie, password).await?;
+                first.get_or_insert(member);
+            }
+            u.org = Some((org_id, first.ok_or("no member id")?));
+            Ok::<(), String>(())
+        })
+        .buffer_unordered(4)
+        .try_collect::<Vec<()>>()
+        .await
+        .map(|_| ())
+}
+
+/// A whole organization life: create, invite a fresh user, that user accepts, list members,
+/// change the role, remove the member. Counted as one operation.
+pub(crate) async fn org_round(
+    t: &Target,
+    owner: &mut VUser,
+    step: u64,
+    password: &str,
+) -> Result<(), String> {
+    let slug = format!(
+        "b-{}-{}-{step}",
+        t.run_id,
+        t.seq.fetch_add(1, Ordering::Relaxed)
+    );
+    let org_id = create_org(t, &slug, &owner.cookie).await?;
+    let member_id = add_guest(t, &org_id, &owner.cookie, password).await?;
+    t.send(
+        false,
+        &format!("/organization/list-members?organizationId={org_id}"),
+        None,
+        Some(&owner.cookie),
+    )
+    .await?;
+    t.send(
+        true,
+        "/organization/update-member-role",
+        Some(json!({"organizationId": org_id, "memberId": member_id, "role": "admin"})),
+        Some(&owner.cookie),
+    )
+    .await?;
+    t.send(
+        true,
+        "/organization/remove-member",
+        Some(json!({"organizationId": org_id, "memberIdOrEmail": member_id})),
+        Some(&owner.cookie),
+    )
+    .await?;
+    Ok(())
+}

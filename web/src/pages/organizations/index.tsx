@@ -1,0 +1,77 @@
+// One organization's console: a tab per part (members, invitations, teams, roles, settings,
+// activity), each showing only what the member's permissions grant; and the list pages.
+import { useQuery } from "@tanstack/react-query";
+import { Link, Navigate, NavLink, useParams } from "react-router";
+import { api, unwrap } from "../../api";
+import { AuditLog } from "../../components/audit";
+import { ErrorBox } from "../../components/ui";
+import { useSession } from "../../session";
+import { useCan } from "./hooks";
+import { Members } from "./members";
+import { Invitations } from "./invitations";
+import { Teams } from "./teams";
+import { Roles } from "./roles";
+import { Settings } from "./settings";
+
+const TABS = ["members", "invitations", "teams", "roles", "settings"] as const;
+
+/** The sections; "Activity" (the organization's audit log) for those who may update it. */
+function OrgTabs({ orgId, tab }: { orgId: string; tab: string }) {
+  const canRead = useCan(orgId, { organization: ["update"] });
+  const tabs: string[] = canRead ? [...TABS, "activity"] : [...TABS];
+  return (
+    <nav className="tabs" aria-label="Organization sections">
+      {tabs.map((t) => (
+        <NavLink key={t} to={`/organizations/${orgId}/${t}`} className={() => (t === tab ? "active" : "")}>
+          {t[0]!.toUpperCase() + t.slice(1)}
+        </NavLink>
+      ))}
+    </nav>
+  );
+}
+
+export function OrganizationPage() {
+  const { id = "", tab = "members" } = useParams();
+  const session = useSession();
+  const org = useQuery({
+    queryKey: ["org", id],
+    queryFn: () => unwrap(api.GET("/organization/get-full-organization", { params: { query: { organizationId: id } } })),
+    enabled: !!session.data,
+    retry: false,
+  });
+  if (session.isPending) return <main>Loading…</main>;
+  if (!session.data) return <Navigate to={`/sign-in?redirectTo=/organizations/${id}`} replace />;
+  if (org.isPending) return <main>Loading…</main>;
+  if (!org.data)
+    return (
+      <main>
+        <ErrorBox error={org.error} />
+        <Link to="/organizations">Back to your organizations</Link>
+      </main>
+    );
+  const o = org.data;
+  return (
+    <main>
+      <p className="muted">
+        <Link to="/organizations">Organizations</Link> /
+      </p>
+      <h1>{o.name}</h1>
+      <OrgTabs orgId={o.id} tab={tab} />
+      {tab === "members" && <Members org={o} me={session.data.user.id} />}
+      {tab === "invitations" && <Invitations org={o} />}
+      {tab === "teams" && <Teams org={o} />}
+      {tab === "roles" && <Roles org={o} />}
+      {tab === "settings" && <Settings org={o} key={o.name + o.slug} />}
+      {tab === "activity" && (
+        <section className="card" aria-label="Activity">
+          <AuditLog organizationId={o.id} me={session.data.user.id} names={Object.fromEntries(o.members.flatMap((m) => (m.user ? [[m.userId, m.user.name]] : [])))} />
+        </section>
+      )}
+    </main>
+  );
+}
+
+/** Where invitation mails point: answer it signed in, or sign in / up and come back. */
+
+export { AcceptInvitation, Organizations } from "./list";
+export { allowed, slugify, useCan, usePermissions, useSlugStatus } from "./hooks";

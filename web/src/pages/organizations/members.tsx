@@ -1,0 +1,119 @@
+// An organization's members: roles (confirmed before they change), removal, leaving.
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { useNavigate } from "react-router";
+import { api, unwrap, type Schemas } from "../../api";
+import { Confirm, ErrorBox } from "../../components/ui";
+import { SESSION_KEY } from "../../session";
+import { useCan, useRoleNames } from "./hooks";
+
+export function Members({ org, me }: { org: Schemas["FullOrganization"]; me: string }) {
+  const qc = useQueryClient();
+  const navigate = useNavigate();
+  const roles = useRoleNames(org.id);
+  const canUpdate = useCan(org.id, { member: ["update"] });
+  const canDelete = useCan(org.id, { member: ["delete"] });
+  const [removing, setRemoving] = useState<Schemas["Member"] | null>(null);
+  const [leaving, setLeaving] = useState(false);
+  const refresh = () => qc.invalidateQueries({ queryKey: ["org", org.id] });
+  const setRole = useMutation({
+    mutationFn: (v: { memberId: string; role: string }) =>
+      unwrap(api.POST("/organization/update-member-role", { body: { organizationId: org.id, memberId: v.memberId, role: v.role } })),
+    onSuccess: async () => {
+      await refresh();
+      await qc.invalidateQueries({ queryKey: ["permissions", org.id] });
+    },
+  });
+  const remove = useMutation({
+    mutationFn: () => unwrap(api.POST("/organization/remove-member", { body: { organizationId: org.id, memberIdOrEmail: removing?.id ?? "" } })),
+    onSuccess: () => {
+      setRemoving(null);
+      refresh();
+    },
+  });
+  const leave = useMutation({
+    mutationFn: () => unwrap(api.POST("/organization/leave", { body: { organizationId: org.id } })),
+    onSuccess: async () => {
+      await qc.invalidateQueries({ queryKey: ["orgs"] });
+      await qc.invalidateQueries({ queryKey: SESSION_KEY });
+      navigate("/organizations");
+    },
+  });
+  return (
+    <section className="card" aria-labelledby="members-h">
+      <h2 id="members-h">Members</h2>
+      <ErrorBox error={setRole.error} />
+      <table>
+        <thead>
+          <tr>
+            <th>Name</th>
+            <th className="hide-sm">Email</th>
+            <th>Role</th>
+            <th>
+              <span className="muted">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {org.members.map((m) => (
+            <tr key={m.id} data-email={m.user?.email}>
+              <td>
+                {m.user?.name ?? m.userId} {m.userId === me && <span className="badge">you</span>}
+              </td>
+              <td className="hide-sm">{m.user?.email}</td>
+              <td>
+                {canUpdate && m.userId !== me ? (
+                  <select
+                    aria-label={`Role of ${m.user?.name ?? m.userId}`}
+                    value={m.role}
+                    disabled={setRole.isPending}
+                    onChange={(e) => setRole.mutate({ memberId: m.id, role: e.target.value })}
+                  >
+                    {[...new Set([m.role, ...roles])].map((r) => (
+                      <option key={r} value={r}>
+                        {r}
+                      </option>
+                    ))}
+                  </select>
+                ) : (
+                  m.role
+                )}
+              </td>
+              <td>
+                {m.userId === me ? (
+                  <button type="button" className="secondary" onClick={() => setLeaving(true)}>
+                    Leave
+                  </button>
+                ) : (
+                  canDelete && (
+                    <button type="button" className="secondary" onClick={() => setRemoving(m)}>
+                      Remove
+                    </button>
+                  )
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {removing && (
+        <Confirm
+          title="Remove this member?"
+          body={`${removing.user?.name ?? removing.userId} will lose access to ${org.name}.`}
+          confirm="Remove"
+          action={remove}
+          onClose={() => setRemoving(null)}
+        />
+      )}
+      {leaving && (
+        <Confirm
+          title={`Leave ${org.name}?`}
+          body="You will lose access until someone invites you again."
+          confirm="Leave"
+          action={leave}
+          onClose={() => setLeaving(false)}
+        />
+      )}
+    </section>
+  );
+}
