@@ -1,10 +1,9 @@
 //! The audit log's API side: the events routes record (one line each, after the operation, with
 //! its outcome) and where a request came from. Events name users, organizations and ids, never
 //! a token, password or secret; what a route records is listed in README, "Audit log".
+pub use crate::client::Origin;
 use crate::error::{ApiResult, Code};
-use crate::http::{RequestId, REQUEST_ID_HEADER};
-use poem::http::{header, HeaderValue};
-use poem::Request;
+use poem::http::HeaderValue;
 use storage::{AuditEvent, AuditOutcome, OrgId, UserId};
 
 /// The actions recorded, one constant each (the `action` of an event).
@@ -87,29 +86,6 @@ pub mod action {
         ADMIN_IMPERSONATION_STARTED,
         ADMIN_IMPERSONATION_STOPPED,
     ];
-}
-
-/// Where a request came from: its client address (as the limiter sees it), user agent and
-/// request id. Cheap to take: nothing is formatted until an event is recorded.
-#[derive(Debug, Clone, Default)]
-pub struct Origin {
-    ip: Option<std::net::IpAddr>,
-    user_agent: Option<HeaderValue>,
-    request_id: Option<HeaderValue>,
-}
-
-impl Origin {
-    pub fn of(req: &Request) -> Self {
-        Self {
-            ip: crate::http::client_addr(req),
-            user_agent: req.headers().get(header::USER_AGENT).cloned(),
-            request_id: req
-                .extensions()
-                .get::<RequestId>()
-                .and_then(|r| HeaderValue::from_str(&r.0).ok())
-                .or_else(|| req.headers().get(REQUEST_ID_HEADER).cloned()),
-        }
-    }
 }
 
 /// An audit record being described. The decision it describes keeps it in its own write
@@ -215,15 +191,6 @@ impl Event {
             keep_for_secs,
             when: self.when,
         }
-    }
-}
-
-impl crate::session::Principal {
-    /// An event of this signed-in user (the actor; also the subject until told otherwise).
-    pub fn event(&self, action: &'static str) -> Event {
-        Event::new(action, &self.origin)
-            .own(&self.user.id)
-            .impersonated_by(self.session.impersonated_by.as_ref())
     }
 }
 

@@ -4,6 +4,13 @@ use poem_openapi::Object;
 use serde::Serialize;
 use storage::{Session, User};
 
+/// The signed-in caller.
+#[derive(Debug, Clone)]
+pub struct Authed {
+    pub session: Session,
+    pub user: User,
+}
+
 /// ISO 8601 with milliseconds and `Z`, as JavaScript's `Date.toJSON()` writes it.
 pub fn iso(t: &DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
@@ -94,7 +101,7 @@ pub struct SessionWithUser {
 }
 
 impl SessionWithUser {
-    pub fn of(a: &crate::session::Authed) -> Self {
+    pub fn of(a: &Authed) -> Self {
         Self {
             session: SessionDto::from(&a.session),
             user: UserDto::from(&a.user),

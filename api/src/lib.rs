@@ -6,6 +6,7 @@
 )]
 
 pub mod audit;
+pub mod client;
 pub mod config;
 pub mod crypto;
 pub mod delivery;

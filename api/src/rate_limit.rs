@@ -478,7 +478,7 @@ impl Limiter {
         now: DateTime<Utc>,
         audit: &crate::audit::Audit,
     ) -> ApiResult<()> {
-        let client = crate::http::client_addr(req);
+        let client = crate::client::client_addr(req);
         let refused = self.mail(to, client, now).await;
         Self::refused(req, refused, audit).await
     }

@@ -17,12 +17,7 @@ use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex, RwLock};
 use storage::{Session, User, UserId};
 
-/// The signed-in caller.
-#[derive(Debug, Clone)]
-pub struct Authed {
-    pub session: Session,
-    pub user: User,
-}
+pub use crate::dto::Authed;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ResolveOptions {
@@ -617,5 +612,14 @@ impl<'a> ApiExtractor<'a> for Principal {
             }),
             None => Err(ApiError::new(Code::Unauthorized).into()),
         }
+    }
+}
+
+impl Principal {
+    /// An event of this signed-in user (the actor; also the subject until told otherwise).
+    pub fn event(&self, action: &'static str) -> crate::audit::Event {
+        crate::audit::Event::new(action, &self.origin)
+            .own(&self.user.id)
+            .impersonated_by(self.session.impersonated_by.as_ref())
     }
 }

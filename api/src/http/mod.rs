@@ -2,6 +2,9 @@
 //! checks, the body limit, and the middleware that applies them. Cookies are in `cookies.rs`.
 mod cookies;
 
+use crate::client::ClientAddr;
+pub use crate::client::{client_addr, client_ip, user_agent, RequestId, REQUEST_ID_HEADER};
+
 use crate::error::{ApiError, Code};
 use crate::AppState;
 use percent_encoding::{percent_decode_str, AsciiSet, NON_ALPHANUMERIC};
@@ -349,29 +352,6 @@ async fn handle<E: Endpoint>(
     resp
 }
 
-pub const REQUEST_ID_HEADER: header::HeaderName = header::HeaderName::from_static("x-request-id");
-
-/// The id of a request: the caller's `X-Request-Id` when it is a sane one (1–128 characters
-/// of letters, digits and `-_.:`, as proxies and tracing systems make them), else a new one.
-/// Answered in `X-Request-Id` and written on every log line of the request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestId(pub String);
-
-impl RequestId {
-    fn of(req: &Request) -> Self {
-        let given = req
-            .headers()
-            .get(REQUEST_ID_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .filter(|v| {
-                (1..=128).contains(&v.len())
-                    && v.bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
-            });
-        Self(given.map_or_else(|| storage::random_string(24), str::to_owned))
-    }
-}
-
 /// What a request is labelled as in metrics: its API route's `template` (`/callback/:id`),
 /// `other` for anything else under the API, the health route, or `ui` for the hosted pages.
 fn route_label<'a>(path: &str, template: Option<&'a str>) -> &'a str {
@@ -531,21 +511,6 @@ fn check_origin(req: &Request, state: &AppState) -> Result<(), ApiError> {
 }
 
 /// A request's client address, as [`middleware`] worked it out.
-#[derive(Debug, Clone, Copy)]
-struct ClientAddr(Option<std::net::IpAddr>);
-
-/// The client's address: the socket peer, or — with `trust_proxy`, when the peer is one of
-/// `trusted_proxies` — the address its proxies forwarded (see [`crate::rate_limit`]).
-pub fn client_addr(req: &Request) -> Option<std::net::IpAddr> {
-    if let Some(ClientAddr(ip)) = req.extensions().get::<ClientAddr>() {
-        return *ip;
-    }
-    match req.data::<AppState>() {
-        Some(state) => forwarded_client(req, state),
-        None => req.remote_addr().as_socket_addr().map(|a| a.ip()),
-    }
-}
-
 fn forwarded_client(req: &Request, state: &AppState) -> Option<std::net::IpAddr> {
     let peer = req.remote_addr().as_socket_addr().map(|a| a.ip());
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
@@ -556,18 +521,6 @@ fn forwarded_client(req: &Request, state: &AppState) -> Option<std::net::IpAddr>
         state.config.trust_proxy,
         &state.proxies,
     )
-}
-
-/// [`client_addr`] as text, as sessions store it.
-pub fn client_ip(req: &Request) -> Option<String> {
-    client_addr(req).map(|ip| ip.to_string())
-}
-
-pub fn user_agent(req: &Request) -> Option<String> {
-    req.headers()
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .map(|s| s.chars().take(512).collect())
 }
 
 #[cfg(test)]
