@@ -62,8 +62,10 @@ pub struct Inner {
     pub passwords: passwords::Passwords,
     /// The account flows' mail.
     pub account_mail: plugins::core::AccountMail,
-    /// The organization plugin's reads beside its actors.
-    pub orgs: plugins::organization::OrgReads,
+    /// New users with a password, and passwords checked for a sign-in.
+    pub credentials: plugins::core::Credentials,
+    /// The organization plugin's workflows and reads beside its actors.
+    pub orgs: plugins::organization::Orgs,
     /// What requests keep in the audit log (see [`audit`]).
     pub audit: audit::Audit,
     /// Sends what decisions stored (see [`delivery`]).
@@ -81,7 +83,7 @@ pub struct Inner {
     pub social_flow: plugins::social::SocialFlow,
     pub jwt: jwt::Jwt,
     pub role_catalog: RoleCatalog,
-    pub limiter: rate_limit::Limiter,
+    pub limiter: Arc<rate_limit::Limiter>,
     /// `trusted_proxies`, parsed.
     pub proxies: Vec<rate_limit::Cidr>,
     pub metrics: metrics::Metrics,
@@ -498,7 +500,7 @@ impl AppState {
             proxies,
             metrics,
         } = prepared;
-        let limiter = limiter.with_store(store.clone());
+        let limiter = Arc::new(limiter.with_store(store.clone()));
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| StartError::DataDir(config.data_dir.display().to_string(), e))?;
         check_data_dir_writable(&config.data_dir)?;
@@ -567,6 +569,18 @@ impl AppState {
             actors.clone(),
             metrics.audit_failures.clone(),
         );
+        let credentials = plugins::core::Credentials::new(plugins::core::CredentialsInner {
+            actors: actors.clone(),
+            hasher: hasher.clone(),
+            limiter: limiter.clone(),
+            audit: audit.clone(),
+            mail: mail.clone(),
+            account_mail: account_mail.clone(),
+            clock: clock.clone(),
+            sign_ins: metrics.sign_ins.clone(),
+            send_on_sign_up: config.email_verification.send_on_sign_up,
+            require_verification: config.email_verification.require_email_verification,
+        });
         let social_flow = plugins::social::SocialFlow::new(plugins::social::SocialFlowInner {
             config: shared_config,
             social,
@@ -590,15 +604,17 @@ impl AppState {
             signer,
             sessions,
             passwords: passwords::Passwords::new(&config.password, hasher.clone(), actors.reader()),
-            orgs: plugins::organization::OrgReads::new(
+            orgs: plugins::organization::Orgs::new(
                 &actors,
                 clock.clone(),
                 &config.organization,
+                &config.base_url,
             ),
             audit,
             mail,
             links,
             account_mail,
+            credentials,
             mail_consumer,
             events_consumer,
             views_consumer,

@@ -1,16 +1,15 @@
 //! Sign-up, sign-in and sign-out with email and password.
+use super::credentials::SignUp;
 use crate::audit::{action, Event, Origin};
 use crate::dto::{SuccessResponse, Text, UserDto};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::PendingCookies;
-use crate::mail::MailKind;
 use crate::plugins::{normalize_email, Tag};
 use crate::AppState;
 use poem::web::Data;
 use poem::Request;
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object, OpenApi};
-use storage::{Account, User, UserId, CREDENTIAL_PROVIDER};
 
 pub struct AuthApi;
 
@@ -120,45 +119,20 @@ impl AuthApi {
             body.callback_url.as_ref().map(|t| t.0.as_str()),
             Code::InvalidCallbackurl,
         )?;
-        if state.reader.get_user_by_email(&email).await?.is_some() {
-            return Err(Code::UserAlreadyExists.into());
-        }
-        let hash = state
-            .hasher
-            .hash(body.password.0)
-            .await
-            .map_err(ApiError::internal)?;
-        let now = state.clock.now();
-        let user = User::new(&email, body.name.0, body.image.map(|t| t.0), now);
-        let account = Account::credential(&user.id, hash, now);
-        let origin = Origin::of(req);
-        let ctx = state.audit.noted(
-            Event::new(action::SIGN_UP, &origin)
-                .own(&user.id)
-                .detail("method", "email"),
-        );
-        let ev = &state.config.email_verification;
-        let mail: Vec<_> = ((ev.send_on_sign_up || ev.require_email_verification)
-            && state.mail.enabled())
-        .then(|| {
-            state.account_mail.verification_mail(
-                &user,
-                MailKind::VerifyEmail,
-                &user.email,
-                None,
+        let user = state
+            .credentials
+            .sign_up(
+                &Origin::of(req),
+                SignUp {
+                    email,
+                    name: body.name.0,
+                    image: body.image.map(|t| t.0),
+                    password: body.password.0,
+                },
                 cb.as_deref(),
             )
-        })
-        .into_iter()
-        .collect();
-        // The store's unique email decides a race between two sign-ups of one address.
-        state
-            .actors
-            .sign_up(&user, &account, &state.mail.mailing(ctx, &mail))
             .await?;
-        tracing::info!(user = %user.id, "user signed up");
-        state.mail.deliver(&mail).await;
-        if ev.require_email_verification {
+        if !state.credentials.session_on_sign_up() {
             // No session until the address is verified.
             return Ok(Json(SignUpResponse {
                 token: None,
@@ -199,83 +173,14 @@ impl AuthApi {
             body.callback_url.as_ref().map(|t| t.0.as_str()),
             Code::InvalidCallbackurl,
         )?;
-        // Too many wrong passwords for this account (from this client, or from everywhere):
-        // refused before any hashing, for known and unknown addresses alike.
-        let client = crate::http::client_addr(req);
-        let outcome = |o: &str| state.metrics.sign_ins.with_label_values(&[o]).inc();
-        let origin = Origin::of(req);
-        let attempt = || {
-            Event::new(action::SIGN_IN, &origin)
-                .target(email.clone())
-                .detail("method", "email")
-        };
-        if let Err(e) = state
-            .limiter
-            .sign_in_allowed(&email, client, state.clock.now())
-            .await
-        {
-            outcome("limited");
-            state.audit.record_refusal(attempt(), e.code).await;
-            return Err(e);
-        }
-        let user = state.reader.get_user_by_email(&email).await?;
-        // The same reads and the same hashing whether or not the address has an account, so
-        // neither the answer nor its timing tells them apart: an unknown address looks up the
-        // accounts of a fresh id and verifies against a dummy hash.
-        let probe = user
-            .as_ref()
-            .map_or_else(UserId::generate, |u| u.id.clone());
-        let hash = state
-            .reader
-            .list_accounts(&probe)
-            .await?
-            .into_iter()
-            .find(|a| a.provider_id == CREDENTIAL_PROVIDER)
-            .and_then(|a| a.password);
-        let ok = match hash {
-            Some(h) => state.hasher.verify(body.password.0, h).await,
-            None => state.hasher.verify_dummy(body.password.0).await,
-        }
-        .map_err(ApiError::internal)?;
-        let known = user.as_ref().map(|u| u.id.clone());
-        let (true, Some(user)) = (ok, user) else {
-            tracing::info!("sign-in refused: invalid email or password");
-            outcome("invalid");
-            state
-                .limiter
-                .sign_in_failed(&email, client, state.clock.now())
-                .await;
-            let ev = match &known {
-                Some(id) => attempt().own(id),
-                None => attempt(),
-            };
-            state
-                .audit
-                .record_refusal(ev, Code::InvalidEmailOrPassword)
-                .await;
-            return Err(Code::InvalidEmailOrPassword.into());
-        };
-        if state.config.email_verification.require_email_verification && !user.email_verified {
-            // Each refused sign-in mails the link again, within the recipient's mail limit.
-            let may_mail = state
-                .limiter
-                .limit_mail(req, &user.email, state.clock.now(), &state.audit)
-                .await
-                .is_ok();
-            if state.mail.enabled() && may_mail {
-                state
-                    .account_mail
-                    .send_verification(&user, MailKind::VerifyEmail, &user.email, cb.as_deref())
-                    .await?;
-            }
-            outcome("unverified");
-            state
-                .audit
-                .record_refusal(attempt().own(&user.id), Code::EmailNotVerified)
-                .await;
-            return Err(Code::EmailNotVerified.into());
-        }
-        let ev = attempt().own(&user.id);
+        let user = state
+            .credentials
+            .check_password(req, &email, body.password.0, cb.as_deref())
+            .await?;
+        let ev = Event::new(action::SIGN_IN, &Origin::of(req))
+            .target(email.clone())
+            .detail("method", "email")
+            .own(&user.id);
         let started = state
             .sessions
             .start_session(
@@ -289,7 +194,7 @@ impl AuthApi {
             )
             .await;
         let authed = state.audit.audited(ev, started).await?;
-        outcome("success");
+        state.credentials.signed_in();
         tracing::info!(user = %authed.user.id, "user signed in");
         Ok(SignInAnswer::Ok(
             Json(SignInResponse {

@@ -5,7 +5,6 @@ use super::dto::*;
 use crate::audit::action;
 use crate::dto::Text;
 use crate::error::{ApiError, ApiResult, Code};
-use crate::mail::MailJob;
 use crate::plugins::{text, Tag};
 use crate::session::Principal;
 use crate::AppState;
@@ -77,29 +76,10 @@ impl InvitationApi {
             .fill(actors::Fill::TargetInvitation);
         // The mail goes with the invitation; its link names the invitation the decision makes
         // (or sends again), which the actor puts in.
-        let org = state.orgs.existing_org(&org_id).await?;
-        let link = state
-            .config
-            .organization
-            .invitation_link
-            .replace("{base_url}", state.config.base_url.trim_end_matches('/'))
-            .replace("{id}", actors::INVITATION_ID)
-            .replace(
-                "{email}",
-                &percent_encoding::utf8_percent_encode(&email, crate::http::URI_COMPONENT)
-                    .to_string(),
-            );
-        let name = match state.reader.get_user_by_email(&email).await? {
-            Some(u) => u.name,
-            None => email.clone(),
-        };
-        let vars = [
-            ("name", name.as_str()),
-            ("organization", org.name.as_str()),
-            ("inviter", auth.user.name.as_str()),
-            ("role", actors::INVITATION_ROLE),
-        ];
-        let job = MailJob::new(crate::mail::MailKind::Invitation, &email, link, &vars);
+        let job = state
+            .orgs
+            .invitation_mail(&org_id, &email, &auth.user.name)
+            .await?;
         let inv = state
             .actors
             .org(org_id.clone())

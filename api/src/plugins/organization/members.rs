@@ -224,21 +224,7 @@ impl MemberApi {
     ) -> ApiResult<Json<MemberResponse>> {
         let org = auth.org_id(text(&body.0.organization_id))?;
         let target = body.0.member_id_or_email.0;
-        let member_id = if target.contains('@') {
-            let user = state
-                .reader
-                .get_user_by_email(&target)
-                .await?
-                .ok_or(Code::MemberNotFound)?;
-            state
-                .reader
-                .get_member(&org, &user.id)
-                .await?
-                .ok_or(Code::MemberNotFound)?
-                .id
-        } else {
-            MemberId(target)
-        };
+        let member_id = state.orgs.member_named(&org, target).await?;
         let ev = auth
             .event(action::MEMBER_REMOVED)
             .org(&org)

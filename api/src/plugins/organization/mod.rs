@@ -5,14 +5,14 @@
 mod dto;
 mod invitations;
 mod members;
-mod reads;
 mod roles;
+mod service;
 mod teams;
 
 pub use invitations::InvitationApi;
 pub use members::MemberApi;
-pub use reads::OrgReads;
 pub use roles::RoleApi;
+pub use service::Orgs;
 pub use teams::TeamApi;
 pub(crate) use teams::TeamDto;
 
@@ -36,7 +36,7 @@ use poem::Request;
 use poem_openapi::param::Query;
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
-use storage::{Member, MemberId, OrgId, Organization, User, UserId};
+use storage::{Member, OrgId, User, UserId};
 
 pub struct OrganizationApi;
 
@@ -196,37 +196,18 @@ impl OrganizationApi {
                 None => return Err(Code::Unauthorized.into()),
             },
         };
-        if state.reader.get_user(&owner).await?.is_none() {
-            return Err(Code::UserNotFound.into());
-        }
-        let slug = body.slug.0.trim().to_owned();
-        if !valid_slug(&slug) {
-            return Err(ApiError::validation(
-                false,
-                vec!["slug: lowercase letters, digits, - and _ (1-64)".into()],
-            ));
-        }
-        if body.name.0.trim().is_empty() {
-            return Err(ApiError::validation(false, vec!["name: required".into()]));
-        }
-        let now = state.clock.now();
-        let creator_role = state.config.organization.creator_role.clone();
-        let org = Organization::new(
-            body.name.0.trim().to_owned(),
-            slug,
-            body.logo.map(|t| t.0),
-            metadata_text(body.metadata)?,
-            policy::parse_roles(&creator_role).contains(&storage::OWNER_ROLE),
-            now,
-        );
-        let member = Member {
-            id: MemberId::generate(),
-            organization_id: org.id.clone(),
-            user_id: owner.clone(),
-            role: creator_role,
-            team_id: None,
-            created_at: now,
-        };
+        let (org, member) = state
+            .orgs
+            .new_organization(
+                &owner,
+                service::NewOrganization {
+                    name: body.name.0,
+                    slug: body.slug.0,
+                    logo: body.logo.map(|t| t.0),
+                    metadata: metadata_text(body.metadata)?,
+                },
+            )
+            .await?;
         // Created and (unless asked not to) made active in the same actor turn.
         let activate = session
             .as_ref()

@@ -253,20 +253,12 @@ impl TeamApi {
         body: Json<SetActiveTeamBody>,
     ) -> ApiResult<Json<crate::dto::Nullable<TeamDto>>> {
         let team = match text(&body.0.team_id) {
-            Some(id) => {
-                let org = auth.org_id(None)?;
-                let t = state
-                    .reader
-                    .get_team(&TeamId(id.to_owned()))
-                    .await?
-                    .filter(|t| t.organization_id == org)
-                    .ok_or(Code::TeamNotFound)?;
-                let members = state.reader.list_team_members(&t).await?;
-                if !members.iter().any(|m| m.user_id == auth.user.id) {
-                    return Err(Code::NotATeamMember.into());
-                }
-                Some(t)
-            }
+            Some(id) => Some(
+                state
+                    .orgs
+                    .team_to_activate(&auth.org_id(None)?, id, &auth.user.id)
+                    .await?,
+            ),
             None => None,
         };
         state
