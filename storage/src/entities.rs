@@ -27,6 +27,9 @@ pub struct User {
     /// compare-and-set it, so decisions made in several processes cannot interleave.
     #[serde(default)]
     pub version: u64,
+    /// Two-factor plugin: a confirmed second factor is asked at sign-in.
+    #[serde(default)]
+    pub two_factor_enabled: bool,
 }
 
 impl User {
@@ -45,7 +48,37 @@ impl User {
             created_at: now,
             updated_at: now,
             version: 0,
+            two_factor_enabled: false,
         }
+    }
+}
+
+/// A user's second factor (two-factor plugin), at most one per user: the TOTP secret, sealed
+/// by the server, and the unused backup codes, hashed. Whether it is asked at sign-in is the
+/// user's `two_factor_enabled` (set once a first code confirmed it).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TwoFactor {
+    pub user_id: UserId,
+    /// The TOTP secret, sealed (never stored in the clear).
+    pub secret: String,
+    /// Hashes of the backup codes not used yet.
+    pub backup_codes: Vec<String>,
+    /// The last TOTP time step a code was accepted for: a code is used once.
+    pub last_step: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// Bumped by every write; writes compare-and-set it.
+    pub version: u64,
+}
+
+impl std::fmt::Debug for TwoFactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TwoFactor")
+            .field("user_id", &self.user_id)
+            .field("backup_codes", &self.backup_codes.len())
+            .field("last_step", &self.last_step)
+            .field("version", &self.version)
+            .finish_non_exhaustive()
     }
 }
 

@@ -489,6 +489,23 @@ pub trait RoleStore: Send + Sync {
     async fn list_roles(&self, org: &OrgId) -> StoreResult<Vec<OrganizationRole>>;
 }
 
+/// Second factors (two-factor plugin), one per user.
+#[async_trait]
+pub trait TwoFactorStore: Send + Sync {
+    async fn get_two_factor(&self, user: &UserId) -> StoreResult<Option<TwoFactor>>;
+    /// Writes `tf`: with `expected` `None` a new one (`Conflict("two factor")` when the user
+    /// has one), else only over the stored one at version `expected` (`ConcurrentModification`
+    /// when it moved, `NotFound` when there is none). `tf.version` is stored as given.
+    async fn put_two_factor(
+        &self,
+        tf: &TwoFactor,
+        expected: Option<u64>,
+        events: &[Event],
+    ) -> StoreResult<()>;
+    /// Removes the user's second factor; `false` when there was none.
+    async fn delete_two_factor(&self, user: &UserId, events: &[Event]) -> StoreResult<bool>;
+}
+
 /// Signing key pairs (JWT/JWKS).
 #[async_trait]
 pub trait KeyPairStore: Send + Sync {
@@ -545,6 +562,7 @@ pub trait Store:
     + TeamStore
     + RoleStore
     + KeyPairStore
+    + TwoFactorStore
     + ScanStore
     + AuditStore
     + EventStore
@@ -563,6 +581,7 @@ impl<T> Store for T where
         + TeamStore
         + RoleStore
         + KeyPairStore
+        + TwoFactorStore
         + ScanStore
         + AuditStore
         + EventStore

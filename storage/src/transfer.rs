@@ -33,6 +33,9 @@ pub enum Record {
         user: User,
         accounts: Vec<Account>,
         sessions: Vec<Session>,
+        /// The user's second factor (its secret as sealed by the server that wrote it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        two_factor: Option<TwoFactor>,
     },
     Organization {
         organization: Organization,
@@ -112,6 +115,7 @@ pub async fn export(store: &dyn Store, out: &mut impl Write) -> Result<Counts, T
                 .into_iter()
                 .filter(|s| s.expires_at > now)
                 .collect();
+            let two_factor = store.get_two_factor(&user.id).await?;
             n.users += 1;
             n.accounts += accounts.len() as u64;
             n.sessions += sessions.len() as u64;
@@ -121,6 +125,7 @@ pub async fn export(store: &dyn Store, out: &mut impl Write) -> Result<Counts, T
                     user,
                     accounts,
                     sessions,
+                    two_factor,
                 },
             )?;
         }
@@ -206,6 +211,7 @@ pub async fn import(store: &dyn Store, input: impl BufRead) -> Result<Counts, Tr
                 user,
                 accounts,
                 sessions,
+                two_factor,
             } => {
                 let mut accounts = accounts.into_iter();
                 let first = accounts.next();
@@ -228,6 +234,12 @@ pub async fn import(store: &dyn Store, input: impl BufRead) -> Result<Counts, Tr
                         .await
                         .map_err(|e| at(format!("session {}: {e}", s.id)))?;
                     n.sessions += 1;
+                }
+                if let Some(tf) = two_factor {
+                    store
+                        .put_two_factor(&tf, None, &[])
+                        .await
+                        .map_err(|e| at(format!("two factor of {}: {e}", tf.user_id)))?;
                 }
             }
             Record::Organization {

@@ -36,6 +36,23 @@ async fn populated(s: &DynStore) {
         let mut old = contract::session(&u);
         old.expires_at = now - Duration::hours(1);
         s.create_session(&old, &[]).await.unwrap();
+        if i == 0 {
+            // A second factor, on.
+            let tf = TwoFactor {
+                user_id: u.id.clone(),
+                secret: "sealed".into(),
+                backup_codes: vec!["h1".into(), "h2".into()],
+                last_step: 7,
+                created_at: now,
+                updated_at: now,
+                version: 3,
+            };
+            s.put_two_factor(&tf, None, &[]).await.unwrap();
+            let mut on = s.get_user(&u.id).await.unwrap().unwrap();
+            on.two_factor_enabled = true;
+            on.version += 1;
+            s.update_user(&on, &[]).await.unwrap();
+        }
         users.push(s.get_user(&u.id).await.unwrap().unwrap());
     }
     for (n, slug) in ["acme", "globex"].iter().enumerate() {
@@ -160,6 +177,11 @@ async fn round_trip(source: &DynStore, target: &DynStore) {
     );
     let after = dump(target).await;
     assert_eq!(normalized(&before), normalized(&after));
+    let with_factor = normalized(&after)
+        .iter()
+        .filter(|l| l.contains("\"two_factor\":{") && l.contains("\"two_factor_enabled\":true"))
+        .count();
+    assert_eq!(with_factor, 1, "the second factor moves with its user");
     // A second import into the now filled store is refused before it writes anything.
     assert!(matches!(
         import(&**target, before.as_slice()).await,

@@ -37,6 +37,7 @@ mod sessions;
 mod stream;
 mod teams;
 pub mod testing;
+mod two_factor;
 mod users;
 mod verifications;
 

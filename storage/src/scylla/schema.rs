@@ -108,6 +108,15 @@ const MIGRATIONS: &[&[&str]] = &[
         "ALTER TABLE {ks}.users ADD decisions map<bigint, text>",
         "ALTER TABLE {ks}.org_rows ADD decisions map<bigint, text> STATIC",
     ],
+    // 5: the two-factor plugin: whether a user's second factor is on (on the user row, written
+    // with its version), and the factor (LWT on its own version, which decision made each
+    // version kept as on the user row).
+    &[
+        "ALTER TABLE {ks}.users ADD two_factor_enabled boolean",
+        "CREATE TABLE IF NOT EXISTS {ks}.two_factors (user_id text PRIMARY KEY, secret text, \
+         backup_codes text, last_step bigint, created_at bigint, updated_at bigint, \
+         version bigint, decisions map<bigint, text>)",
+    ],
 ];
 
 /// The columns of an audit event besides its place (`at`, `id`).

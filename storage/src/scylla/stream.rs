@@ -85,6 +85,14 @@ pub(crate) enum Probe {
     VerificationExists {
         identifier: String,
     },
+    /// The user's second factor records this decision for `version`.
+    TwoFactorDecision {
+        user: String,
+        version: u64,
+    },
+    TwoFactorGone {
+        user: String,
+    },
 }
 
 /// A decision's row, ready to be written: its key, and the decision id the probe looks for.
@@ -294,6 +302,14 @@ impl ScyllaStore {
             }
             Probe::OrgExists { org } => self.get_organization(&OrgId(org.clone())).await?.is_some(),
             Probe::OrgGone { org } => self.get_organization(&OrgId(org.clone())).await?.is_none(),
+            Probe::TwoFactorDecision { user, version } => {
+                self.decision_of("two_factors", "user_id", user, *version)
+                    .await?
+                    == Some(decision.into())
+            }
+            Probe::TwoFactorGone { user } => {
+                !exists("two_factors", "user_id", user.clone()).await?
+            }
             Probe::UserExists { user } => exists("users", "id", user.clone()).await?,
             Probe::UserGone { user } => !exists("users", "id", user.clone()).await?,
             Probe::SessionExists { token } => {
@@ -570,6 +586,6 @@ fn mails(events: &[Event]) -> bool {
         .any(|e| matches!(e.payload, Payload::Mail { .. }))
 }
 
-fn internal(e: impl std::fmt::Display) -> StoreError {
+pub(super) fn internal(e: impl std::fmt::Display) -> StoreError {
     StoreError::Internal(e.to_string())
 }

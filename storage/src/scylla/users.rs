@@ -5,7 +5,7 @@ use async_trait::async_trait;
 
 pub(crate) const USER_COLS: &str =
     "id, email, email_verified, name, image, role, banned, ban_reason, \
-                         ban_expires, created_at, updated_at, version";
+                         ban_expires, created_at, updated_at, version, two_factor_enabled";
 
 pub(crate) fn user_of(r: &Row) -> StoreResult<User> {
     let c = Cols(r);
@@ -22,6 +22,7 @@ pub(crate) fn user_of(r: &Row) -> StoreResult<User> {
         created_at: c.ts(9)?,
         updated_at: c.ts(10)?,
         version: c.big(11) as u64,
+        two_factor_enabled: c.boolean(12),
     })
 }
 
@@ -445,7 +446,7 @@ impl ScyllaStore {
         let u = user;
         self.lwt(
             &format!(
-                "INSERT INTO {} ({USER_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) IF NOT EXISTS",
+                "INSERT INTO {} ({USER_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) IF NOT EXISTS",
                 self.t("users")
             ),
             vec![
@@ -461,6 +462,7 @@ impl ScyllaStore {
                 ms(&u.created_at),
                 ms(&u.updated_at),
                 big(u.version as i64),
+                boolean(u.two_factor_enabled),
             ],
         )
         .await?;
@@ -487,8 +489,8 @@ impl ScyllaStore {
         let mut writes = vec![(
             format!(
                 "UPDATE {} SET email = ?, email_verified = ?, name = ?, image = ?, role = ?, \
-                     banned = ?, ban_reason = ?, ban_expires = ?, updated_at = ?, version = ? \
-                     WHERE id = ? IF version = ?",
+                     banned = ?, ban_reason = ?, ban_expires = ?, updated_at = ?, version = ?, \
+                     two_factor_enabled = ? WHERE id = ? IF version = ?",
                 self.t("users")
             ),
             vec![
@@ -502,6 +504,7 @@ impl ScyllaStore {
                 oms(&u.ban_expires),
                 ms(&u.updated_at),
                 big(u.version as i64),
+                boolean(u.two_factor_enabled),
                 text(&u.id.0),
                 big(expected as i64),
             ],
@@ -545,6 +548,11 @@ impl ScyllaStore {
         }
         self.remove_user_sessions(id, None).await?;
         self.delete_verifications_of(&id.0, "").await?;
+        self.exec(
+            &format!("DELETE FROM {} WHERE user_id = ?", self.t("two_factors")),
+            vec![text(&id.0)],
+        )
+        .await?;
         self.leave_all_organizations(id).await?;
         Ok(())
     }

@@ -22,6 +22,7 @@ mod schema;
 mod sessions;
 mod stream;
 mod teams;
+mod two_factor;
 mod users;
 mod verifications;
 

@@ -5,7 +5,7 @@ use rusqlite::{params, Connection, Row};
 
 pub(super) const USER_COLS: &str =
     "id, email, email_verified, name, image, role, banned, ban_reason, \
-                         ban_expires, created_at, updated_at, version";
+                         ban_expires, created_at, updated_at, version, two_factor_enabled";
 
 /// The two reads of every authenticated request, their text made once.
 pub(super) static GET_USER: std::sync::LazyLock<String> =
@@ -32,6 +32,7 @@ pub(super) fn user_row_at(r: &Row, at: usize) -> rusqlite::Result<User> {
         created_at: ts(r.get(at + 9)?)?,
         updated_at: ts(r.get(at + 10)?)?,
         version: r.get::<_, i64>(at + 11)? as u64,
+        two_factor_enabled: r.get(at + 12)?,
     })
 }
 

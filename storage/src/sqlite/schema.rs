@@ -251,6 +251,20 @@ CREATE TABLE event_consumers (
     PRIMARY KEY (consumer, shard)
 );
 "#,
+    // 10: the two-factor plugin: whether a user's second factor is on, and the factor itself
+    // (a sealed TOTP secret, hashed backup codes, the last TOTP step used).
+    r#"
+ALTER TABLE users ADD COLUMN two_factor_enabled INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE two_factors (
+    user_id TEXT PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
+    secret TEXT NOT NULL,
+    backup_codes TEXT NOT NULL,
+    last_step INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    version INTEGER NOT NULL
+);
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> StoreResult<()> {

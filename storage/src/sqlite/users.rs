@@ -17,7 +17,7 @@ impl UserStore for SqliteStore {
             let tx = conn.savepoint().map_err(map_err)?;
             tx.exec(
                 &format!(
-                    "INSERT INTO users ({USER_COLS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
+                    "INSERT INTO users ({USER_COLS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"
                 ),
                 params![
                     u.id.0,
@@ -31,7 +31,8 @@ impl UserStore for SqliteStore {
                     ms_opt(&u.ban_expires),
                     ms(&u.created_at),
                     ms(&u.updated_at),
-                    u.version as i64
+                    u.version as i64,
+                    u.two_factor_enabled
                 ],
             )
             .map_err(unique("email"))?;
@@ -77,8 +78,8 @@ impl UserStore for SqliteStore {
             let n = c
                 .exec(
                     "UPDATE users SET email=?2, email_verified=?3, name=?4, image=?5, role=?6, \
-                     banned=?7, ban_reason=?8, ban_expires=?9, updated_at=?10, version=?11 \
-                     WHERE id=?1 AND version=?12",
+                     banned=?7, ban_reason=?8, ban_expires=?9, updated_at=?10, version=?11, \
+                     two_factor_enabled=?13 WHERE id=?1 AND version=?12",
                     params![
                         u.id.0,
                         u.email,
@@ -91,7 +92,8 @@ impl UserStore for SqliteStore {
                         ms_opt(&u.ban_expires),
                         ms(&u.updated_at),
                         u.version as i64,
-                        expected as i64
+                        expected as i64,
+                        u.two_factor_enabled
                     ],
                 )
                 .map_err(unique("email"))?;

@@ -7,7 +7,7 @@ fn later() -> chrono::DateTime<Utc> {
     now() + Duration::seconds(60)
 }
 
-fn domain(aggregate: &str, name: &str, n: u32) -> Event {
+pub fn domain(aggregate: &str, name: &str, n: u32) -> Event {
     Event::new(
         aggregate,
         now(),
@@ -25,7 +25,7 @@ fn audited(aggregate: &str, action: &str, user: &User) -> Event {
 }
 
 /// Every event of `topic` from the start, over every shard.
-async fn all_of(s: &S, topic: Topic) -> Vec<Event> {
+pub async fn all_of(s: &S, topic: Topic) -> Vec<Event> {
     let mut out = Vec::new();
     for shard in 0..s.event_shards() {
         let mut after: Option<String> = None;
@@ -57,7 +57,7 @@ async fn audit_of(s: &S, user: &User) -> Vec<String> {
         .collect()
 }
 
-fn names(events: &[Event]) -> Vec<String> {
+pub fn names(events: &[Event]) -> Vec<String> {
     events
         .iter()
         .map(|e| match &e.payload {

@@ -8,8 +8,11 @@ use std::sync::Arc;
 use storage::*;
 
 mod events;
+mod two_factor;
 #[allow(unused_imports)]
 pub use events::*;
+#[allow(unused_imports)]
+pub use two_factor::*;
 
 pub type S = Arc<dyn Store>;
 
@@ -1761,6 +1764,9 @@ macro_rules! contract_tests {
             events_alone_and_mail,
             consumers_hold_leases_and_keep_their_progress,
             reading_in_pages_sees_each_event_once_in_order,
+            two_factors_compare_and_set_and_go_with_their_user,
+            concurrent_uses_of_one_two_factor_one_wins,
+            two_factor_writes_carry_their_events,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {$(
