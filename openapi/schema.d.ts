@@ -1772,6 +1772,179 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/two-factor/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Turn off two-factor sign-in
+         * @description Needs the password. The secret, the backup codes and the trusted devices go.
+         */
+        post: operations["disableTwoFactor"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/two-factor/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Turn on two-factor sign-in
+         * @description Needs the password. `totp` (the default) answers a new authenticator secret as an
+         *     `otpauth://` URI and ten backup codes, shown once; sign-ins ask for a code once a first
+         *     `verify-totp` confirmed the secret. Calling it again replaces the secret and the codes.
+         */
+        post: operations["enableTwoFactor"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/two-factor/generate-backup-codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * New backup codes
+         * @description Needs the password and two-factor sign-in on. Ten new single-use codes replace every
+         *     old one; they are shown once.
+         */
+        post: operations["generateBackupCodes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/two-factor/get-totp-uri": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The authenticator URI
+         * @description Needs the password: the `otpauth://` URI of the current secret (`TOTP_NOT_ENABLED`
+         *     without one).
+         */
+        post: operations["getTotpUri"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/two-factor/send-otp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mail a sign-in code
+         * @description During a sign-in's second step (the `two_factor` cookie): mails a 6-digit code to the
+         *     account's address, valid once for 5 minutes (`OTP_NOT_ENABLED` when the server sends
+         *     no mail). Within the recipient's mail limit.
+         */
+        post: operations["sendTwoFactorOtp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/two-factor/verify-backup-code": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Verify a backup code
+         * @description The second step of a sign-in with one of the backup codes instead of an authenticator
+         *     code: each works once (`INVALID_BACKUP_CODE` otherwise), and counts against the
+         *     challenge's tries as a wrong authenticator code does.
+         */
+        post: operations["verifyBackupCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/two-factor/verify-otp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Verify a code from the mail
+         * @description The second step of a sign-in with the code `send-otp` mailed: it works once, for 5
+         *     minutes, and a wrong one counts against the challenge's tries.
+         */
+        post: operations["verifyTwoFactorOtp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/two-factor/verify-totp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Verify an authenticator code
+         * @description The second step of a sign-in (the `two_factor` cookie its first step set): a right
+         *     code ends the challenge with a session. Signed in without that cookie, a first right
+         *     code confirms a new secret and turns two-factor sign-in on. A code works once; five
+         *     wrong codes end a challenge (`TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE`), ten in a row lock
+         *     the second factor for 15 minutes (`TOO_MANY_ATTEMPTS`).
+         */
+        post: operations["verifyTotp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/unlink-account": {
         parameters: {
             query?: never;
@@ -2045,7 +2218,7 @@ export interface components {
              * @description `user.sign-in`, `member.role-changed`… (README, "Audit log", lists them).
              * @enum {string}
              */
-            action: "user.sign-up" | "user.sign-in" | "user.sign-out" | "session.revoked" | "password.changed" | "password.reset" | "password.set" | "email.change-requested" | "email.changed" | "email.verified" | "account.linked" | "account.unlinked" | "user.deleted" | "organization.created" | "organization.updated" | "organization.deleted" | "member.added" | "member.removed" | "member.role-changed" | "invitation.created" | "invitation.accepted" | "invitation.rejected" | "invitation.canceled" | "role.created" | "role.updated" | "role.deleted" | "rate-limit.hit" | "admin.user-created" | "admin.user-updated" | "admin.role-set" | "admin.user-banned" | "admin.user-unbanned" | "admin.sessions-revoked" | "admin.user-removed" | "admin.password-set" | "admin.impersonation-started" | "admin.impersonation-stopped";
+            action: "user.sign-up" | "user.sign-in" | "user.sign-out" | "session.revoked" | "password.changed" | "password.reset" | "password.set" | "email.change-requested" | "email.changed" | "email.verified" | "account.linked" | "account.unlinked" | "user.deleted" | "organization.created" | "organization.updated" | "organization.deleted" | "member.added" | "member.removed" | "member.role-changed" | "invitation.created" | "invitation.accepted" | "invitation.rejected" | "invitation.canceled" | "role.created" | "role.updated" | "role.deleted" | "rate-limit.hit" | "admin.user-created" | "admin.user-updated" | "admin.role-set" | "admin.user-banned" | "admin.user-unbanned" | "admin.sessions-revoked" | "admin.user-removed" | "admin.password-set" | "admin.impersonation-started" | "admin.impersonation-stopped" | "two-factor.enrolled" | "two-factor.disabled" | "two-factor.backup-codes-regenerated" | "two-factor.challenge" | "two-factor.device-trusted";
             /** @description Who acted (absent: the server key or an anonymous client). */
             actorId?: string | null;
             /** @description ISO 8601 date-time. */
@@ -2204,7 +2377,7 @@ export interface components {
              * @description Stable machine-readable code, e.g. `INVALID_EMAIL_OR_PASSWORD`.
              * @enum {string}
              */
-            code: "ACCESS_TOKEN_NOT_FOUND" | "ACCOUNT_NOT_FOUND" | "ADMIN_SESSION_NOT_FOUND" | "BANNED_USER" | "CHANGE_EMAIL_IS_DISABLED" | "COULDNT_UPDATE_YOUR_EMAIL" | "CREDENTIAL_ACCOUNT_NOT_FOUND" | "DELETE_USER_IS_DISABLED" | "EMAIL_ALREADY_VERIFIED" | "EMAIL_CAN_NOT_BE_UPDATED" | "EMAIL_IS_THE_SAME" | "EMAIL_MISMATCH" | "EMAIL_NOT_VERIFIED" | "EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION" | "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION" | "FAILED_TO_CREATE_SESSION" | "FAILED_TO_CREATE_USER" | "FAILED_TO_GET_ACCESS_TOKEN" | "FAILED_TO_GET_SESSION" | "FAILED_TO_GET_USER_INFO" | "FAILED_TO_REFRESH_ACCESS_TOKEN" | "FAILED_TO_UNLINK_LAST_ACCOUNT" | "FIELD_NOT_ALLOWED" | "FORBIDDEN" | "ID_TOKEN_NOT_SUPPORTED" | "INTERNAL_SERVER_ERROR" | "INVALID_CALLBACK_URL" | "INVALID_EMAIL" | "INVALID_EMAIL_OR_PASSWORD" | "INVALID_ERROR_CALLBACK_URL" | "INVALID_JSON" | "INVALID_NEW_USER_CALLBACK_URL" | "INVALID_ORIGIN" | "INVALID_PASSWORD" | "INVALID_PERMISSION_CHECK" | "INVALID_REDIRECT_URL" | "INVALID_TOKEN" | "INVITATION_LIMIT_REACHED" | "INVITATION_NOT_FOUND" | "INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION" | "LINKING_DIFFERENT_EMAILS_NOT_ALLOWED" | "LINKING_NOT_ALLOWED" | "MEMBER_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "METHOD_NOT_ALLOWED_DEFER_SESSION_REQUIRED" | "MISSING_OR_NULL_ORIGIN" | "NOT_FOUND" | "NOT_IMPERSONATING" | "NO_ACTIVE_ORGANIZATION" | "NO_DATA_TO_UPDATE" | "NO_FIELDS_TO_UPDATE" | "OAUTH_LINK_ERROR" | "ORGANIZATION_ALREADY_EXISTS" | "ORGANIZATION_MEMBERSHIP_LIMIT_REACHED" | "ORGANIZATION_NOT_FOUND" | "ORGANIZATION_SLUG_ALREADY_TAKEN" | "PASSWORD_CANNOT_BE_UPDATED_VIA_UPDATE_USER" | "PASSWORD_TOO_LONG" | "PASSWORD_TOO_SHORT" | "PAYLOAD_TOO_LARGE" | "PROVIDER_NOT_CONFIGURED" | "PROVIDER_NOT_FOUND" | "PROVIDER_NOT_SUPPORTED" | "REFRESH_TOKEN_NOT_FOUND" | "REQUEST_TIMEOUT" | "RESET_PASSWORD_ISNT_ENABLED" | "ROLE_IS_ASSIGNED_TO_MEMBERS" | "ROLE_NAME_IS_ALREADY_TAKEN" | "ROLE_NOT_FOUND" | "SERVER_CREDENTIAL_REQUIRED" | "SERVICE_UNAVAILABLE" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_FRESH" | "SLUG_IS_TAKEN" | "SOCIAL_ACCOUNT_ALREADY_LINKED" | "TEAM_ALREADY_EXISTS" | "TEAM_NOT_FOUND" | "TOKEN_EXPIRED" | "TOKEN_REFRESH_NOT_SUPPORTED" | "TOO_MANY_REQUESTS" | "UNABLE_TO_REMOVE_LAST_TEAM" | "UNAUTHORIZED" | "UNSUPPORTED_MEDIA_TYPE" | "USER_ALREADY_EXISTS" | "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL" | "USER_ALREADY_HAS_PASSWORD" | "USER_EMAIL_NOT_FOUND" | "USER_ID_CANNOT_BE_UPDATED" | "USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION" | "USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_TEAM" | "USER_NOT_FOUND" | "VALIDATION_ERROR" | "VERIFICATION_EMAIL_ISNT_ENABLED" | "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS" | "YOU_ARE_NOT_ALLOWED_TO_CANCEL_THIS_INVITATION" | "YOU_ARE_NOT_ALLOWED_TO_CHANGE_USERS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_NEW_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_TEAMS_IN_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_GET_USER" | "YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_READ_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_READ_THE_AUDIT_LOG" | "YOU_ARE_NOT_ALLOWED_TO_REMOVE_A_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_SET_NON_EXISTENT_VALUE" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_EMAIL" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_PASSWORD" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_USERS" | "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION" | "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION" | "YOU_CANNOT_BAN_YOURSELF" | "YOU_CANNOT_IMPERSONATE_ADMINS" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_WITHOUT_AN_OWNER" | "YOU_CANNOT_REMOVE_YOURSELF" | "YOU_HAVE_REACHED_THE_MAXIMUM_NUMBER_OF_ORGANIZATIONS";
+            code: "ACCESS_TOKEN_NOT_FOUND" | "ACCOUNT_NOT_FOUND" | "ADMIN_SESSION_NOT_FOUND" | "BANNED_USER" | "CHANGE_EMAIL_IS_DISABLED" | "COULDNT_UPDATE_YOUR_EMAIL" | "CREDENTIAL_ACCOUNT_NOT_FOUND" | "DELETE_USER_IS_DISABLED" | "EMAIL_ALREADY_VERIFIED" | "EMAIL_CAN_NOT_BE_UPDATED" | "EMAIL_IS_THE_SAME" | "EMAIL_MISMATCH" | "EMAIL_NOT_VERIFIED" | "EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION" | "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION" | "FAILED_TO_CREATE_SESSION" | "FAILED_TO_CREATE_USER" | "FAILED_TO_GET_ACCESS_TOKEN" | "FAILED_TO_GET_SESSION" | "FAILED_TO_GET_USER_INFO" | "FAILED_TO_REFRESH_ACCESS_TOKEN" | "FAILED_TO_UNLINK_LAST_ACCOUNT" | "FIELD_NOT_ALLOWED" | "FORBIDDEN" | "ID_TOKEN_NOT_SUPPORTED" | "INTERNAL_SERVER_ERROR" | "INVALID_BACKUP_CODE" | "INVALID_CALLBACK_URL" | "INVALID_CODE" | "INVALID_EMAIL" | "INVALID_EMAIL_OR_PASSWORD" | "INVALID_ERROR_CALLBACK_URL" | "INVALID_JSON" | "INVALID_NEW_USER_CALLBACK_URL" | "INVALID_ORIGIN" | "INVALID_PASSWORD" | "INVALID_PERMISSION_CHECK" | "INVALID_REDIRECT_URL" | "INVALID_TOKEN" | "INVALID_TWO_FACTOR_COOKIE" | "INVITATION_LIMIT_REACHED" | "INVITATION_NOT_FOUND" | "INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION" | "LINKING_DIFFERENT_EMAILS_NOT_ALLOWED" | "LINKING_NOT_ALLOWED" | "MEMBER_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "METHOD_NOT_ALLOWED_DEFER_SESSION_REQUIRED" | "MISSING_OR_NULL_ORIGIN" | "NOT_FOUND" | "NOT_IMPERSONATING" | "NO_ACTIVE_ORGANIZATION" | "NO_DATA_TO_UPDATE" | "NO_FIELDS_TO_UPDATE" | "OAUTH_LINK_ERROR" | "ORGANIZATION_ALREADY_EXISTS" | "ORGANIZATION_MEMBERSHIP_LIMIT_REACHED" | "ORGANIZATION_NOT_FOUND" | "ORGANIZATION_SLUG_ALREADY_TAKEN" | "OTP_NOT_ENABLED" | "PASSWORD_CANNOT_BE_UPDATED_VIA_UPDATE_USER" | "PASSWORD_TOO_LONG" | "PASSWORD_TOO_SHORT" | "PAYLOAD_TOO_LARGE" | "PROVIDER_NOT_CONFIGURED" | "PROVIDER_NOT_FOUND" | "PROVIDER_NOT_SUPPORTED" | "REFRESH_TOKEN_NOT_FOUND" | "REQUEST_TIMEOUT" | "RESET_PASSWORD_ISNT_ENABLED" | "ROLE_IS_ASSIGNED_TO_MEMBERS" | "ROLE_NAME_IS_ALREADY_TAKEN" | "ROLE_NOT_FOUND" | "SERVER_CREDENTIAL_REQUIRED" | "SERVICE_UNAVAILABLE" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_FRESH" | "SLUG_IS_TAKEN" | "SOCIAL_ACCOUNT_ALREADY_LINKED" | "TEAM_ALREADY_EXISTS" | "TEAM_NOT_FOUND" | "TOKEN_EXPIRED" | "TOKEN_REFRESH_NOT_SUPPORTED" | "TOO_MANY_ATTEMPTS" | "TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE" | "TOO_MANY_REQUESTS" | "TOTP_NOT_ENABLED" | "TWO_FACTOR_NOT_ENABLED" | "UNABLE_TO_REMOVE_LAST_TEAM" | "UNAUTHORIZED" | "UNSUPPORTED_MEDIA_TYPE" | "USER_ALREADY_EXISTS" | "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL" | "USER_ALREADY_HAS_PASSWORD" | "USER_EMAIL_NOT_FOUND" | "USER_ID_CANNOT_BE_UPDATED" | "USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION" | "USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_TEAM" | "USER_NOT_FOUND" | "VALIDATION_ERROR" | "VERIFICATION_EMAIL_ISNT_ENABLED" | "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS" | "YOU_ARE_NOT_ALLOWED_TO_CANCEL_THIS_INVITATION" | "YOU_ARE_NOT_ALLOWED_TO_CHANGE_USERS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_NEW_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_TEAMS_IN_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_GET_USER" | "YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_READ_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_READ_THE_AUDIT_LOG" | "YOU_ARE_NOT_ALLOWED_TO_REMOVE_A_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_SET_NON_EXISTENT_VALUE" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_EMAIL" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_PASSWORD" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_USERS" | "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION" | "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION" | "YOU_CANNOT_BAN_YOURSELF" | "YOU_CANNOT_IMPERSONATE_ADMINS" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_WITHOUT_AN_OWNER" | "YOU_CANNOT_REMOVE_YOURSELF" | "YOU_HAVE_REACHED_THE_MAXIMUM_NUMBER_OF_ORGANIZATIONS";
             /** @description For validation failures: what was wrong with which field. */
             details?: string[] | null;
             /** @description Human-readable message. */
@@ -2565,6 +2738,7 @@ export interface components {
             url?: string | null;
             user: components["schemas"]["User"];
         };
+        SignInResult: components["schemas"]["SignInResponse"] | components["schemas"]["TwoFactorRedirect"];
         /** SignInSocialBody */
         SignInSocialBody: {
             /**
@@ -2711,6 +2885,59 @@ export interface components {
             organizationId: string;
             updatedAt?: string | null;
         };
+        /** TwoFactorBackupCodes */
+        TwoFactorBackupCodes: {
+            backupCodes: string[];
+            status: boolean;
+        };
+        /** TwoFactorEnableBody */
+        TwoFactorEnableBody: {
+            /** @description The issuer the authenticator app shows; default `two_factor.issuer`, else the app name. */
+            issuer?: string | null;
+            /** @description `totp` (default): an authenticator app, confirmed by a first code. */
+            method?: string | null;
+            password: string;
+        };
+        /** TwoFactorEnableResponse */
+        TwoFactorEnableResponse: {
+            /** @description Ten single-use codes for when the authenticator is lost: shown once (`totp`). */
+            backupCodes?: string[] | null;
+            method: string;
+            /** @description The `otpauth://` URI to show as a QR code (`totp`). */
+            totpURI?: string | null;
+        };
+        /** TwoFactorPasswordBody */
+        TwoFactorPasswordBody: {
+            password: string;
+        };
+        /**
+         * TwoFactorRedirect
+         * @description A sign-in that waits for its second factor.
+         */
+        TwoFactorRedirect: {
+            /** @description How the second factor can be given: `totp` (an authenticator app); backup codes always. */
+            twoFactorMethods: string[];
+            twoFactorRedirect: boolean;
+        };
+        /** TwoFactorSignedIn */
+        TwoFactorSignedIn: {
+            /** @description The session's token (also in the session cookie). */
+            token: string;
+            user: components["schemas"]["User"];
+        };
+        /** TwoFactorTotpUri */
+        TwoFactorTotpUri: {
+            totpURI: string;
+        };
+        /** TwoFactorVerifyBody */
+        TwoFactorVerifyBody: {
+            code: string;
+            /**
+             * @description Trust this browser for `two_factor.trust_device_days`: its sign-ins skip the second
+             *     factor (the `trust_device` cookie, renewed on each use).
+             */
+            trustDevice?: boolean | null;
+        };
         /** UnlinkAccountBody */
         UnlinkAccountBody: {
             /** @description The account's row id (`id` in list-accounts), as better-auth 1.7 sends it. */
@@ -2785,6 +3012,8 @@ export interface components {
             name: string;
             /** @description Global (admin plugin) role; `user` unless set. */
             role: string;
+            /** @description Two-factor plugin: a second factor is asked at sign-in. */
+            twoFactorEnabled: boolean;
             /** @description ISO 8601 date-time. */
             updatedAt: string;
         };
@@ -6022,14 +6251,19 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Signed in. With a `callbackURL`, it is also the `Location` header (as 1.7 sends it). */
+            /**
+             * @description Signed in; or, for a user with two-factor sign-in on (from a browser not trusted to
+             *     skip it), no session yet: `twoFactorRedirect` and the `two_factor` cookie, for
+             *     `/two-factor/verify-totp` or `/two-factor/verify-backup-code`. With a `callbackURL`,
+             *     a sign-in is also the `Location` header (as 1.7 sends it).
+             */
             200: {
                 headers: {
                     LOCATION?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json; charset=utf-8": components["schemas"]["SignInResponse"];
+                    "application/json; charset=utf-8": components["schemas"]["SignInResult"];
                 };
             };
             /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
@@ -6210,6 +6444,330 @@ export interface operations {
                 };
                 content: {
                     "application/json; charset=utf-8": components["schemas"]["JwtTokenResponse"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    disableTwoFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["TwoFactorPasswordBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["StatusResponse"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    enableTwoFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["TwoFactorEnableBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["TwoFactorEnableResponse"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    generateBackupCodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["TwoFactorPasswordBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["TwoFactorBackupCodes"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getTotpUri: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["TwoFactorPasswordBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["TwoFactorTotpUri"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    sendTwoFactorOtp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["StatusResponse"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    verifyBackupCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["TwoFactorVerifyBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["TwoFactorSignedIn"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    verifyTwoFactorOtp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["TwoFactorVerifyBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["TwoFactorSignedIn"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    verifyTotp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["TwoFactorVerifyBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["TwoFactorSignedIn"];
                 };
             };
             /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */

@@ -217,6 +217,7 @@ impl Actors {
             email_verified: change.email_verified,
             role: change.role.map(Some),
             ban: change.ban,
+            two_factor_enabled: None,
         };
         self.user(id.clone())
             .with(ctx.clone())

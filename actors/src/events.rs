@@ -243,7 +243,7 @@ pub(crate) mod data {
         serde_json::json!({
             "id": u.id, "email": u.email, "emailVerified": u.email_verified, "name": u.name,
             "image": u.image, "role": u.role, "banned": u.banned, "createdAt": u.created_at,
-            "updatedAt": u.updated_at,
+            "updatedAt": u.updated_at, "twoFactorEnabled": u.two_factor_enabled,
         })
     }
 

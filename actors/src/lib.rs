@@ -40,7 +40,7 @@ pub use social::{SocialSignIn, SocialUser};
 pub use user::{
     Accepted, BanChange, LinkMode, Linked, NewSession, PasswordChange, ProviderAccount,
     ProviderTokens, ResetOutcome, SignedIn, UserHandle, UserPatch, CHANGE_EMAIL_PREFIX,
-    RESET_PASSWORD_PREFIX,
+    RESET_PASSWORD_PREFIX, TRUST_DEVICE_PREFIX,
 };
 pub use views::{Answers, ViewCacheConfig};
 
@@ -66,6 +66,12 @@ pub enum ActorError {
 /// Rules an actor enforces.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rule {
+    /// Two-factor: the user has no second factor.
+    TwoFactorNotEnabled,
+    /// Two-factor: the code's time step was used already (a code works once).
+    CodeUsed,
+    /// Two-factor: no unused backup code matches.
+    InvalidBackupCode,
     /// The user's last linked account cannot be unlinked.
     LastAccount,
     /// No linked account matches.

@@ -33,6 +33,8 @@ reads! {
     get_users(ids: &[UserId]) -> Vec<User>;
     get_user_by_email(email: &str) -> Option<User>;
     list_accounts(user: &UserId) -> Vec<Account>;
+    /// The user's second factor (its secret sealed, its backup codes hashed).
+    get_two_factor(user: &UserId) -> Option<TwoFactor>;
     get_session(token: &str) -> Option<Session>;
     /// The session and its user (`None`: gone) in one round trip where the store can.
     get_session_with_user(token: &str) -> Option<(Session, Option<User>)>;

@@ -45,6 +45,11 @@ pub mod action {
     pub const ADMIN_PASSWORD_SET: &str = "admin.password-set";
     pub const ADMIN_IMPERSONATION_STARTED: &str = "admin.impersonation-started";
     pub const ADMIN_IMPERSONATION_STOPPED: &str = "admin.impersonation-stopped";
+    pub const TWO_FACTOR_ENROLLED: &str = "two-factor.enrolled";
+    pub const TWO_FACTOR_DISABLED: &str = "two-factor.disabled";
+    pub const TWO_FACTOR_BACKUP_CODES: &str = "two-factor.backup-codes-regenerated";
+    pub const TWO_FACTOR_CHALLENGE: &str = "two-factor.challenge";
+    pub const TWO_FACTOR_DEVICE_TRUSTED: &str = "two-factor.device-trusted";
 
     /// Every action, for the documentation and the read routes' filter.
     pub const ALL: &[&str] = &[
@@ -85,6 +90,11 @@ pub mod action {
         ADMIN_PASSWORD_SET,
         ADMIN_IMPERSONATION_STARTED,
         ADMIN_IMPERSONATION_STOPPED,
+        TWO_FACTOR_ENROLLED,
+        TWO_FACTOR_DISABLED,
+        TWO_FACTOR_BACKUP_CODES,
+        TWO_FACTOR_CHALLENGE,
+        TWO_FACTOR_DEVICE_TRUSTED,
     ];
 }
 

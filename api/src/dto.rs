@@ -35,6 +35,8 @@ pub struct UserDto {
     pub ban_reason: Option<String>,
     /// ISO 8601 date-time.
     pub ban_expires: Option<String>,
+    /// Two-factor plugin: a second factor is asked at sign-in.
+    pub two_factor_enabled: bool,
 }
 
 impl From<&User> for UserDto {
@@ -51,6 +53,7 @@ impl From<&User> for UserDto {
             banned: u.banned,
             ban_reason: u.ban_reason.clone(),
             ban_expires: u.ban_expires.as_ref().map(iso),
+            two_factor_enabled: u.two_factor_enabled,
         }
     }
 }

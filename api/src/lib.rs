@@ -81,6 +81,8 @@ pub struct Inner {
     pub views_consumer: Option<actors::consumers::ConsumerHandle>,
     /// The social plugin's flows, with the configured providers.
     pub social_flow: plugins::social::SocialFlow,
+    /// The two-factor plugin: secrets, codes, the sign-in challenge, trusted devices.
+    pub two_factor: plugins::two_factor::TwoFactorFlow,
     pub jwt: jwt::Jwt,
     pub role_catalog: RoleCatalog,
     pub limiter: Arc<rate_limit::Limiter>,
@@ -569,6 +571,17 @@ impl AppState {
             actors.clone(),
             metrics.audit_failures.clone(),
         );
+        let two_factor =
+            plugins::two_factor::TwoFactorFlow::new(plugins::two_factor::TwoFactorInner {
+                actors: actors.clone(),
+                clock: clock.clone(),
+                signer: signer.clone(),
+                sealer: crypto::Sealer::new(secret.expose(), "gatehouse totp secrets v1", "gt1."),
+                cookies: cookies.clone(),
+                config: config.two_factor.clone(),
+                app_name: config.mail.app_name.clone(),
+                mail: mail.clone(),
+            });
         let credentials = plugins::core::Credentials::new(plugins::core::CredentialsInner {
             actors: actors.clone(),
             hasher: hasher.clone(),
@@ -599,6 +612,7 @@ impl AppState {
         Ok(Self(Arc::new(Inner {
             jwt,
             social_flow,
+            two_factor,
             origins: http::TrustedOrigins::new(&config.base_url, &config.trusted_origins),
             cookies,
             signer,

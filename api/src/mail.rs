@@ -24,15 +24,18 @@ pub enum MailKind {
     ChangeEmailConfirmation,
     DeleteAccount,
     Invitation,
+    /// A sign-in's second factor by mail (`{{code}}`; no link).
+    TwoFactorOtp,
 }
 
 impl MailKind {
-    pub const ALL: [MailKind; 5] = [
+    pub const ALL: [MailKind; 6] = [
         Self::VerifyEmail,
         Self::ResetPassword,
         Self::ChangeEmailConfirmation,
         Self::DeleteAccount,
         Self::Invitation,
+        Self::TwoFactorOtp,
     ];
 
     pub fn name(self) -> &'static str {
@@ -42,10 +45,28 @@ impl MailKind {
             Self::ChangeEmailConfirmation => "change-email-confirmation",
             Self::DeleteAccount => "delete-account",
             Self::Invitation => "invitation",
+            Self::TwoFactorOtp => "two-factor-otp",
         }
     }
 
     fn builtin(self) -> Template {
+        if self == Self::TwoFactorOtp {
+            let intro = "Your code to finish signing in to {{app_name}} as {{email}} is";
+            let after = "It works once, for 5 minutes. If you did not just sign in, someone \
+                         knows your password: change it.";
+            return Template {
+                subject: "{{code}} is your {{app_name}} sign-in code".into(),
+                text: format!(
+                    "Hello {{{{name}}}},\n\n{intro} {{{{code}}}}.\n\n{after}\n\n— {{{{app_name}}}}\n"
+                ),
+                html: format!(
+                    "<!DOCTYPE html><html><body style=\"font-family:system-ui,sans-serif\">\
+                     <p>Hello {{{{name}}}},</p><p>{intro}</p>\
+                     <p style=\"font-size:1.6em;letter-spacing:.2em\"><b>{{{{code}}}}</b></p>\
+                     <p>{after}</p><p>— {{{{app_name}}}}</p></body></html>"
+                ),
+            };
+        }
         let (subject, intro, action) = match self {
             Self::VerifyEmail => (
                 "Verify your email address for {{app_name}}",
@@ -76,6 +97,7 @@ impl MailKind {
                  you, confirm; otherwise ignore this message.",
                 "Delete my account",
             ),
+            Self::TwoFactorOtp => ("", "", ""),
         };
         Template {
             subject: subject.into(),

@@ -26,6 +26,7 @@ pub const BUILTIN_RULES: &[(&str, RateRule)] = &[
     ("/request-password-reset", RateRule { window: 60, max: 3 }),
     ("/forget-password", RateRule { window: 60, max: 3 }),
     ("/send-verification-email", RateRule { window: 60, max: 3 }),
+    ("/two-factor/*", RateRule { window: 10, max: 3 }),
 ];
 
 /// An address block: an address and how many leading bits of it count.

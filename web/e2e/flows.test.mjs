@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { createHmac } from "node:crypto";
 import { chromium } from "playwright-core";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -214,6 +215,73 @@ test("account: sign up, verify, sign out and in, change password, another browse
   await page.goto(`${base}/error?error=please_restart_the_process`);
   await page.getByText(/Please start again/).waitFor();
   await shot(page, "error-page");
+  assert.deepEqual([...a.errors, ...b.errors], []);
+  await a.context.close();
+  await b.context.close();
+});
+
+/** The code an authenticator app shows for a base32 `secret`, `offset` steps from now. */
+function totp(secret, offset = 0) {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  let bits = "";
+  for (const c of secret) bits += alphabet.indexOf(c).toString(2).padStart(5, "0");
+  const key = Buffer.from(bits.match(/.{8}/g).map((b) => parseInt(b, 2)));
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(Math.floor(Date.now() / 30000) + offset));
+  const h = createHmac("sha1", key).update(counter).digest();
+  const o = h[h.length - 1] & 15;
+  return String((h.readUInt32BE(o) & 0x7fffffff) % 1000000).padStart(6, "0");
+}
+
+test("two-factor: set up with the QR code's key, a challenged sign-in, a trusted browser, a backup code", async () => {
+  const a = await newPage();
+  const { page } = a;
+  await signUp(page, "Tess", "tess@example.com", "tess-password-1");
+  const card = page.getByRole("region", { name: "Two-factor sign-in" });
+  await card.locator('input[name="two-factor-password"]').fill("tess-password-1");
+  await card.getByRole("button", { name: "Set up" }).click();
+  await card.getByRole("img", { name: "QR code for your authenticator app" }).waitFor();
+  const secret = (await card.locator("code.secret").textContent()).trim();
+  assert.match(secret, /^[A-Z2-7]{32}$/);
+  await shot(page, "two-factor-setup");
+  await card.getByLabel("Code from the app").fill(totp(secret));
+  await card.getByRole("button", { name: "Turn on" }).click();
+  const codes = (await card.getByLabel("Backup codes").textContent()).trim().split("\n");
+  assert.equal(codes.length, 10);
+  await card.getByText("Two-factor sign-in is on.").waitFor();
+  await shot(page, "two-factor-backup-codes");
+  await card.getByRole("button", { name: "Done" }).click();
+
+  // A challenged sign-in (the next step's code: the one used to set up works once).
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByRole("heading", { name: "Sign in" }).waitFor();
+  await page.getByLabel("Email").fill("tess@example.com");
+  await page.getByLabel("Password", { exact: true }).fill("tess-password-1");
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await page.getByRole("heading", { name: "Two-factor sign-in" }).waitFor();
+  await page.getByLabel("Authentication code").fill("000000");
+  await page.getByRole("button", { name: "Verify" }).click();
+  await page.getByText("That code is not right, or it was used already.").waitFor();
+  await shot(page, "two-factor-challenge");
+  await page.getByLabel("Authentication code").fill(totp(secret, 1));
+  await page.getByLabel("Trust this browser for 30 days").check();
+  await page.getByRole("button", { name: "Verify" }).click();
+  await page.getByRole("heading", { name: "Your account" }).waitFor();
+
+  // This browser is trusted: no second step.
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await signIn(page, "tess@example.com", "tess-password-1");
+
+  // Another browser: a backup code, once.
+  const b = await newPage();
+  await b.page.goto(`${base}/sign-in`);
+  await b.page.getByLabel("Email").fill("tess@example.com");
+  await b.page.getByLabel("Password", { exact: true }).fill("tess-password-1");
+  await b.page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await b.page.getByRole("button", { name: "Use a backup code instead" }).click();
+  await b.page.getByLabel("Backup code").fill(codes[0]);
+  await b.page.getByRole("button", { name: "Verify" }).click();
+  await b.page.getByRole("heading", { name: "Your account" }).waitFor();
   assert.deepEqual([...a.errors, ...b.errors], []);
   await a.context.close();
   await b.context.close();

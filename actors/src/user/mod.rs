@@ -18,8 +18,10 @@ mod membership;
 mod profile;
 mod sessions;
 mod social;
+mod two_factor;
 
 pub use social::{LinkMode, Linked, ProviderAccount, ProviderTokens, SignedIn};
+pub use two_factor::TRUST_DEVICE_PREFIX;
 
 type Reply<T> = RpcReplyPort<Result<T, ActorError>>;
 
@@ -71,6 +73,8 @@ pub struct UserPatch {
     pub role: Option<Option<String>>,
     /// Admin: ban or unban.
     pub ban: Option<BanChange>,
+    /// Two-factor plugin: whether the second factor is asked at sign-in.
+    pub two_factor_enabled: Option<bool>,
 }
 
 /// The identifier prefix of password-reset tokens (`reset-password:{token}`, spec §3).
@@ -118,6 +122,7 @@ impl UserMsg {
 
 pub(crate) enum UserMsg {
     Social(social::SocialMsg),
+    TwoFactor(two_factor::TwoFactorMsg),
     CreateSession(NewSession, Reply<Session>),
     IssueResetToken {
         token: String,
@@ -258,6 +263,7 @@ impl Actor for UserActor {
         // A reply fails only when the caller gave up waiting; nothing to do then.
         match msg {
             UserMsg::Social(m) => self.social(&state.id, m, ctx).await,
+            UserMsg::TwoFactor(m) => self.two_factor(&state.id, m, ctx).await,
             UserMsg::CreateSession(new, reply) => {
                 let _ = reply.send(self.create_session(&state.id, new, ctx).await);
             }

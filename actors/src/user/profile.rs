@@ -155,6 +155,9 @@ impl UserActor {
             if let Some(role) = &patch.role {
                 user.role = role.clone();
             }
+            if let Some(on) = patch.two_factor_enabled {
+                user.two_factor_enabled = on;
+            }
             match &patch.ban {
                 Some(BanChange::Ban { reason, expires }) => {
                     user.banned = true;

@@ -19,6 +19,7 @@ mod social;
 mod store;
 #[cfg(test)]
 mod tests;
+mod two_factor;
 
 pub use limits::*;
 pub use mail::*;
@@ -26,6 +27,7 @@ pub use organization::*;
 pub use session::*;
 pub use social::*;
 pub use store::*;
+pub use two_factor::*;
 
 /// A secret value: never printed by `Debug` or `Display`, and redacted when serialized. Any
 /// scalar is taken as its text (`password = 12345678` in TOML is the string "12345678"), so no
@@ -129,6 +131,8 @@ pub struct Config {
     pub server: ServerConfig,
     pub rate_limit: RateLimitConfig,
     pub audit: AuditConfig,
+    /// The two-factor plugin: TOTP, codes by mail, backup codes, trusted devices.
+    pub two_factor: TwoFactorConfig,
     /// Where the data lives: `sqlite` (a file in `data_dir`; one machine) or `scylla` (a
     /// ScyllaDB or Cassandra cluster shared by any number of Gatehouse processes).
     pub store: StoreKind,
@@ -167,6 +171,7 @@ impl Default for Config {
             server: ServerConfig::default(),
             rate_limit: RateLimitConfig::default(),
             audit: AuditConfig::default(),
+            two_factor: TwoFactorConfig::default(),
             store: StoreKind::Sqlite,
             scylla: ScyllaConfig::default(),
             social: BTreeMap::new(),

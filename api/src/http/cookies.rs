@@ -17,6 +17,10 @@ pub struct CookieNames {
     pub state: String,
     /// While an admin impersonates a user: the admin's own session token (signed).
     pub admin_session: String,
+    /// A sign-in waiting for its second factor (signed challenge id).
+    pub two_factor: String,
+    /// A browser trusted to skip the second factor (signed, rotated on use).
+    pub trust_device: String,
     /// What every name above starts with (the prefix, with `__Secure-` on https).
     lead: String,
     secure: bool,
@@ -34,6 +38,8 @@ impl CookieNames {
             dont_remember: format!("{p}{prefix}.dont_remember"),
             state: format!("{p}{prefix}.state"),
             admin_session: format!("{p}{prefix}.admin_session"),
+            two_factor: format!("{p}{prefix}.two_factor"),
+            trust_device: format!("{p}{prefix}.trust_device"),
             lead: format!("{p}{prefix}."),
             secure,
         }

@@ -1,6 +1,6 @@
 //! The HTTP operations, a folder per plugin as better-auth splits them: `core` (email and
 //! password, sessions, the user and the account flows), `organization`, `admin` (with the audit
-//! log), `social` (providers, their flows and tokens), `jwt`. Each plugin's `mod.rs` names its
+//! log), `social` (providers, their flows and tokens), `jwt`, `two_factor`. Each plugin's `mod.rs` names its
 //! operations (`Apis`), one `…Api` per OpenAPI tag; a new plugin is a folder and a line in
 //! [`Apis`]. Handlers are thin: parse, one call to an actor or the store, a DTO.
 pub mod admin;
@@ -8,6 +8,7 @@ pub mod core;
 pub mod jwt;
 pub mod organization;
 pub mod social;
+pub mod two_factor;
 
 pub use self::core::meta::{error_page, MetaApi};
 pub(crate) use organization::TeamDto;
@@ -19,6 +20,7 @@ pub type Apis = (
     social::Apis,
     admin::Apis,
     jwt::Apis,
+    two_factor::Apis,
 );
 
 /// Every plugin's operations, for the OpenAPI service.
@@ -29,6 +31,7 @@ pub fn apis() -> Apis {
         social::apis(),
         admin::apis(),
         jwt::apis(),
+        two_factor::apis(),
     )
 }
 
@@ -52,6 +55,8 @@ pub enum Tag {
     Admin,
     /// JSON Web Tokens for the signed-in user and the keys that verify them.
     Jwt,
+    /// Two-factor sign-in: an authenticator app (TOTP), backup codes, trusted devices.
+    TwoFactor,
     /// Health and the error page.
     Meta,
 }

@@ -21,4 +21,5 @@ mod seed;
 mod smtp;
 mod social;
 mod startup;
+mod two_factor;
 mod ui;

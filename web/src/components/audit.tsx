@@ -52,6 +52,11 @@ export const ACTIONS: Record<AuditAction, string> = {
   "admin.password-set": "Admin: set a password",
   "admin.impersonation-started": "Admin: started impersonating",
   "admin.impersonation-stopped": "Admin: stopped impersonating",
+  "two-factor.enrolled": "Two-factor sign-in set up",
+  "two-factor.disabled": "Two-factor sign-in turned off",
+  "two-factor.backup-codes-regenerated": "New backup codes made",
+  "two-factor.challenge": "Second sign-in step",
+  "two-factor.device-trusted": "Browser trusted to skip the second step",
 };
 
 const KINDS: [string, string][] = [

@@ -7,7 +7,9 @@ import { api, ApiError, unwrap, type SessionWithUser } from "../api";
 import { Confirm, Dialog, ErrorBox, Field, Notice, PasswordField, Submit } from "../components/ui";
 import { SESSION_KEY, useSession, useSessionChanged } from "../session";
 import { ago, describeDevice } from "../ua";
+import { isChallenge, SecondStep, type Challenge } from "../components/twofactor";
 import { emailProblem, newPasswordProblem, ResendVerification } from "./auth";
+import { TwoFactor } from "./twofactor";
 
 export function needsReauth(error: unknown): boolean {
   return error instanceof ApiError && (error.code === "SESSION_NOT_FRESH" || error.code === "SESSION_EXPIRED");
@@ -16,14 +18,25 @@ export function needsReauth(error: unknown): boolean {
 /** Asks for the password again (a fresh session), then calls `onDone`. */
 export function ReauthDialog(props: { email: string; onDone: () => void; onClose: () => void }) {
   const [password, setPassword] = useState("");
+  const [challenge, setChallenge] = useState<Challenge | null>(null);
   const qc = useQueryClient();
+  const done = async () => {
+    await qc.invalidateQueries({ queryKey: SESSION_KEY });
+    props.onDone();
+  };
   const signIn = useMutation({
     mutationFn: () => unwrap(api.POST("/sign-in/email", { body: { email: props.email, password } })),
-    onSuccess: async () => {
-      await qc.invalidateQueries({ queryKey: SESSION_KEY });
-      props.onDone();
+    onSuccess: async (data) => {
+      if (isChallenge(data)) setChallenge(data);
+      else await done();
     },
   });
+  if (challenge)
+    return (
+      <Dialog title="Confirm it's you" onClose={props.onClose}>
+        <SecondStep challenge={challenge} onDone={done} />
+      </Dialog>
+    );
   return (
     <Dialog title="Confirm it's you" onClose={props.onClose}>
       <form
@@ -374,6 +387,7 @@ export function Account() {
       <Profile me={me} key={`p-${me.user.updatedAt}`} />
       <Email me={me} />
       <Password />
+      <TwoFactor me={me} />
       <Sessions me={me} />
       <LinkedAccounts me={me} />
       <DeleteAccount me={me} />

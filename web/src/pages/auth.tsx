@@ -4,6 +4,7 @@ import { useMutation, useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { Link, Navigate, useNavigate, useSearchParams } from "react-router";
 import { api, ApiError, unwrap } from "../api";
+import { isChallenge, SecondStep, type Challenge } from "../components/twofactor";
 import { ErrorBox, Field, Notice, PasswordField, Submit } from "../components/ui";
 import { describeRedirectError } from "../errors";
 import { safeRedirect, withRedirect } from "../redirect";
@@ -90,11 +91,17 @@ export function SignIn() {
   const [touched, setTouched] = useState(false);
   const navigate = useNavigate();
   const changed = useSessionChanged();
+  const [challenge, setChallenge] = useState<Challenge | null>(null);
+  const done = async () => {
+    await changed();
+    navigate(redirectTo, { replace: true });
+  };
   const signIn = useMutation({
     mutationFn: () => unwrap(api.POST("/sign-in/email", { body: { email: email.trim(), password, rememberMe } })),
-    onSuccess: async () => {
-      await changed();
-      navigate(redirectTo, { replace: true });
+    onSuccess: async (data) => {
+      // Two-factor sign-in on: no session until the second step.
+      if (isChallenge(data)) setChallenge(data);
+      else await done();
     },
   });
   const emailError = touched ? emailProblem(email) : null;
@@ -108,6 +115,23 @@ export function SignIn() {
   const unverified = signIn.error instanceof ApiError && signIn.error.code === "EMAIL_NOT_VERIFIED";
   // Already signed in (a bookmarked or shared link): on to where the page would lead.
   if (session.data && !signIn.isPending) return <Navigate to={redirectTo} replace />;
+  if (challenge)
+    return (
+      <main className="narrow">
+        <div className="card">
+          <h1>Two-factor sign-in</h1>
+          <SecondStep
+            challenge={challenge}
+            onDone={done}
+            onCancel={() => {
+              setChallenge(null);
+              setPassword("");
+              signIn.reset();
+            }}
+          />
+        </div>
+      </main>
+    );
   return (
     <main className="narrow">
       <div className="card">

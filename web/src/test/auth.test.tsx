@@ -228,3 +228,34 @@ it("sign-in while signed in goes on to redirectTo", async () => {
   renderAt("/sign-in?redirectTo=%2Forganizations%2Fo1", signInRoutes);
   expect(await screen.findByText("org page")).toBeInTheDocument();
 });
+
+it("sign-in: an account with two-factor sign-in asks for a code, then a backup code", async () => {
+  let signedIn = false;
+  const { sent } = mockServer({
+    "GET /social-providers": () => ({ body: [] }),
+    "POST /sign-in/email": () => ({ body: { twoFactorRedirect: true, twoFactorMethods: ["totp"] } }),
+    "POST /two-factor/verify-totp": () => ({ status: 401, body: { code: "INVALID_CODE", message: "Invalid code" } }),
+    "POST /two-factor/verify-backup-code": () => {
+      signedIn = true;
+      return { body: { token: "t", user } };
+    },
+    "GET /get-session": () => ({ body: signedIn ? session : null }),
+  });
+  renderAt("/sign-in?redirectTo=%2Forganizations%2Fo1", signInRoutes);
+  await userEvent.type(screen.getByLabelText("Email"), "ann@example.com");
+  await userEvent.type(screen.getByLabelText("Password"), "correct-horse");
+  await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
+  expect(await screen.findByRole("heading", { name: "Two-factor sign-in" })).toBeInTheDocument();
+  await userEvent.click(screen.getByRole("button", { name: "Verify" }));
+  expect(screen.getByText("Enter the 6-digit code.")).toBeInTheDocument();
+  await userEvent.type(screen.getByLabelText("Authentication code"), "123456");
+  await userEvent.click(screen.getByRole("button", { name: "Verify" }));
+  expect(await screen.findByRole("alert")).toHaveTextContent("That code is not right, or it was used already.");
+  await userEvent.click(screen.getByRole("button", { name: "Use a backup code instead" }));
+  await userEvent.type(screen.getByLabelText("Backup code"), "abcde-12345");
+  await userEvent.click(screen.getByLabelText("Trust this browser for 30 days"));
+  await userEvent.click(screen.getByRole("button", { name: "Verify" }));
+  expect(await screen.findByText("org page")).toBeInTheDocument();
+  expect(sent.find((s) => s.path === "/two-factor/verify-totp")?.body).toEqual({ code: "123456", trustDevice: false });
+  expect(sent.find((s) => s.path === "/two-factor/verify-backup-code")?.body).toEqual({ code: "abcde-12345", trustDevice: true });
+});

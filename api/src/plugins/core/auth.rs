@@ -9,7 +9,7 @@ use crate::AppState;
 use poem::web::Data;
 use poem::Request;
 use poem_openapi::payload::Json;
-use poem_openapi::{ApiResponse, Object, OpenApi};
+use poem_openapi::{ApiResponse, Object, OpenApi, Union};
 
 pub struct AuthApi;
 
@@ -74,12 +74,31 @@ struct SignInBody {
 
 #[derive(ApiResponse)]
 enum SignInAnswer {
-    /// Signed in. With a `callbackURL`, it is also the `Location` header (as 1.7 sends it).
+    /// Signed in; or, for a user with two-factor sign-in on (from a browser not trusted to
+    /// skip it), no session yet: `twoFactorRedirect` and the `two_factor` cookie, for
+    /// `/two-factor/verify-totp` or `/two-factor/verify-backup-code`. With a `callbackURL`,
+    /// a sign-in is also the `Location` header (as 1.7 sends it).
     #[oai(status = 200)]
     Ok(
-        Json<SignInResponse>,
+        Json<SignInResult>,
         #[oai(header = "Location")] Option<String>,
     ),
+}
+
+#[derive(Debug, Union)]
+#[oai(one_of)]
+enum SignInResult {
+    SignedIn(Box<SignInResponse>),
+    TwoFactor(TwoFactorRedirect),
+}
+
+/// A sign-in that waits for its second factor.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct TwoFactorRedirect {
+    two_factor_redirect: bool,
+    /// How the second factor can be given: `totp` (an authenticator app); backup codes always.
+    two_factor_methods: Vec<String>,
 }
 
 #[derive(Debug, Object)]
@@ -177,6 +196,21 @@ impl AuthApi {
             .credentials
             .check_password(req, &email, body.password.0, cb.as_deref())
             .await?;
+        let remember_me = body.remember_me.unwrap_or(true);
+        if user.two_factor_enabled && !state.two_factor.trusted(req, &user.id, cookies).await? {
+            let methods = state.two_factor.methods(&user.id).await?;
+            state
+                .two_factor
+                .start_challenge(&user, remember_me, cookies)
+                .await?;
+            return Ok(SignInAnswer::Ok(
+                Json(SignInResult::TwoFactor(TwoFactorRedirect {
+                    two_factor_redirect: true,
+                    two_factor_methods: methods,
+                })),
+                None,
+            ));
+        }
         let ev = Event::new(action::SIGN_IN, &Origin::of(req))
             .target(email.clone())
             .detail("method", "email")
@@ -187,7 +221,7 @@ impl AuthApi {
                 req,
                 cookies,
                 user,
-                body.remember_me.unwrap_or(true),
+                remember_me,
                 state
                     .audit
                     .noted(ev.clone().fill(actors::Fill::TargetSession)),
@@ -197,12 +231,12 @@ impl AuthApi {
         state.credentials.signed_in();
         tracing::info!(user = %authed.user.id, "user signed in");
         Ok(SignInAnswer::Ok(
-            Json(SignInResponse {
+            Json(SignInResult::SignedIn(Box::new(SignInResponse {
                 redirect: cb.is_some(),
                 token: authed.session.token.clone(),
                 url: cb.clone(),
                 user: UserDto::from(&authed.user),
-            }),
+            }))),
             cb,
         ))
     }

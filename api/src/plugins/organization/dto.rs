@@ -269,6 +269,7 @@ mod tests {
             banned: full,
             ban_reason: full.then(|| "spam".into()),
             ban_expires: full.then(|| "2026-12-24T10:00:00.000Z".into()),
+            two_factor_enabled: full,
         }
     }
 

@@ -1,0 +1,296 @@
+//! The user's second factor (two-factor plugin): enrolling, codes used once (a TOTP time step
+//! and each backup code), new backup codes, turning it off. The caller checks a code against
+//! the secret (it holds the sealing key); here each use is written once, compare-and-set on
+//! the factor's version, so two processes cannot both accept one code.
+use super::*;
+use storage::{StoreError, TwoFactor};
+
+pub(crate) enum TwoFactorMsg {
+    Enroll {
+        secret: String,
+        backup_codes: Vec<String>,
+        on: bool,
+        reply: Reply<TwoFactor>,
+    },
+    UseStep {
+        step: i64,
+        reply: Reply<User>,
+    },
+    UseBackupCode {
+        hash: String,
+        reply: Reply<User>,
+    },
+    ReplaceBackupCodes {
+        hashes: Vec<String>,
+        reply: Reply<()>,
+    },
+    Disable(Reply<User>),
+}
+
+/// Equal without telling where they differ (backup codes' hashes).
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+impl UserActor {
+    pub(super) async fn two_factor(&self, id: &UserId, msg: TwoFactorMsg, ctx: &Ctx) {
+        match msg {
+            TwoFactorMsg::Enroll {
+                secret,
+                backup_codes,
+                on,
+                reply,
+            } => {
+                let _ = reply.send(self.enroll(id, secret, backup_codes, on, ctx).await);
+            }
+            TwoFactorMsg::UseStep { step, reply } => {
+                let r = self
+                    .use_factor(id, ctx, |tf| {
+                        if step <= tf.last_step {
+                            return Err(ActorError::Refused(Rule::CodeUsed));
+                        }
+                        tf.last_step = step;
+                        Ok(())
+                    })
+                    .await;
+                let _ = reply.send(r);
+            }
+            TwoFactorMsg::UseBackupCode { hash, reply } => {
+                let r = self
+                    .use_factor(id, ctx, |tf| {
+                        let at = tf
+                            .backup_codes
+                            .iter()
+                            .position(|h| same(h, &hash))
+                            .ok_or(ActorError::Refused(Rule::InvalidBackupCode))?;
+                        tf.backup_codes.remove(at);
+                        Ok(())
+                    })
+                    .await;
+                let _ = reply.send(r);
+            }
+            TwoFactorMsg::ReplaceBackupCodes { hashes, reply } => {
+                let r = self
+                    .change_factor(id, ctx, "two_factor.backup_codes_regenerated", |tf| {
+                        tf.backup_codes = hashes.clone();
+                        Ok(())
+                    })
+                    .await
+                    .map(|_| ());
+                let _ = reply.send(r);
+            }
+            TwoFactorMsg::Disable(reply) => {
+                let _ = reply.send(self.disable_two_factor(id, ctx).await);
+            }
+        }
+    }
+
+    /// A new factor in place of any: off until a first code confirms it, unless `on`.
+    async fn enroll(
+        &self,
+        id: &UserId,
+        secret: String,
+        backup_codes: Vec<String>,
+        on: bool,
+        ctx: &Ctx,
+    ) -> Result<TwoFactor, ActorError> {
+        let store = &self.shared.store;
+        let mut attempts = Attempts::new();
+        while attempts.next().await {
+            let now = self.now();
+            let old = store.get_two_factor(id).await?;
+            let tf = TwoFactor {
+                user_id: id.clone(),
+                secret: secret.clone(),
+                backup_codes: backup_codes.clone(),
+                last_step: old.as_ref().map_or(0, |o| o.last_step),
+                created_at: old.as_ref().map_or(now, |o| o.created_at),
+                updated_at: now,
+                version: old.as_ref().map_or(1, |o| o.version + 1),
+            };
+            let events = if on {
+                Vec::new()
+            } else {
+                self.request(id, ctx, &Facts::default())
+            };
+            match store
+                .put_two_factor(&tf, old.as_ref().map(|o| o.version), &events)
+                .await
+            {
+                Ok(()) => {
+                    if on {
+                        self.turn_on(id, ctx).await?;
+                    }
+                    return Ok(tf);
+                }
+                Err(StoreError::ConcurrentModification | StoreError::Conflict(_)) => continue,
+                Err(StoreError::NotFound) => return Err(ActorError::NotFound),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(contended())
+    }
+
+    /// One use of the factor (`apply` refuses or changes it), written once; the first use
+    /// of a factor not on yet turns it on. Answers the user as it is now.
+    async fn use_factor(
+        &self,
+        id: &UserId,
+        ctx: &Ctx,
+        apply: impl Fn(&mut TwoFactor) -> Result<(), ActorError>,
+    ) -> Result<User, ActorError> {
+        let user = self
+            .shared
+            .store
+            .get_user(id)
+            .await?
+            .ok_or(ActorError::NotFound)?;
+        self.change_factor(id, ctx, "", apply).await?;
+        if user.two_factor_enabled {
+            return Ok(user);
+        }
+        self.turn_on(id, &Ctx::default()).await
+    }
+
+    /// Writes `apply`'s change of the stored factor (retried on another process's change);
+    /// `event` names the domain event, if any.
+    async fn change_factor(
+        &self,
+        id: &UserId,
+        ctx: &Ctx,
+        event: &str,
+        apply: impl Fn(&mut TwoFactor) -> Result<(), ActorError>,
+    ) -> Result<TwoFactor, ActorError> {
+        let store = &self.shared.store;
+        let mut attempts = Attempts::new();
+        while attempts.next().await {
+            let mut tf = store
+                .get_two_factor(id)
+                .await?
+                .ok_or(ActorError::Refused(Rule::TwoFactorNotEnabled))?;
+            let expected = tf.version;
+            apply(&mut tf)?;
+            tf.version += 1;
+            tf.updated_at = self.now();
+            let mut emit = Emit::user(id, self.now());
+            if !event.is_empty() {
+                emit = emit.domain(event, serde_json::json!({ "userId": id }));
+            }
+            let events = emit.request(ctx, &Facts::default()).done();
+            match store.put_two_factor(&tf, Some(expected), &events).await {
+                Ok(()) => return Ok(tf),
+                Err(StoreError::ConcurrentModification) => continue,
+                Err(StoreError::NotFound) => {
+                    return Err(ActorError::Refused(Rule::TwoFactorNotEnabled))
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(contended())
+    }
+
+    async fn turn_on(&self, id: &UserId, ctx: &Ctx) -> Result<User, ActorError> {
+        let user = self
+            .change_user(
+                id,
+                UserPatch {
+                    two_factor_enabled: Some(true),
+                    ..UserPatch::default()
+                },
+                ctx,
+                None,
+            )
+            .await?;
+        let events = Emit::user(id, self.now())
+            .domain("two_factor.enabled", serde_json::json!({ "userId": id }))
+            .done();
+        self.shared.store.append_events(&events).await?;
+        Ok(user)
+    }
+
+    /// Turns the factor off: the factor goes, the user's flag follows, and so do the devices
+    /// trusted to skip it.
+    async fn disable_two_factor(&self, id: &UserId, ctx: &Ctx) -> Result<User, ActorError> {
+        let store = &self.shared.store;
+        let events = Emit::user(id, self.now())
+            .domain("two_factor.disabled", serde_json::json!({ "userId": id }))
+            .request(ctx, &Facts::default())
+            .done();
+        store.delete_two_factor(id, &events).await?;
+        store
+            .delete_verifications_of(&id.0, TRUST_DEVICE_PREFIX)
+            .await?;
+        self.change_user(
+            id,
+            UserPatch {
+                two_factor_enabled: Some(false),
+                ..UserPatch::default()
+            },
+            &Ctx::default(),
+            None,
+        )
+        .await
+    }
+}
+
+/// The identifier prefix of trusted devices (`trust-device:{token}`, value the user id).
+pub const TRUST_DEVICE_PREFIX: &str = "trust-device:";
+
+impl UserHandle {
+    /// A new second factor (sealed secret, hashed backup codes) in place of any; `on`: asked
+    /// at sign-in at once (codes by mail), else once a first TOTP code confirms it.
+    pub async fn enroll_two_factor(
+        &self,
+        secret: String,
+        backup_codes: Vec<String>,
+        on: bool,
+    ) -> Result<TwoFactor, ActorError> {
+        self.call(|reply| {
+            UserMsg::TwoFactor(TwoFactorMsg::Enroll {
+                secret: secret.clone(),
+                backup_codes: backup_codes.clone(),
+                on,
+                reply,
+            })
+        })
+        .await
+    }
+
+    /// Uses the TOTP time step a code matched: refused (`CodeUsed`) for a step used already.
+    pub async fn use_totp_step(&self, step: i64) -> Result<User, ActorError> {
+        self.call(|reply| UserMsg::TwoFactor(TwoFactorMsg::UseStep { step, reply }))
+            .await
+    }
+
+    /// Uses a backup code (its hash): refused (`InvalidBackupCode`) unless unused.
+    pub async fn use_backup_code(&self, hash: &str) -> Result<User, ActorError> {
+        self.call(|reply| {
+            UserMsg::TwoFactor(TwoFactorMsg::UseBackupCode {
+                hash: hash.to_owned(),
+                reply,
+            })
+        })
+        .await
+    }
+
+    /// New backup codes (hashes) in place of all the old ones.
+    pub async fn replace_backup_codes(&self, hashes: Vec<String>) -> Result<(), ActorError> {
+        self.call(|reply| {
+            UserMsg::TwoFactor(TwoFactorMsg::ReplaceBackupCodes {
+                hashes: hashes.clone(),
+                reply,
+            })
+        })
+        .await
+    }
+
+    /// Turns the second factor off (with the devices trusted to skip it).
+    pub async fn disable_two_factor(&self) -> Result<User, ActorError> {
+        self.call(|reply| UserMsg::TwoFactor(TwoFactorMsg::Disable(reply)))
+            .await
+    }
+}
