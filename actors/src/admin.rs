@@ -348,6 +348,22 @@ impl Actors {
             .await
     }
 
+    /// Turns a user's two-factor sign-in off (their factor, backup codes and trusted
+    /// browsers go): for a user who lost every way to give it. Needs `user:update`.
+    pub async fn admin_disable_two_factor(
+        &self,
+        caller: &Caller,
+        id: &UserId,
+        ctx: &Ctx,
+    ) -> Result<User, ActorError> {
+        self.authorize(caller, AdminAction::UpdateUsers)?;
+        self.target(id).await?;
+        self.user(id.clone())
+            .with(ctx.clone())
+            .disable_two_factor()
+            .await
+    }
+
     pub async fn admin_remove_user(
         &self,
         caller: &Caller,

@@ -45,6 +45,7 @@ pub mod action {
     pub const ADMIN_PASSWORD_SET: &str = "admin.password-set";
     pub const ADMIN_IMPERSONATION_STARTED: &str = "admin.impersonation-started";
     pub const ADMIN_IMPERSONATION_STOPPED: &str = "admin.impersonation-stopped";
+    pub const ADMIN_TWO_FACTOR_DISABLED: &str = "admin.two-factor-disabled";
     pub const TWO_FACTOR_ENROLLED: &str = "two-factor.enrolled";
     pub const TWO_FACTOR_DISABLED: &str = "two-factor.disabled";
     pub const TWO_FACTOR_BACKUP_CODES: &str = "two-factor.backup-codes-regenerated";
@@ -90,6 +91,7 @@ pub mod action {
         ADMIN_PASSWORD_SET,
         ADMIN_IMPERSONATION_STARTED,
         ADMIN_IMPERSONATION_STOPPED,
+        ADMIN_TWO_FACTOR_DISABLED,
         TWO_FACTOR_ENROLLED,
         TWO_FACTOR_DISABLED,
         TWO_FACTOR_BACKUP_CODES,

@@ -608,6 +608,7 @@ impl AppState {
             clock: clock.clone(),
             actors: actors.clone(),
             reader: actors.reader(),
+            two_factor: two_factor.clone(),
         });
         Ok(Self(Arc::new(Inner {
             jwt,

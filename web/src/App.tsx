@@ -7,7 +7,7 @@ import { api, unwrap } from "./api";
 import { ErrorBox } from "./components/ui";
 import { Account } from "./pages/account";
 import { Admin } from "./pages/admin";
-import { ErrorPage, ForgotPassword, Home, ResetPassword, SignIn, SignUp, VerifyEmail } from "./pages/auth";
+import { ErrorPage, ForgotPassword, Home, ResetPassword, SignIn, SignUp, TwoFactorPage, VerifyEmail } from "./pages/auth";
 import { AcceptInvitation, OrganizationPage, Organizations } from "./pages/organizations";
 import { SESSION_KEY, useSession, useSessionChanged } from "./session";
 
@@ -109,6 +109,7 @@ export function App() {
         <Route path="/" element={<Home />} />
         <Route path="/sign-in" element={<SignIn />} />
         <Route path="/sign-up" element={<SignUp />} />
+        <Route path="/two-factor" element={<TwoFactorPage />} />
         <Route path="/forgot-password" element={<ForgotPassword />} />
         <Route path="/reset-password" element={<ResetPassword />} />
         <Route path="/verify-email" element={<VerifyEmail />} />

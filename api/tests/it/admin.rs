@@ -173,6 +173,13 @@ async fn authorization_matrix() {
             false,
         ),
         (
+            "disable-two-factor",
+            Method::POST,
+            |t, _| Some(json!({"userId": t})),
+            "YOU_ARE_NOT_ALLOWED_TO_UPDATE_USERS",
+            false,
+        ),
+        (
             "set-user-password",
             Method::POST,
             |t, _| Some(json!({"userId": t, "newPassword": "another-password"})),

@@ -1543,3 +1543,57 @@ async fn an_override_never_takes_another_users_address() {
     assert_ne!(theirs.id, mine.id);
     assert_eq!(theirs.name, "Test User", "theirs is untouched");
 }
+
+/// A user with two-factor sign-in on finishes a provider sign-in with the second step: the
+/// callback sets the challenge instead of a session and sends the browser to the hosted page
+/// of that step; a code there signs in.
+#[tokio::test]
+async fn a_social_sign_in_waits_for_the_second_factor() {
+    let (h, _fake) = social_harness().await;
+    let flow = sign_in_start(&h, "github").await;
+    let first = callback(&h, "github", &flow, "good").await;
+    let session = h.session(&first.cookie_header()).await;
+    let id = storage::UserId(session["user"]["id"].as_str().unwrap().to_owned());
+    h.state
+        .actors
+        .user(id.clone())
+        .enroll_two_factor("gt1.not-a-secret".into(), vec![], true)
+        .await
+        .unwrap();
+    let flow = sign_in_start(&h, "github").await;
+    let r = callback(&h, "github", &flow, "good").await.expect(302);
+    assert_eq!(
+        location(&r),
+        "http://localhost:3000/two-factor?methods=otp&redirectTo=%2Fdashboard"
+    );
+    assert!(r.set_cookie("gatehouse.two_factor").is_some());
+    let challenge = r.cookie_header();
+    assert!(!challenge.contains("gatehouse.session_token="));
+    assert_eq!(h.session(&challenge).await, Value::Null);
+    h.post("/api/auth/two-factor/send-otp", json!({}), Some(&challenge))
+        .await
+        .expect(200);
+    let mail = last_mail(
+        &h,
+        "two-factor-otp",
+        session["user"]["email"].as_str().unwrap(),
+    )
+    .expect("a code by mail");
+    let code = mail["subject"]
+        .as_str()
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_owned();
+    let r = h
+        .post(
+            "/api/auth/two-factor/verify-otp",
+            json!({"code": code}),
+            Some(&challenge),
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.json()["user"]["id"], id.0);
+    assert_eq!(h.session(&r.cookie_header()).await["user"]["id"], id.0);
+}

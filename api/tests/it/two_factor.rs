@@ -749,3 +749,60 @@ async fn without_mail_there_are_no_codes_by_mail() {
         .expect(400);
     assert_eq!(r.code(), "VALIDATION_ERROR");
 }
+
+/// An administrator turns off the second factor of a user who lost it: audited, and the next
+/// sign-in has no second step.
+#[tokio::test]
+async fn an_administrator_turns_a_users_second_factor_off() {
+    let h = harness_with(|c| {
+        c.server_key = Some(gatehouse_api::config::Secret::new(
+            "server-key-0123456789abcdef",
+        ))
+    })
+    .await;
+    enrolled(&h, "max@example.com").await;
+    let user = user_of(&h, "max@example.com").await;
+    let listed = h
+        .call(
+            poem::http::Method::GET,
+            "/api/auth/admin/list-users?searchField=email&searchValue=max",
+            None,
+            None,
+            &[("authorization", "Bearer server-key-0123456789abcdef")],
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(listed["users"][0]["twoFactorEnabled"], true);
+    h.call(
+        poem::http::Method::POST,
+        "/api/auth/admin/disable-two-factor",
+        Some(json!({"userId": user.id.0})),
+        None,
+        &[("authorization", "Bearer server-key-0123456789abcdef")],
+    )
+    .await
+    .expect(200);
+    let r = h.sign_in("max@example.com", PW).await.expect(200);
+    assert!(r.json()["token"].is_string());
+    assert!(h.store.get_two_factor(&user.id).await.unwrap().is_none());
+    let mut q = storage::AuditQuery::range(
+        h.clock.now() - Duration::hours(1),
+        h.clock.now() + Duration::hours(1),
+        100,
+    );
+    q.user = Some(user.id.clone());
+    let actions: Vec<String> = h
+        .store
+        .list_audit(&q)
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|e| e.action)
+        .collect();
+    assert!(
+        actions.contains(&"admin.two-factor-disabled".to_owned()),
+        "{actions:?}"
+    );
+}

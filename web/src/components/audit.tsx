@@ -52,6 +52,7 @@ export const ACTIONS: Record<AuditAction, string> = {
   "admin.password-set": "Admin: set a password",
   "admin.impersonation-started": "Admin: started impersonating",
   "admin.impersonation-stopped": "Admin: stopped impersonating",
+  "admin.two-factor-disabled": "Admin: turned two-factor sign-in off",
   "two-factor.enrolled": "Two-factor sign-in set up",
   "two-factor.disabled": "Two-factor sign-in turned off",
   "two-factor.backup-codes-regenerated": "New backup codes made",

@@ -1,7 +1,7 @@
 // The second step of a sign-in for an account with two-factor sign-in on: a code from the
 // authenticator app, or one of the backup codes, and whether to trust this browser.
 import { useMutation } from "@tanstack/react-query";
-import { useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import { api, unwrap } from "../api";
 import { ErrorBox, Field, Submit } from "./ui";
 
@@ -15,19 +15,44 @@ export function isChallenge(v: unknown): v is Challenge {
   return typeof v === "object" && v !== null && (v as Challenge).twoFactorRedirect === true;
 }
 
+type Method = "totp" | "otp" | "backup";
+
 export function SecondStep(props: { challenge: Challenge; onDone: () => void | Promise<void>; onCancel?: () => void }) {
-  const totp = props.challenge.twoFactorMethods.includes("totp");
-  const [backup, setBackup] = useState(!totp);
+  const offered = props.challenge.twoFactorMethods;
+  const totp = offered.includes("totp");
+  const otpOnly = !totp && offered.includes("otp");
+  const [method, setMethod] = useState<Method>(totp ? "totp" : otpOnly ? "otp" : "backup");
+  const backup = method === "backup";
   const [code, setCode] = useState("");
   const [trust, setTrust] = useState(false);
   const [touched, setTouched] = useState(false);
   const verify = useMutation({
     mutationFn: () => {
       const body = { code: code.trim(), trustDevice: trust };
-      return unwrap(backup ? api.POST("/two-factor/verify-backup-code", { body }) : api.POST("/two-factor/verify-totp", { body }));
+      if (method === "backup") return unwrap(api.POST("/two-factor/verify-backup-code", { body }));
+      if (method === "otp") return unwrap(api.POST("/two-factor/verify-otp", { body }));
+      return unwrap(api.POST("/two-factor/verify-totp", { body }));
     },
     onSuccess: () => props.onDone(),
   });
+  const send = useMutation({
+    mutationFn: () => unwrap(api.POST("/two-factor/send-otp")),
+    onSuccess: () => choose("otp"),
+  });
+  // Codes by mail the only way (no authenticator app): the first one goes out at once.
+  const sent = useRef(false);
+  useEffect(() => {
+    if (otpOnly && !sent.current) {
+      sent.current = true;
+      send.mutate();
+    }
+  }, [otpOnly, send]);
+  const choose = (m: Method) => {
+    setMethod(m);
+    setCode("");
+    setTouched(false);
+    verify.reset();
+  };
   const problem = touched && !code.trim() ? (backup ? "Enter one of your backup codes." : "Enter the 6-digit code.") : null;
   return (
     <form
@@ -42,10 +67,12 @@ export function SecondStep(props: { challenge: Challenge; onDone: () => void | P
       <p className="muted">
         {backup
           ? "Enter one of the backup codes you saved when you set up two-factor sign-in. Each works once."
-          : "Open your authenticator app and enter the 6-digit code it shows for this account."}
+          : method === "otp"
+            ? "We emailed you a 6-digit code. It works once, for 5 minutes."
+            : "Open your authenticator app and enter the 6-digit code it shows for this account."}
       </p>
       <Field
-        label={backup ? "Backup code" : "Authentication code"}
+        label={backup ? "Backup code" : method === "otp" ? "Code from the email" : "Authentication code"}
         name="code"
         autoComplete="one-time-code"
         value={code}
@@ -55,30 +82,28 @@ export function SecondStep(props: { challenge: Challenge; onDone: () => void | P
       <label className="check">
         <input type="checkbox" checked={trust} onChange={(e) => setTrust(e.target.checked)} /> Trust this browser for 30 days
       </label>
-      <ErrorBox error={verify.error} />
+      <ErrorBox error={verify.error ?? send.error} />
       <Submit pending={verify.isPending}>Verify</Submit>
-      <p className="muted">
-        {totp && (
-          <button
-            type="button"
-            className="link"
-            onClick={() => {
-              setBackup(!backup);
-              setCode("");
-              setTouched(false);
-              verify.reset();
-            }}
-          >
-            {backup ? "Use the authenticator app instead" : "Use a backup code instead"}
+      <p className="muted row">
+        {totp && method !== "totp" && (
+          <button type="button" className="link" onClick={() => choose("totp")}>
+            Use the authenticator app instead
+          </button>
+        )}
+        {offered.includes("otp") && (
+          <button type="button" className="link" disabled={send.isPending} onClick={() => send.mutate()}>
+            {method === "otp" ? "Email me a new code" : "Email me a code"}
+          </button>
+        )}
+        {!backup && (
+          <button type="button" className="link" onClick={() => choose("backup")}>
+            Use a backup code instead
           </button>
         )}
         {props.onCancel && (
-          <>
-            {" · "}
-            <button type="button" className="link" onClick={props.onCancel}>
-              Start over
-            </button>
-          </>
+          <button type="button" className="link" onClick={props.onCancel}>
+            Start over
+          </button>
         )}
       </p>
     </form>

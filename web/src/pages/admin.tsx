@@ -27,10 +27,16 @@ function UserSessions({ user, onClose }: { user: User; onClose: () => void }) {
     mutationFn: () => unwrap(api.POST("/admin/revoke-user-sessions", { body: { userId: user.id } })),
     onSuccess: () => qc.invalidateQueries({ queryKey: ["admin-sessions", user.id] }),
   });
+  // For a user who lost their authenticator app and backup codes.
+  const disableTwoFactor = useMutation({
+    mutationFn: () => unwrap(api.POST("/admin/disable-two-factor", { body: { userId: user.id } })),
+    onSuccess: () => qc.invalidateQueries({ queryKey: ["admin-users"] }),
+  });
   return (
     <Dialog title={`Sessions of ${user.name}`} onClose={onClose}>
       <div className="stack">
-        <ErrorBox error={sessions.error ?? revoke.error ?? revokeAll.error} />
+        <ErrorBox error={sessions.error ?? revoke.error ?? revokeAll.error ?? disableTwoFactor.error} />
+        {disableTwoFactor.isSuccess && <Notice>Two-factor sign-in is off for {user.name}.</Notice>}
         {sessions.data?.sessions.length === 0 && <p className="muted">No session.</p>}
         <ul className="list">
           {(sessions.data?.sessions ?? []).map((s) => (
@@ -51,6 +57,11 @@ function UserSessions({ user, onClose }: { user: User; onClose: () => void }) {
           <button type="button" className="danger" disabled={revokeAll.isPending} onClick={() => revokeAll.mutate()}>
             Revoke all
           </button>
+          {user.twoFactorEnabled && !disableTwoFactor.isSuccess && (
+            <button type="button" className="danger" disabled={disableTwoFactor.isPending} onClick={() => disableTwoFactor.mutate()}>
+              Turn off two-factor sign-in
+            </button>
+          )}
         </div>
       </div>
     </Dialog>
@@ -236,7 +247,12 @@ export function Admin() {
             {(users.data?.users ?? []).map((u) => (
               <tr key={u.id} data-email={u.email}>
                 <td>
-                  {u.name} {u.banned && <span className="badge">banned</span>}
+                  {u.name} {u.banned && <span className="badge">banned</span>}{" "}
+                  {u.twoFactorEnabled && (
+                    <span className="badge" title="Two-factor sign-in on">
+                      2FA
+                    </span>
+                  )}
                 </td>
                 <td className="hide-sm">{u.email}</td>
                 <td>

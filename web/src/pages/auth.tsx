@@ -157,6 +157,39 @@ export function SignIn() {
   );
 }
 
+/** The second step of a sign-in that came back from a social provider (its page, for a
+ * user with two-factor sign-in on): the server's challenge cookie is set already. */
+export function TwoFactorPage() {
+  const [params] = useSearchParams();
+  const navigate = useNavigate();
+  const changed = useSessionChanged();
+  const methods = (params.get("methods") ?? "").split(",").filter(Boolean);
+  // The provider flow's target: a path of this site (an address of this origin becomes one).
+  let target = params.get("redirectTo");
+  try {
+    const url = target ? new URL(target, window.location.origin) : null;
+    if (url && url.origin === window.location.origin) target = url.pathname + url.search + url.hash;
+  } catch {
+    target = null;
+  }
+  const redirectTo = safeRedirect(target);
+  return (
+    <main className="narrow">
+      <div className="card">
+        <h1>Two-factor sign-in</h1>
+        <SecondStep
+          challenge={{ twoFactorRedirect: true, twoFactorMethods: methods }}
+          onDone={async () => {
+            await changed();
+            navigate(redirectTo, { replace: true });
+          }}
+          onCancel={() => navigate("/sign-in", { replace: true })}
+        />
+      </div>
+    </main>
+  );
+}
+
 export function SignUp() {
   const [params] = useSearchParams();
   const redirectTo = safeRedirect(params.get("redirectTo"));

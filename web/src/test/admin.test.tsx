@@ -81,3 +81,20 @@ it("ban: the duration must be positive; the ban is sent in seconds", async () =>
   await waitFor(() => expect(screen.queryByRole("dialog")).toBeNull());
   expect(sent.find((s) => s.path === "/admin/ban-user")?.body).toEqual({ userId: "u3", banReason: "spam", banExpiresIn: 172800 });
 });
+
+it("two-factor: the list marks it, and an administrator turns it off for a user", async () => {
+  users[3] = { ...users[3]!, twoFactorEnabled: true };
+  const { sent } = server({
+    "POST /admin/list-user-sessions": () => ({ body: { sessions: [] } }),
+    "POST /admin/disable-two-factor": () => ({ body: { success: true } }),
+  });
+  renderAt("/admin", [{ path: "/admin", element: <Admin /> }]);
+  const row = (await screen.findByText("user3@example.com")).closest("tr")!;
+  expect(within(row).getByTitle("Two-factor sign-in on")).toBeInTheDocument();
+  expect(within(screen.getByText("user4@example.com").closest("tr")!).queryByTitle("Two-factor sign-in on")).toBeNull();
+  await userEvent.click(within(row).getByRole("button", { name: "Sessions" }));
+  await userEvent.click(await screen.findByRole("button", { name: "Turn off two-factor sign-in" }));
+  expect(await screen.findByText("Two-factor sign-in is off for User 3.")).toBeInTheDocument();
+  expect(sent.find((s) => s.path === "/admin/disable-two-factor")?.body).toEqual({ userId: "u3" });
+  users[3] = { ...users[3]!, twoFactorEnabled: false };
+});

@@ -1,7 +1,7 @@
 import { screen, waitFor } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { beforeEach, expect, it, vi } from "vitest";
-import { ForgotPassword, ResetPassword, SignIn, SignUp, VerifyEmail } from "../pages/auth";
+import { ForgotPassword, ResetPassword, SignIn, SignUp, TwoFactorPage, VerifyEmail } from "../pages/auth";
 import { deferred, mockServer, renderAt, session, user } from "./helpers";
 
 beforeEach(() => {
@@ -258,4 +258,50 @@ it("sign-in: an account with two-factor sign-in asks for a code, then a backup c
   expect(await screen.findByText("org page")).toBeInTheDocument();
   expect(sent.find((s) => s.path === "/two-factor/verify-totp")?.body).toEqual({ code: "123456", trustDevice: false });
   expect(sent.find((s) => s.path === "/two-factor/verify-backup-code")?.body).toEqual({ code: "abcde-12345", trustDevice: true });
+});
+
+it("sign-in: codes by mail only: the first code is sent at once, then verified", async () => {
+  let signedIn = false;
+  const { sent } = mockServer({
+    "GET /social-providers": () => ({ body: [] }),
+    "POST /sign-in/email": () => ({ body: { twoFactorRedirect: true, twoFactorMethods: ["otp"] } }),
+    "POST /two-factor/send-otp": () => ({ body: { status: true } }),
+    "POST /two-factor/verify-otp": () => {
+      signedIn = true;
+      return { body: { token: "t", user } };
+    },
+    "GET /get-session": () => ({ body: signedIn ? session : null }),
+  });
+  renderAt("/sign-in", signInRoutes);
+  await userEvent.type(screen.getByLabelText("Email"), "ann@example.com");
+  await userEvent.type(screen.getByLabelText("Password"), "correct-horse");
+  await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
+  expect(await screen.findByText("We emailed you a 6-digit code. It works once, for 5 minutes.")).toBeInTheDocument();
+  await waitFor(() => expect(sent.filter((s) => s.path === "/two-factor/send-otp")).toHaveLength(1));
+  expect(screen.queryByRole("button", { name: "Use the authenticator app instead" })).toBeNull();
+  await userEvent.type(screen.getByLabelText("Code from the email"), "654321");
+  await userEvent.click(screen.getByRole("button", { name: "Verify" }));
+  expect(await screen.findByText("account page")).toBeInTheDocument();
+  expect(sent.find((s) => s.path === "/two-factor/verify-otp")?.body).toEqual({ code: "654321", trustDevice: false });
+});
+
+it("two-factor page: after a provider sign-in, the code finishes it and goes to this site's target only", async () => {
+  let signedIn = false;
+  const { sent } = mockServer({
+    "POST /two-factor/verify-totp": () => {
+      signedIn = true;
+      return { body: { token: "t", user } };
+    },
+    "GET /get-session": () => ({ body: signedIn ? session : null }),
+  });
+  const target = encodeURIComponent(`${window.location.origin}/organizations/o1`);
+  renderAt(`/two-factor?methods=totp,otp&redirectTo=${target}`, [
+    { path: "/two-factor", element: <TwoFactorPage /> },
+    { path: "/organizations/:id", element: <p>org page</p> },
+  ]);
+  expect(screen.getByRole("button", { name: "Email me a code" })).toBeInTheDocument();
+  await userEvent.type(screen.getByLabelText("Authentication code"), "123456");
+  await userEvent.click(screen.getByRole("button", { name: "Verify" }));
+  expect(await screen.findByText("org page")).toBeInTheDocument();
+  expect(sent.find((s) => s.path === "/two-factor/verify-totp")?.body).toEqual({ code: "123456", trustDevice: false });
 });

@@ -63,6 +63,7 @@ export const user = {
   banned: false,
   banReason: null,
   banExpires: null,
+  twoFactorEnabled: false,
   createdAt: "2026-11-01T10:00:00.000Z",
   updatedAt: "2026-11-01T10:00:00.000Z",
 };

@@ -1,4 +1,5 @@
-//! The admin plugin's operations on sessions: list, revoke, impersonate and stop.
+//! The admin plugin's operations on sessions and sign-in: list, revoke, impersonate and stop, turn
+//! a user's two-factor sign-in off.
 use super::dto::*;
 use super::{AdminCaller, AdminSessionApi};
 use crate::audit::{action, Event};
@@ -103,6 +104,32 @@ impl AdminSessionApi {
             .map_err(ApiError::from);
         state.audit.audited(ev, revoked).await?;
         state.sessions.note_revocation(&target);
+        Ok(Json(SuccessResponse { success: true }))
+    }
+
+    /// Turn off a user's two-factor sign-in
+    ///
+    /// A Gatehouse extension, for a user who lost their authenticator and backup codes: their
+    /// second factor, backup codes and trusted browsers go. Needs `user:update`.
+    #[oai(
+        path = "/disable-two-factor",
+        method = "post",
+        operation_id = "adminDisableTwoFactor"
+    )]
+    async fn disable_two_factor(
+        &self,
+        state: Data<&AppState>,
+        who: AdminCaller,
+        body: Json<UserIdBody>,
+    ) -> ApiResult<Json<SuccessResponse>> {
+        let target = user_id(&body.0.user_id);
+        let ev = who.event(action::ADMIN_TWO_FACTOR_DISABLED, &target);
+        let done = state
+            .actors
+            .admin_disable_two_factor(&who.caller, &target, &state.audit.noted(ev.clone()))
+            .await
+            .map_err(ApiError::from);
+        state.audit.audited(ev, done).await?;
         Ok(Json(SuccessResponse { success: true }))
     }
 

@@ -107,6 +107,13 @@ pub(super) struct SocialRedirect {
     /// id-token link: `true`.
     #[oai(skip_serializing_if_is_none)]
     pub(super) status: Option<bool>,
+    /// id-token sign-in of a user with two-factor sign-in on: `true`, no session yet (the
+    /// `two_factor` cookie is set for the second step).
+    #[oai(rename = "twoFactorRedirect", skip_serializing_if_is_none)]
+    pub(super) two_factor_redirect: Option<bool>,
+    /// With `twoFactorRedirect`: how the second factor can be given.
+    #[oai(rename = "twoFactorMethods", skip_serializing_if_is_none)]
+    pub(super) two_factor_methods: Option<Vec<String>>,
 }
 
 #[derive(ApiResponse)]

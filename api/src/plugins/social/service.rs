@@ -28,6 +28,8 @@ pub struct SocialFlowInner {
     pub(crate) clock: Arc<dyn storage::Clock>,
     pub(crate) actors: actors::Actors,
     pub(crate) reader: actors::Reader,
+    /// A user with two-factor sign-in on finishes a social sign-in with the second step.
+    pub(crate) two_factor: crate::plugins::two_factor::TwoFactorFlow,
 }
 
 impl std::ops::Deref for SocialFlow {

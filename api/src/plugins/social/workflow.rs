@@ -107,6 +107,8 @@ impl SocialFlow {
                 token: None,
                 user: None,
                 status: None,
+                two_factor_redirect: None,
+                two_factor_methods: None,
             }),
             location,
         ))
@@ -328,6 +330,20 @@ impl SocialFlow {
             self.audit.record_refusal(ev, Code::EmailNotVerified).await;
             return self.error_redirect(&error_url, "email_not_verified", None);
         }
+        let target = match (&flow.new_user_url, signed.created) {
+            (Some(u), true) => u.clone(),
+            _ => flow.callback_url.clone(),
+        };
+        if signed.user.two_factor_enabled {
+            match self.second_step(req, cookies, &signed.user, &target).await {
+                Ok(Some(page)) => return Redirect::Found(page),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(error = ?e, "two-factor challenge after social sign-in failed");
+                    return self.error_redirect(&error_url, "unable_to_create_session", None);
+                }
+            }
+        }
         let ev = attempt().own(&user_id);
         let ctx = self
             .audit
@@ -345,11 +361,28 @@ impl SocialFlow {
             tracing::warn!(error = ?e, "session after social sign-in failed");
             return self.error_redirect(&error_url, "unable_to_create_session", None);
         }
-        let target = match (&flow.new_user_url, signed.created) {
-            (Some(u), true) => u.clone(),
-            _ => flow.callback_url.clone(),
-        };
         Redirect::Found(target)
+    }
+
+    /// For a user with two-factor sign-in on, from a browser not trusted to skip it: the
+    /// challenge instead of a session, and the hosted page of the second step to go to
+    /// (`/two-factor?methods=…&redirectTo=…`); `None` when the browser is trusted.
+    async fn second_step(
+        &self,
+        req: &poem::Request,
+        cookies: &crate::http::PendingCookies,
+        user: &storage::User,
+        target: &str,
+    ) -> ApiResult<Option<String>> {
+        if self.two_factor.trusted(req, &user.id, cookies).await? {
+            return Ok(None);
+        }
+        let methods = self.two_factor.methods(&user.id).await?;
+        self.two_factor.start_challenge(user, true, cookies).await?;
+        let page = self
+            .links
+            .with_query("/two-factor", "methods", &methods.join(","));
+        Ok(Some(self.links.with_query(&page, "redirectTo", target)))
     }
 
     pub(super) async fn finish_link(
@@ -545,6 +578,29 @@ impl SocialFlow {
                 .await;
             return Err(Code::EmailNotVerified.into());
         }
+        if signed.user.two_factor_enabled
+            && !self
+                .two_factor
+                .trusted(req, &signed.user.id, cookies)
+                .await?
+        {
+            let methods = self.two_factor.methods(&signed.user.id).await?;
+            self.two_factor
+                .start_challenge(&signed.user, true, cookies)
+                .await?;
+            return Ok(StartResponse::Ok(
+                Json(SocialRedirect {
+                    url: None,
+                    redirect: false,
+                    token: None,
+                    user: None,
+                    status: None,
+                    two_factor_redirect: Some(true),
+                    two_factor_methods: Some(methods),
+                }),
+                None,
+            ));
+        }
         let ctx = self
             .audit
             .noted(attempt.clone().fill(actors::Fill::TargetSession));
@@ -561,6 +617,8 @@ impl SocialFlow {
                 token: Some(authed.session.token.clone()),
                 user: Some(crate::dto::UserDto::from(&authed.user)),
                 status: None,
+                two_factor_redirect: None,
+                two_factor_methods: None,
             }),
             None,
         ))
@@ -595,6 +653,8 @@ impl SocialFlow {
                 token: None,
                 user: None,
                 status: Some(true),
+                two_factor_redirect: None,
+                two_factor_methods: None,
             }),
             None,
         ))
