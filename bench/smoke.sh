@@ -22,7 +22,7 @@ addr=$(sed -n 's/^gatehouse listening on //p' "$log")
 [ -n "$addr" ] || { echo "gatehouse did not start"; cat "$dir/server.err"; exit 1; }
 passed=0
 failed=0
-for scenario in ok sign-up sign-in get-session get-session-no-cache mixed org org-read org-write; do
+for scenario in ok sign-up sign-in sign-in-two-factor get-session get-session-no-cache mixed org org-read org-write; do
     if target/debug/gatehouse-bench --url "http://$addr" --origin "http://localhost:3000" \
         --scenario "$scenario" --duration 2s --warmup 500ms --concurrency 4 --max-errors 0 --quiet \
         > "$dir/$scenario.txt" 2>&1; then

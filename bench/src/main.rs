@@ -44,6 +44,10 @@ enum Scenario {
     OrgWrite,
     /// `GET /api/auth/ok`: the cheapest request, to show the load generator is not the limit.
     Ok,
+    /// Seeded users with two-factor sign-in on: each operation is a sign-in (answered with the
+    /// challenge) and its second step with a backup code (every tenth operation also makes
+    /// new codes): what a challenged sign-in costs beside `sign-in`.
+    SignInTwoFactor,
 }
 
 /// Load-test a better-auth-compatible server.
@@ -221,6 +225,7 @@ async fn run(
                     email: String::new(),
                     cookie: String::new(),
                     org: None,
+                    backup_codes: Vec::new(),
                 }))
             });
         let scenario = args.scenario;
@@ -326,6 +331,16 @@ async fn prepare(url: &str, args: &Args, run_id: &str) -> Result<Arc<Target>, St
             "seeded {n} users on {url} in {:.1}s",
             seeded.elapsed().as_secs_f64()
         );
+        if matches!(args.scenario, Scenario::SignInTwoFactor) {
+            let made = Instant::now();
+            setup_two_factor(&t, &args.password)
+                .await
+                .map_err(|e| format!("two-factor: {e}"))?;
+            eprintln!(
+                "turned two-factor sign-in on for {n} users on {url} in {:.1}s",
+                made.elapsed().as_secs_f64()
+            );
+        }
         if matches!(args.scenario, Scenario::OrgRead | Scenario::OrgWrite) {
             let made = Instant::now();
             setup_orgs(&t, args.org_members, &args.password)

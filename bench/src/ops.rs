@@ -29,6 +29,7 @@ pub(crate) async fn op(
             _ => get_session(t, u, false).await,
         },
         Scenario::Org => org_round(t, u, step, password).await,
+        Scenario::SignInTwoFactor => sign_in_two_factor(t, u, password).await,
         Scenario::OrgRead => {
             let (org, _) = u.org.as_ref().ok_or("no organization")?;
             let path = match step % 2 {
@@ -72,6 +73,82 @@ pub(crate) async fn sign_in(t: &Target, u: &mut VUser, password: &str) -> Result
         u.cookie = cookies.join("; ");
     }
     Ok(())
+}
+
+/// A challenged sign-in and its second step with a backup code (new codes when they ran out).
+pub(crate) async fn sign_in_two_factor(
+    t: &Target,
+    u: &mut VUser,
+    password: &str,
+) -> Result<(), String> {
+    let (body, challenge) = t
+        .send(
+            true,
+            "/sign-in/email",
+            Some(json!({"email": u.email, "password": password})),
+            None,
+        )
+        .await?;
+    if body.json()["twoFactorRedirect"] != true {
+        return Err("200 no-challenge".into());
+    }
+    let code = u.backup_codes.pop().ok_or("no backup code left")?;
+    let (_, cookies) = t
+        .send(
+            true,
+            "/two-factor/verify-backup-code",
+            Some(json!({"code": code})),
+            Some(&challenge.join("; ")),
+        )
+        .await?;
+    u.cookie = cookies.join("; ");
+    if u.backup_codes.is_empty() {
+        refill_backup_codes(t, u, password).await?;
+    }
+    Ok(())
+}
+
+async fn refill_backup_codes(t: &Target, u: &mut VUser, password: &str) -> Result<(), String> {
+    let (body, _) = t
+        .send(
+            true,
+            "/two-factor/generate-backup-codes",
+            Some(json!({"password": password})),
+            Some(&u.cookie),
+        )
+        .await?;
+    u.backup_codes = body.json()["backupCodes"]
+        .as_array()
+        .ok_or("no backup codes")?
+        .iter()
+        .filter_map(|c| c.as_str().map(str::to_owned))
+        .collect();
+    Ok(())
+}
+
+/// Turns two-factor sign-in on for every seeded user (codes by mail: on at once), with a
+/// first set of backup codes.
+pub(crate) async fn setup_two_factor(t: &Target, password: &str) -> Result<(), String> {
+    use futures::stream::{self, StreamExt, TryStreamExt};
+    stream::iter(t.users.iter().cloned())
+        .map(|u| async move {
+            let mut u = u.lock().await;
+            let (_, cookies) = t
+                .send(
+                    true,
+                    "/two-factor/enable",
+                    Some(json!({"password": password, "method": "otp"})),
+                    Some(&u.cookie),
+                )
+                .await?;
+            // Turning it on renewed the session.
+            u.cookie = cookies.join("; ");
+            refill_backup_codes(t, &mut u, password).await
+        })
+        .buffer_unordered(4)
+        .try_collect::<Vec<()>>()
+        .await
+        .map(|_| ())
 }
 
 pub(crate) async fn get_session(t: &Target, u: &VUser, no_cache: bool) -> Result<(), String> {

@@ -8,6 +8,8 @@ pub(crate) struct VUser {
     pub(crate) cookie: String,
     /// org-read / org-write: the organization this user owns, and one member of it.
     pub(crate) org: Option<(String, String)>,
+    /// sign-in-two-factor: the user's unused backup codes.
+    pub(crate) backup_codes: Vec<String>,
 }
 
 pub(crate) struct Target {
@@ -132,6 +134,7 @@ pub(crate) async fn seed(
                     email,
                     cookie,
                     org: None,
+                    backup_codes: Vec::new(),
                 })
             }
         })

@@ -63,7 +63,8 @@ async fn enrolled(h: &H, email: &str) -> (String, Value) {
     assert_eq!(r.json()["user"]["twoFactorEnabled"], true);
     // The next code step, so the test's first challenge code is not the one just used.
     h.clock.advance(Duration::seconds(30));
-    (cookie, e)
+    // The session changed with the second factor: the new one.
+    (r.cookie_header(), e)
 }
 
 #[tokio::test]
@@ -165,7 +166,15 @@ async fn enrolment_is_confirmed_by_a_first_code() {
         .await
         .expect(200);
     assert_eq!(r.json()["user"]["twoFactorEnabled"], true);
-    assert_eq!(h.session(&cookie).await["user"]["twoFactorEnabled"], true);
+    // A new session in place of the one from before the change (as 1.7).
+    let renewed = r.cookie_header();
+    assert_eq!(
+        r.json()["token"],
+        h.session(&renewed).await["session"]["token"]
+    );
+    assert_eq!(h.session(&renewed).await["user"]["twoFactorEnabled"], true);
+    assert_eq!(h.session(&cookie).await, Value::Null);
+    let cookie = renewed;
     // A code works once (better-auth accepts it again within its window).
     let r = h
         .post(
@@ -537,6 +546,8 @@ async fn a_trusted_browser_skips_the_second_factor_until_it_is_turned_off() {
         .await
         .expect(200);
     assert_eq!(r.json(), json!({"status": true}));
+    assert_eq!(h.session(&session).await, Value::Null, "renewed");
+    let session = r.cookie_header();
     assert_eq!(h.session(&session).await["user"]["twoFactorEnabled"], false);
     let user = user_of(&h, "gus@example.com").await;
     assert!(h.store.get_two_factor(&user.id).await.unwrap().is_none());
@@ -666,7 +677,11 @@ async fn codes_by_mail_sign_in_once_each() {
         .await
         .expect(200);
     assert_eq!(r.json(), json!({"method": "otp"}));
-    assert_eq!(h.session(&cookie).await["user"]["twoFactorEnabled"], true);
+    assert_eq!(h.session(&cookie).await, Value::Null, "renewed");
+    assert_eq!(
+        h.session(&r.cookie_header()).await["user"]["twoFactorEnabled"],
+        true
+    );
     let r = h.sign_in("kim@example.com", PW).await.expect(200);
     assert_eq!(r.json()["twoFactorMethods"], json!(["otp"]));
     let challenge = r.cookie_header();
@@ -805,4 +820,103 @@ async fn an_administrator_turns_a_users_second_factor_off() {
         actions.contains(&"admin.two-factor-disabled".to_owned()),
         "{actions:?}"
     );
+}
+
+/// better-auth's official client with `twoFactorClient()` (Node, `api/tests/js-client`) turns
+/// two-factor sign-in on, is sent to the second step at sign-in (its `onTwoFactorRedirect`),
+/// and finishes it with a code. Skipped without the npm packages, unless `REQUIRE_JS_CLIENT=1`.
+#[tokio::test]
+async fn official_client_signs_in_with_two_factor() {
+    let Some(js) = crate::common::js_client_dir() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let out = tokio::process::Command::new("node")
+        .arg("two-factor-client.mjs")
+        .args([
+            &format!("http://{}", server.addr),
+            "http://localhost:3000",
+            "two@js.io",
+            PW,
+        ])
+        .current_dir(&js)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "node failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(seen["signUp"]["twoFactorEnabled"], false, "{seen}");
+    assert_eq!(
+        seen["enable"],
+        json!({"error": null, "uri": "otpauth://totp/Gatehouse:two%40js.io", "codes": 10}),
+        "{seen}"
+    );
+    assert_eq!(seen["confirm"]["twoFactorEnabled"], true, "{seen}");
+    assert_eq!(
+        seen["signIn"],
+        json!({"error": null, "twoFactorRedirect": true, "methods": ["totp", "otp"], "redirected": 1}),
+        "{seen}"
+    );
+    assert_eq!(seen["before"], Value::Null, "{seen}");
+    assert_eq!(
+        seen["verify"],
+        json!({"error": null, "email": "two@js.io"}),
+        "{seen}"
+    );
+    assert_eq!(
+        seen["session"],
+        json!({"email": "two@js.io", "twoFactorEnabled": true}),
+        "{seen}"
+    );
+    assert_eq!(
+        seen["wrongBackup"],
+        json!({"status": 401, "code": "INVALID_BACKUP_CODE"}),
+        "{seen}"
+    );
+    server.stop();
+}
+
+/// The lock counts wrong codes in a row: a right code in between starts the count anew.
+#[tokio::test]
+async fn a_right_code_ends_a_run_of_wrong_codes() {
+    let h = harness().await;
+    let (_, e) = enrolled(&h, "ned@example.com").await;
+    let uri = e["totpURI"].as_str().unwrap().to_owned();
+    let wrong_then_right = |n: usize| {
+        let (h, uri) = (&h, uri.clone());
+        async move {
+            let mut left = n;
+            while left > 0 {
+                let cookie = h.sign_in("ned@example.com", PW).await.cookie_header();
+                for _ in 0..left.min(4) {
+                    h.post(
+                        "/api/auth/two-factor/verify-totp",
+                        json!({"code": "999999"}),
+                        Some(&cookie),
+                    )
+                    .await
+                    .expect(401);
+                }
+                left -= left.min(4);
+                if left == 0 {
+                    h.post(
+                        "/api/auth/two-factor/verify-totp",
+                        json!({"code": now_code(h, &uri)}),
+                        Some(&cookie),
+                    )
+                    .await
+                    .expect(200);
+                }
+            }
+        }
+    };
+    wrong_then_right(9).await;
+    h.clock.advance(Duration::seconds(30));
+    wrong_then_right(9).await;
 }

@@ -120,6 +120,40 @@ async fn caller_with_password(
     }
 }
 
+/// A new session in place of the caller's after their second factor changed (as 1.7 does): a
+/// session made before the change does not outlive it.
+async fn rotate(
+    state: &AppState,
+    req: &Request,
+    cookies: &PendingCookies,
+    old: &Authed,
+    user: storage::User,
+) -> ApiResult<Authed> {
+    if old.session.impersonated_by.is_some() {
+        // An administrator's impersonation keeps its own session.
+        return Ok(Authed {
+            session: old.session.clone(),
+            user,
+        });
+    }
+    let new = state
+        .sessions
+        .start_session(
+            req,
+            cookies,
+            user,
+            !state.sessions.dont_remember(req),
+            Default::default(),
+        )
+        .await?;
+    state
+        .actors
+        .user(old.user.id.clone())
+        .revoke_known_session(&old.session)
+        .await?;
+    Ok(new)
+}
+
 fn event(authed: &Authed, req: &Request, action: &'static str) -> Event {
     Event::new(action, &Origin::of(req))
         .own(&authed.user.id)
@@ -161,6 +195,12 @@ impl TwoFactorApi {
                 .two_factor
                 .enable_otp(&authed.user, state.audit.noted(ev))
                 .await?;
+            let user = state
+                .reader
+                .get_user(&authed.user.id)
+                .await?
+                .ok_or(Code::Unauthorized)?;
+            rotate(&state, req, cookies, &authed, user).await?;
             return Ok(Json(EnableResponse {
                 method: "otp".into(),
                 totp_uri: None,
@@ -208,9 +248,7 @@ impl TwoFactorApi {
             )
             .disable_two_factor()
             .await?;
-        state
-            .sessions
-            .reissue_cache(cookies, &user, Some(authed.session.clone()));
+        rotate(&state, req, cookies, &authed, user).await?;
         Ok(Json(StatusResponse { status: true }))
     }
 
@@ -298,9 +336,9 @@ impl TwoFactorApi {
             };
         };
         flow.may_try(&challenge).await?;
-        let tf = flow
-            .factor(&challenge.user.id)
-            .await?
+        let tf = challenge
+            .factor
+            .clone()
             .filter(|tf| tf.last_step > 0)
             .ok_or(Code::TotpNotEnabled)?;
         let Some(step) = flow.matching_step(&tf, &body.code.0)? else {
@@ -445,7 +483,8 @@ async fn finish(
 ) -> ApiResult<Json<SignedIn>> {
     let flow = &state.two_factor;
     flow.take(&challenge).await?;
-    cookies.push([flow.clear_challenge()]);
+    // 1.7 clears a `dont_remember` left from before after a code, not after a backup code.
+    cookies.push(flow.clear_challenge(challenge.remember_me && method != "backup-code"));
     let ev = Event::new(action::TWO_FACTOR_CHALLENGE, &Origin::of(req))
         .own(&challenge.user.id)
         .detail("method", method)
@@ -496,11 +535,9 @@ async fn confirm_totp(
         .with(state.audit.noted(ev))
         .use_totp_step(step)
         .await?;
-    state
-        .sessions
-        .reissue_cache(cookies, &user, Some(authed.session.clone()));
+    let now = rotate(state, req, cookies, &authed, user).await?;
     Ok(Json(SignedIn {
-        token: authed.session.token.clone(),
-        user: UserDto::from(&user),
+        token: now.session.token.clone(),
+        user: UserDto::from(&now.user),
     }))
 }

@@ -50,6 +50,16 @@ pub struct Challenge {
     id: String,
     pub user: User,
     pub remember_me: bool,
+    /// The user's factor as the challenge began to be answered.
+    pub factor: Option<TwoFactor>,
+}
+
+impl Challenge {
+    /// Wrong codes count "in a row" until a right authenticator or backup code, which moves
+    /// the factor's version: the run is named by it.
+    fn run(&self) -> u64 {
+        self.factor.as_ref().map_or(0, |f| f.version)
+    }
 }
 
 impl TwoFactorFlow {
@@ -204,7 +214,11 @@ impl TwoFactorFlow {
             })
             .await?;
         let c = &self.0.cookies;
-        cookies.push(c.clear_all());
+        // No session (1.7 leaves the `dont_remember` cookie as it is).
+        cookies.push([
+            c.set(&c.session_token, "", Some(0)),
+            c.set(&c.session_data, "", Some(0)),
+        ]);
         cookies.push([c.set(
             &c.two_factor,
             &self
@@ -305,15 +319,16 @@ impl TwoFactorFlow {
         else {
             return Ok(None);
         };
-        Ok(self
-            .reader()
-            .get_user(&UserId(row.value))
-            .await?
-            .map(|user| Challenge {
-                id: id.to_owned(),
-                user,
-                remember_me: remember == "1",
-            }))
+        let Some(user) = self.reader().get_user(&UserId(row.value)).await? else {
+            return Ok(None);
+        };
+        let factor = self.factor(&user.id).await?;
+        Ok(Some(Challenge {
+            id: id.to_owned(),
+            user,
+            remember_me: remember == "1",
+            factor,
+        }))
     }
 
     fn counters(&self) -> storage::DynStore {
@@ -328,7 +343,7 @@ impl TwoFactorFlow {
         let locked = self
             .counters()
             .count(
-                &lock_key(&c.user.id),
+                &lock_key(&c.user.id, c.run()),
                 chrono::Duration::seconds(cfg.lock_secs as i64),
                 cfg.lock_after,
                 now,
@@ -371,7 +386,7 @@ impl TwoFactorFlow {
             .await;
         let lock = counters
             .hit(
-                &lock_key(&c.user.id),
+                &lock_key(&c.user.id, c.run()),
                 chrono::Duration::seconds(cfg.lock_secs as i64),
                 cfg.lock_after + 1,
                 now,
@@ -395,9 +410,15 @@ impl TwoFactorFlow {
             .ok_or_else(|| Code::InvalidTwoFactorCookie.into())
     }
 
-    /// The `Set-Cookie` that ends the challenge in the browser.
-    pub fn clear_challenge(&self) -> String {
-        self.0.cookies.set(&self.0.cookies.two_factor, "", Some(0))
+    /// The `Set-Cookie`s that end the challenge in the browser (and, for a remembered
+    /// sign-in, any `dont_remember` left from before, as 1.7 does).
+    pub fn clear_challenge(&self, remember_me: bool) -> Vec<String> {
+        let c = &self.0.cookies;
+        let mut out = vec![c.set(&c.two_factor, "", Some(0))];
+        if remember_me {
+            out.push(c.set(&c.dont_remember, "", Some(0)));
+        }
+        out
     }
 
     /// Trusts this browser for `user`: a single-use row and its signed cookie (rotated each
@@ -460,6 +481,6 @@ fn tries_key(challenge: &str) -> String {
     format!("2fa-tries:{challenge}")
 }
 
-fn lock_key(user: &UserId) -> String {
-    format!("2fa-failures:{user}")
+fn lock_key(user: &UserId, run: u64) -> String {
+    format!("2fa-failures:{user}:{run}")
 }
