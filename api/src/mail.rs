@@ -488,8 +488,9 @@ async fn write_outbox(dir: &Path, mail: &Mail) -> Result<(), MailError> {
     tokio::fs::rename(&tmp, &path)
         .await
         .map_err(MailError::Outbox)?;
-    // Outbox mode is for development: the link is logged so it can be followed from the log.
-    tracing::info!(to = %mail.to, kind = mail.kind.name(), link = %mail.link, file = %path.display(), "mail written to outbox");
+    // Where to find it, never its link: a link holds a single-use token, and logs are kept and
+    // read more widely than the outbox.
+    tracing::info!(kind = mail.kind.name(), file = %path.display(), "mail written to outbox");
     Ok(())
 }
 

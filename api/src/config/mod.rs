@@ -259,6 +259,23 @@ impl Config {
         }
     }
 
+    /// The origins trusted besides `base_url`'s: `trusted_origins`, and when the base URL was
+    /// derived from a loopback listen address (`http://localhost:P`), the other spellings of
+    /// that address (`http://127.0.0.1:P`, `http://[::1]:P`): the start line prints one of
+    /// them, and a page opened there must be able to talk to its own server.
+    pub fn origins_besides_base(&self) -> Vec<String> {
+        let mut out = self.trusted_origins.clone();
+        if self.base_url_derived {
+            if let Some(rest) = self.base_url.strip_prefix("http://localhost:") {
+                if rest.parse::<u16>().is_ok() {
+                    out.push(format!("http://127.0.0.1:{rest}"));
+                    out.push(format!("http://[::1]:{rest}"));
+                }
+            }
+        }
+        out
+    }
+
     /// A warning when `base_url` names this machine on another port than the one listened
     /// on: the links in mails and the trusted origin would then miss this server.
     pub fn base_url_mismatch(&self) -> Option<String> {

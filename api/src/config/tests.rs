@@ -276,6 +276,44 @@ fn base_url_follows_listen_unless_given() {
     assert_eq!(c.base_url, "http://localhost:3000");
 }
 
+/// A base URL derived from a loopback listen address trusts the other spellings of that
+/// address too (the start line prints 127.0.0.1); a configured one trusts only itself.
+#[test]
+fn a_derived_loopback_base_url_trusts_its_other_spellings() {
+    let load = |pairs: &[(&str, &str)]| Config::load(None, env(pairs)).unwrap();
+    let mut c = load(&[("GATEHOUSE_LISTEN", "127.0.0.1:0")]).config;
+    c.bound_to("127.0.0.1:41234".parse().unwrap());
+    assert_eq!(
+        c.origins_besides_base(),
+        ["http://127.0.0.1:41234", "http://[::1]:41234"]
+    );
+    let t = crate::http::TrustedOrigins::new(&c.base_url, &c.origins_besides_base());
+    for ok in [
+        "http://localhost:41234",
+        "http://127.0.0.1:41234",
+        "http://[::1]:41234",
+    ] {
+        assert!(t.is_trusted_url(ok), "{ok}");
+    }
+    for no in [
+        "http://127.0.0.1:41235",
+        "https://127.0.0.1:41234",
+        "http://127.0.0.2:41234",
+    ] {
+        assert!(!t.is_trusted_url(no), "{no}");
+    }
+    let c = load(&[
+        ("GATEHOUSE_LISTEN", "127.0.0.1:3000"),
+        ("GATEHOUSE_BASE_URL", "http://localhost:3000"),
+        ("GATEHOUSE_TRUSTED_ORIGINS", "https://app.example.com"),
+    ])
+    .config;
+    assert_eq!(c.origins_besides_base(), ["https://app.example.com"]);
+    // A public listen address derives no loopback spellings.
+    let c = load(&[("GATEHOUSE_LISTEN", "10.1.2.3:3000")]).config;
+    assert!(c.origins_besides_base().is_empty(), "{:?}", c.base_url);
+}
+
 #[test]
 fn what_serve_would_refuse_is_refused_at_load() {
     for bad in [

@@ -352,3 +352,60 @@ async fn ready_turns_503_when_the_store_cannot_serve() {
     assert_eq!(status, 503, "{body}");
     assert_ne!(body["checks"]["store"], "ok", "{body}");
 }
+
+/// Mailed links hold single-use tokens: the log says a mail was written and where, never its
+/// link (outbox mode, info level).
+#[tokio::test]
+async fn no_mailed_token_reaches_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let log_path = dir.path().join("server.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let server = Server::start_logging_to(
+        &data,
+        &[
+            ("RUST_LOG", "info"),
+            ("GATEHOUSE_EMAIL_VERIFICATION__SEND_ON_SIGN_UP", "true"),
+        ],
+        log,
+    );
+    let http = reqwest::Client::new();
+    let post = |path: &str, body: serde_json::Value| {
+        http.post(format!("{}{path}", server.base))
+            .header("origin", "http://localhost:3000")
+            .json(&body)
+            .send()
+    };
+    let r = post(
+        "/sign-up/email",
+        serde_json::json!({"name": "Lo", "email": "log@example.com", "password": "log-password-1"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = post(
+        "/request-password-reset",
+        serde_json::json!({"email": "log@example.com"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200);
+    let mails = crate::common::outbox_in(&data.join("outbox"));
+    let links: Vec<String> = mails
+        .iter()
+        .filter_map(|m| m["link"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(links.len(), 2, "{mails:?}");
+    server.stop();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("mail written to outbox"), "{log}");
+    for link in &links {
+        let token = link
+            .split(['=', '/', '&', '?'])
+            .filter(|p| p.len() >= 20)
+            .max_by_key(|p| p.len())
+            .unwrap_or(link);
+        assert!(!log.contains(token), "a token in the log: {token}");
+        assert!(!log.contains(link.as_str()));
+    }
+}
