@@ -209,7 +209,7 @@ impl TwoFactorApi {
         }
         let enrolled = state
             .two_factor
-            .enroll(&authed.user, text(&body.issuer), false)
+            .enroll(&authed.user, text(&body.issuer), false, Default::default())
             .await?;
         state
             .audit

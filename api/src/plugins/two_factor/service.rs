@@ -76,14 +76,22 @@ impl TwoFactorFlow {
     }
 
     /// A new factor for `user` in place of any: a TOTP secret and backup codes; `on`: asked
-    /// at sign-in at once (codes by mail), else once a first TOTP code confirms it.
-    pub async fn enroll(&self, user: &User, issuer: Option<&str>, on: bool) -> ApiResult<Enrolled> {
+    /// at sign-in at once (codes by mail), else once a first TOTP code confirms it. `ctx`: the
+    /// request's context (audit notes) kept with the decision.
+    pub async fn enroll(
+        &self,
+        user: &User,
+        issuer: Option<&str>,
+        on: bool,
+        ctx: actors::Ctx,
+    ) -> ApiResult<Enrolled> {
         let raw: [u8; 20] = rand::random();
         let secret = base32::encode(base32::Alphabet::Rfc4648 { padding: false }, &raw);
         let (codes, hashes) = self.backup_codes();
         self.0
             .actors
             .user(user.id.clone())
+            .with(ctx)
             .enroll_two_factor(self.0.sealer.seal(&secret), hashes, on)
             .await?;
         Ok(Enrolled {
@@ -95,22 +103,19 @@ impl TwoFactorFlow {
     /// Turns two-factor sign-in on with codes by mail: at once (a factor is made if the user
     /// has none; its backup codes can be made anew later).
     pub async fn enable_otp(&self, user: &User, ctx: actors::Ctx) -> ApiResult<()> {
-        let actor = self.0.actors.user(user.id.clone()).with(ctx);
-        if self.factor(&user.id).await?.is_some() {
-            actor
-                .update_user(actors::UserPatch {
-                    two_factor_enabled: Some(true),
-                    ..Default::default()
-                })
-                .await?;
-        } else {
-            let raw: [u8; 20] = rand::random();
-            let secret = base32::encode(base32::Alphabet::Rfc4648 { padding: false }, &raw);
-            let (_, hashes) = self.backup_codes();
-            actor
-                .enroll_two_factor(self.0.sealer.seal(&secret), hashes, true)
-                .await?;
+        if self.factor(&user.id).await?.is_none() {
+            self.enroll(user, None, true, ctx).await?;
+            return Ok(());
         }
+        self.0
+            .actors
+            .user(user.id.clone())
+            .with(ctx)
+            .update_user(actors::UserPatch {
+                two_factor_enabled: Some(true),
+                ..Default::default()
+            })
+            .await?;
         Ok(())
     }
 
