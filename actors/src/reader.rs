@@ -35,6 +35,9 @@ reads! {
     list_accounts(user: &UserId) -> Vec<Account>;
     /// The user's second factor (its secret sealed, its backup codes hashed).
     get_two_factor(user: &UserId) -> Option<TwoFactor>;
+    /// The user's passkeys, oldest first.
+    list_passkeys(user: &UserId) -> Vec<Passkey>;
+    get_passkey_by_credential(credential_id: &str) -> Option<Passkey>;
     get_session(token: &str) -> Option<Session>;
     /// The session and its user (`None`: gone) in one round trip where the store can.
     get_session_with_user(token: &str) -> Option<(Session, Option<User>)>;

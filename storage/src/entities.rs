@@ -82,6 +82,46 @@ impl std::fmt::Debug for TwoFactor {
     }
 }
 
+/// A passkey (passkey plugin): a WebAuthn credential a user signs in with. Everything a
+/// relying party needs to check its next assertion is in `credential`; the other fields are
+/// what the account page and better-auth's client show.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Passkey {
+    pub id: PasskeyId,
+    pub user_id: UserId,
+    pub name: Option<String>,
+    /// The credential's id, base64url without padding: unique among all users.
+    pub credential_id: String,
+    /// The COSE public key, base64.
+    pub public_key: String,
+    /// The relying party's record of the credential (JSON), its counter included.
+    pub credential: String,
+    /// The authenticator's signature counter as last seen (0: it keeps none).
+    pub counter: u32,
+    /// `singleDevice` or `multiDevice` (synced).
+    pub device_type: String,
+    pub backed_up: bool,
+    /// Comma-separated transports (`internal,hybrid`), as the browser gave them.
+    pub transports: String,
+    pub aaguid: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    /// Bumped by every write; writes compare-and-set it.
+    pub version: u64,
+}
+
+impl std::fmt::Debug for Passkey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Passkey")
+            .field("id", &self.id)
+            .field("user_id", &self.user_id)
+            .field("counter", &self.counter)
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Account {
     pub id: AccountId,

@@ -69,4 +69,5 @@ id_type!(
     TeamMemberId,
     RoleId,
     KeyPairId,
+    PasskeyId,
 );

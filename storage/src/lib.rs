@@ -506,6 +506,32 @@ pub trait TwoFactorStore: Send + Sync {
     async fn delete_two_factor(&self, user: &UserId, events: &[Event]) -> StoreResult<bool>;
 }
 
+/// Passkeys (passkey plugin): WebAuthn credentials, several per user, each credential id
+/// registered once.
+#[async_trait]
+pub trait PasskeyStore: Send + Sync {
+    /// A new passkey: `Conflict("passkey")` when its credential is registered already (to
+    /// anyone), `NotFound` when the user is gone.
+    async fn create_passkey(&self, p: &Passkey, events: &[Event]) -> StoreResult<()>;
+    /// The user's passkeys, oldest first.
+    async fn list_passkeys(&self, user: &UserId) -> StoreResult<Vec<Passkey>>;
+    async fn get_passkey_by_credential(&self, credential_id: &str) -> StoreResult<Option<Passkey>>;
+    /// Writes `p` over the stored one at version `expected` (`ConcurrentModification` when it
+    /// moved, `NotFound` when it is gone). `p.version` is stored as given.
+    async fn update_passkey(&self, p: &Passkey, expected: u64, events: &[Event])
+        -> StoreResult<()>;
+    /// Removes a passkey of `user`, decided on the user's version `expected` (which it moves,
+    /// as unlinking an account does: "not the last way to sign in" holds across processes):
+    /// `ConcurrentModification` when it moved, `NotFound` when there is no such passkey.
+    async fn delete_passkey(
+        &self,
+        user: &UserId,
+        id: &PasskeyId,
+        expected: u64,
+        events: &[Event],
+    ) -> StoreResult<()>;
+}
+
 /// Signing key pairs (JWT/JWKS).
 #[async_trait]
 pub trait KeyPairStore: Send + Sync {
@@ -563,6 +589,7 @@ pub trait Store:
     + RoleStore
     + KeyPairStore
     + TwoFactorStore
+    + PasskeyStore
     + ScanStore
     + AuditStore
     + EventStore
@@ -582,6 +609,7 @@ impl<T> Store for T where
         + RoleStore
         + KeyPairStore
         + TwoFactorStore
+        + PasskeyStore
         + ScanStore
         + AuditStore
         + EventStore

@@ -36,6 +36,9 @@ pub enum Record {
         /// The user's second factor (its secret as sealed by the server that wrote it).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         two_factor: Option<TwoFactor>,
+        /// The user's passkeys.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        passkeys: Vec<Passkey>,
     },
     Organization {
         organization: Organization,
@@ -116,6 +119,7 @@ pub async fn export(store: &dyn Store, out: &mut impl Write) -> Result<Counts, T
                 .filter(|s| s.expires_at > now)
                 .collect();
             let two_factor = store.get_two_factor(&user.id).await?;
+            let passkeys = store.list_passkeys(&user.id).await?;
             n.users += 1;
             n.accounts += accounts.len() as u64;
             n.sessions += sessions.len() as u64;
@@ -126,6 +130,7 @@ pub async fn export(store: &dyn Store, out: &mut impl Write) -> Result<Counts, T
                     accounts,
                     sessions,
                     two_factor,
+                    passkeys,
                 },
             )?;
         }
@@ -212,6 +217,7 @@ pub async fn import(store: &dyn Store, input: impl BufRead) -> Result<Counts, Tr
                 accounts,
                 sessions,
                 two_factor,
+                passkeys,
             } => {
                 let mut accounts = accounts.into_iter();
                 let first = accounts.next();
@@ -240,6 +246,12 @@ pub async fn import(store: &dyn Store, input: impl BufRead) -> Result<Counts, Tr
                         .put_two_factor(&tf, None, &[])
                         .await
                         .map_err(|e| at(format!("two factor of {}: {e}", tf.user_id)))?;
+                }
+                for p in passkeys {
+                    store
+                        .create_passkey(&p, &[])
+                        .await
+                        .map_err(|e| at(format!("passkey {}: {e}", p.id)))?;
                 }
             }
             Record::Organization {

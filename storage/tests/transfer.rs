@@ -52,6 +52,25 @@ async fn populated(s: &DynStore) {
             on.two_factor_enabled = true;
             on.version += 1;
             s.update_user(&on, &[]).await.unwrap();
+            // And a passkey.
+            let p = Passkey {
+                id: PasskeyId::generate(),
+                user_id: u.id.clone(),
+                name: Some("Laptop".into()),
+                credential_id: "cred-transfer".into(),
+                public_key: "pQECAyYgASFY".into(),
+                credential: "{}".into(),
+                counter: 3,
+                device_type: "multiDevice".into(),
+                backed_up: true,
+                transports: "internal".into(),
+                aaguid: "00000000-0000-0000-0000-000000000000".into(),
+                created_at: now,
+                updated_at: now,
+                last_used_at: Some(now),
+                version: 2,
+            };
+            s.create_passkey(&p, &[]).await.unwrap();
         }
         users.push(s.get_user(&u.id).await.unwrap().unwrap());
     }
@@ -182,6 +201,11 @@ async fn round_trip(source: &DynStore, target: &DynStore) {
         .filter(|l| l.contains("\"two_factor\":{") && l.contains("\"two_factor_enabled\":true"))
         .count();
     assert_eq!(with_factor, 1, "the second factor moves with its user");
+    let with_passkey = normalized(&after)
+        .iter()
+        .filter(|l| l.contains("\"credential_id\":\"cred-transfer\""))
+        .count();
+    assert_eq!(with_passkey, 1, "passkeys move with their user");
     // A second import into the now filled store is refused before it writes anything.
     assert!(matches!(
         import(&**target, before.as_slice()).await,

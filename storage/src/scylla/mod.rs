@@ -29,6 +29,7 @@ mod keys;
 mod members;
 mod org_store;
 mod organizations;
+mod passkeys;
 mod rate_limits;
 mod roles;
 mod scan;

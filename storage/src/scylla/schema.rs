@@ -117,6 +117,16 @@ const MIGRATIONS: &[&[&str]] = &[
          backup_codes text, last_step bigint, created_at bigint, updated_at bigint, \
          version bigint, decisions map<bigint, text>)",
     ],
+    // 6: the passkey plugin: a row per credential (LWT on it: a credential is registered
+    // once; which decision made each version kept as on the user row), and the user's index.
+    &[
+        "CREATE TABLE IF NOT EXISTS {ks}.passkeys (credential_id text PRIMARY KEY, id text, \
+         user_id text, name text, public_key text, credential text, counter bigint, \
+         device_type text, backed_up boolean, transports text, aaguid text, created_at bigint, \
+         updated_at bigint, last_used_at bigint, version bigint, decisions map<bigint, text>)",
+        "CREATE TABLE IF NOT EXISTS {ks}.passkeys_by_user (user_id text, credential_id text, \
+         PRIMARY KEY (user_id, credential_id))",
+    ],
 ];
 
 /// The columns of an audit event besides its place (`at`, `id`).

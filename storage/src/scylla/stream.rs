@@ -93,6 +93,11 @@ pub(crate) enum Probe {
     TwoFactorGone {
         user: String,
     },
+    /// The passkey of this credential records this decision for `version`.
+    PasskeyDecision {
+        credential: String,
+        version: u64,
+    },
 }
 
 /// A decision's row, ready to be written: its key, and the decision id the probe looks for.
@@ -309,6 +314,14 @@ impl ScyllaStore {
             }
             Probe::TwoFactorGone { user } => {
                 !exists("two_factors", "user_id", user.clone()).await?
+            }
+            Probe::PasskeyDecision {
+                credential,
+                version,
+            } => {
+                self.decision_of("passkeys", "credential_id", credential, *version)
+                    .await?
+                    == Some(decision.into())
             }
             Probe::UserExists { user } => exists("users", "id", user.clone()).await?,
             Probe::UserGone { user } => !exists("users", "id", user.clone()).await?,

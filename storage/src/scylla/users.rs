@@ -553,6 +553,7 @@ impl ScyllaStore {
             vec![text(&id.0)],
         )
         .await?;
+        self.remove_user_passkeys(id).await?;
         self.leave_all_organizations(id).await?;
         Ok(())
     }

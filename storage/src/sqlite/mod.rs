@@ -14,6 +14,7 @@ mod invitations;
 mod keys;
 mod members;
 mod organizations;
+mod passkeys;
 mod rate_limits;
 mod roles;
 mod rows;

@@ -265,6 +265,27 @@ CREATE TABLE two_factors (
     version INTEGER NOT NULL
 );
 "#,
+    // 11: the passkey plugin: WebAuthn credentials, several per user, each registered once.
+    r#"
+CREATE TABLE passkeys (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    name TEXT,
+    credential_id TEXT NOT NULL UNIQUE,
+    public_key TEXT NOT NULL,
+    credential TEXT NOT NULL,
+    counter INTEGER NOT NULL,
+    device_type TEXT NOT NULL,
+    backed_up INTEGER NOT NULL,
+    transports TEXT NOT NULL,
+    aaguid TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    last_used_at INTEGER,
+    version INTEGER NOT NULL
+);
+CREATE INDEX passkeys_user ON passkeys(user_id, created_at);
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> StoreResult<()> {

@@ -8,9 +8,12 @@ use std::sync::Arc;
 use storage::*;
 
 mod events;
+mod passkeys;
 mod two_factor;
 #[allow(unused_imports)]
 pub use events::*;
+#[allow(unused_imports)]
+pub use passkeys::*;
 #[allow(unused_imports)]
 pub use two_factor::*;
 
@@ -1767,6 +1770,9 @@ macro_rules! contract_tests {
             two_factors_compare_and_set_and_go_with_their_user,
             concurrent_uses_of_one_two_factor_one_wins,
             two_factor_writes_carry_their_events,
+            passkeys_register_once_change_and_go,
+            concurrent_writes_of_one_passkey_one_wins,
+            passkey_writes_carry_their_events,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {$(
