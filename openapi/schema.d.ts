@@ -1476,6 +1476,157 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/passkey/delete-passkey": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete a passkey
+         * @description One of the caller's passkeys (`PASSKEY_NOT_FOUND` for any other id). Refused with
+         *     `LAST_SIGN_IN_METHOD` when it is the only way left to sign in (no password, no
+         *     linked provider, no other passkey).
+         */
+        post: operations["passkeyDeletePasskey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/passkey/generate-authenticate-options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Options to sign in with a passkey
+         * @description No session needed: the options for `navigator.credentials.get` (any passkey of this
+         *     site, so the browser can offer them, autofill included); signed in, only the user's
+         *     own passkeys. A challenge valid once for 5 minutes, named by a signed cookie.
+         */
+        get: operations["passkeyGenerateAuthenticateOptions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/passkey/generate-register-options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Options to register a passkey
+         * @description For the signed-in user, from a fresh session: the options for
+         *     `navigator.credentials.create` (relying party: the base URL's host) and a challenge
+         *     valid once for 5 minutes, named by a signed cookie.
+         */
+        get: operations["passkeyGenerateRegisterOptions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/passkey/list-user-passkeys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's passkeys
+         * @description Oldest first.
+         */
+        get: operations["passkeyListUserPasskeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/passkey/update-passkey": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rename a passkey
+         * @description One of the caller's passkeys (`PASSKEY_NOT_FOUND` for any other id).
+         */
+        post: operations["passkeyUpdatePasskey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/passkey/verify-authentication": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in with a passkey
+         * @description The browser's answer to the sign-in options: checked (challenge, origin, relying
+         *     party, signature, the counter never going back) and a session made — no second
+         *     factor asked (a passkey is one). An unknown or deleted passkey answers 401
+         *     `PASSKEY_NOT_FOUND`; a bad signature or a counter gone back 401
+         *     `AUTHENTICATION_FAILED` (the latter audited: the authenticator may be cloned).
+         */
+        post: operations["passkeyVerifyAuthentication"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/passkey/verify-registration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Register a passkey
+         * @description The browser's answer to the registration options: checked (challenge, origin,
+         *     relying party, signature) and stored. The challenge works once, whatever the outcome.
+         */
+        post: operations["passkeyVerifyRegistration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/refresh-token": {
         parameters: {
             query?: never;
@@ -2239,7 +2390,7 @@ export interface components {
              * @description `user.sign-in`, `member.role-changed`… (README, "Audit log", lists them).
              * @enum {string}
              */
-            action: "user.sign-up" | "user.sign-in" | "user.sign-out" | "session.revoked" | "password.changed" | "password.reset" | "password.set" | "email.change-requested" | "email.changed" | "email.verified" | "account.linked" | "account.unlinked" | "user.deleted" | "organization.created" | "organization.updated" | "organization.deleted" | "member.added" | "member.removed" | "member.role-changed" | "invitation.created" | "invitation.accepted" | "invitation.rejected" | "invitation.canceled" | "role.created" | "role.updated" | "role.deleted" | "rate-limit.hit" | "admin.user-created" | "admin.user-updated" | "admin.role-set" | "admin.user-banned" | "admin.user-unbanned" | "admin.sessions-revoked" | "admin.user-removed" | "admin.password-set" | "admin.impersonation-started" | "admin.impersonation-stopped" | "admin.two-factor-disabled" | "two-factor.enrolled" | "two-factor.disabled" | "two-factor.backup-codes-regenerated" | "two-factor.challenge" | "two-factor.device-trusted";
+            action: "user.sign-up" | "user.sign-in" | "user.sign-out" | "session.revoked" | "password.changed" | "password.reset" | "password.set" | "email.change-requested" | "email.changed" | "email.verified" | "account.linked" | "account.unlinked" | "user.deleted" | "organization.created" | "organization.updated" | "organization.deleted" | "member.added" | "member.removed" | "member.role-changed" | "invitation.created" | "invitation.accepted" | "invitation.rejected" | "invitation.canceled" | "role.created" | "role.updated" | "role.deleted" | "rate-limit.hit" | "admin.user-created" | "admin.user-updated" | "admin.role-set" | "admin.user-banned" | "admin.user-unbanned" | "admin.sessions-revoked" | "admin.user-removed" | "admin.password-set" | "admin.impersonation-started" | "admin.impersonation-stopped" | "admin.two-factor-disabled" | "two-factor.enrolled" | "two-factor.disabled" | "two-factor.backup-codes-regenerated" | "two-factor.challenge" | "two-factor.device-trusted" | "passkey.registered" | "passkey.sign-in" | "passkey.renamed" | "passkey.deleted" | "passkey.clone-suspected";
             /** @description Who acted (absent: the server key or an anonymous client). */
             actorId?: string | null;
             /** @description ISO 8601 date-time. */
@@ -2270,6 +2421,8 @@ export interface components {
         AuditOrder: "newest" | "oldest";
         /** @enum {string} */
         AuditOutcome: "success" | "failure";
+        /** @enum {string} */
+        AuthenticatorAttachment: "platform" | "cross-platform";
         /**
          * CallbackParams
          * @description What a provider sends back (query of the GET, form of Apple's POST).
@@ -2398,7 +2551,7 @@ export interface components {
              * @description Stable machine-readable code, e.g. `INVALID_EMAIL_OR_PASSWORD`.
              * @enum {string}
              */
-            code: "ACCESS_TOKEN_NOT_FOUND" | "ACCOUNT_NOT_FOUND" | "ADMIN_SESSION_NOT_FOUND" | "BANNED_USER" | "CHANGE_EMAIL_IS_DISABLED" | "COULDNT_UPDATE_YOUR_EMAIL" | "CREDENTIAL_ACCOUNT_NOT_FOUND" | "DELETE_USER_IS_DISABLED" | "EMAIL_ALREADY_VERIFIED" | "EMAIL_CAN_NOT_BE_UPDATED" | "EMAIL_IS_THE_SAME" | "EMAIL_MISMATCH" | "EMAIL_NOT_VERIFIED" | "EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION" | "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION" | "FAILED_TO_CREATE_SESSION" | "FAILED_TO_CREATE_USER" | "FAILED_TO_GET_ACCESS_TOKEN" | "FAILED_TO_GET_SESSION" | "FAILED_TO_GET_USER_INFO" | "FAILED_TO_REFRESH_ACCESS_TOKEN" | "FAILED_TO_UNLINK_LAST_ACCOUNT" | "FIELD_NOT_ALLOWED" | "FORBIDDEN" | "ID_TOKEN_NOT_SUPPORTED" | "INTERNAL_SERVER_ERROR" | "INVALID_BACKUP_CODE" | "INVALID_CALLBACK_URL" | "INVALID_CODE" | "INVALID_EMAIL" | "INVALID_EMAIL_OR_PASSWORD" | "INVALID_ERROR_CALLBACK_URL" | "INVALID_JSON" | "INVALID_NEW_USER_CALLBACK_URL" | "INVALID_ORIGIN" | "INVALID_PASSWORD" | "INVALID_PERMISSION_CHECK" | "INVALID_REDIRECT_URL" | "INVALID_TOKEN" | "INVALID_TWO_FACTOR_COOKIE" | "INVITATION_LIMIT_REACHED" | "INVITATION_NOT_FOUND" | "INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION" | "LINKING_DIFFERENT_EMAILS_NOT_ALLOWED" | "LINKING_NOT_ALLOWED" | "MEMBER_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "METHOD_NOT_ALLOWED_DEFER_SESSION_REQUIRED" | "MISSING_OR_NULL_ORIGIN" | "NOT_FOUND" | "NOT_IMPERSONATING" | "NO_ACTIVE_ORGANIZATION" | "NO_DATA_TO_UPDATE" | "NO_FIELDS_TO_UPDATE" | "OAUTH_LINK_ERROR" | "ORGANIZATION_ALREADY_EXISTS" | "ORGANIZATION_MEMBERSHIP_LIMIT_REACHED" | "ORGANIZATION_NOT_FOUND" | "ORGANIZATION_SLUG_ALREADY_TAKEN" | "OTP_NOT_ENABLED" | "PASSWORD_CANNOT_BE_UPDATED_VIA_UPDATE_USER" | "PASSWORD_TOO_LONG" | "PASSWORD_TOO_SHORT" | "PAYLOAD_TOO_LARGE" | "PROVIDER_NOT_CONFIGURED" | "PROVIDER_NOT_FOUND" | "PROVIDER_NOT_SUPPORTED" | "REFRESH_TOKEN_NOT_FOUND" | "REQUEST_TIMEOUT" | "RESET_PASSWORD_ISNT_ENABLED" | "ROLE_IS_ASSIGNED_TO_MEMBERS" | "ROLE_NAME_IS_ALREADY_TAKEN" | "ROLE_NOT_FOUND" | "SERVER_CREDENTIAL_REQUIRED" | "SERVICE_UNAVAILABLE" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_FRESH" | "SLUG_IS_TAKEN" | "SOCIAL_ACCOUNT_ALREADY_LINKED" | "TEAM_ALREADY_EXISTS" | "TEAM_NOT_FOUND" | "TOKEN_EXPIRED" | "TOKEN_REFRESH_NOT_SUPPORTED" | "TOO_MANY_ATTEMPTS" | "TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE" | "TOO_MANY_REQUESTS" | "TOTP_NOT_ENABLED" | "TWO_FACTOR_NOT_ENABLED" | "UNABLE_TO_REMOVE_LAST_TEAM" | "UNAUTHORIZED" | "UNSUPPORTED_MEDIA_TYPE" | "USER_ALREADY_EXISTS" | "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL" | "USER_ALREADY_HAS_PASSWORD" | "USER_EMAIL_NOT_FOUND" | "USER_ID_CANNOT_BE_UPDATED" | "USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION" | "USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_TEAM" | "USER_NOT_FOUND" | "VALIDATION_ERROR" | "VERIFICATION_EMAIL_ISNT_ENABLED" | "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS" | "YOU_ARE_NOT_ALLOWED_TO_CANCEL_THIS_INVITATION" | "YOU_ARE_NOT_ALLOWED_TO_CHANGE_USERS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_NEW_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_TEAMS_IN_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_GET_USER" | "YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_READ_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_READ_THE_AUDIT_LOG" | "YOU_ARE_NOT_ALLOWED_TO_REMOVE_A_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_SET_NON_EXISTENT_VALUE" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_EMAIL" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_PASSWORD" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_USERS" | "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION" | "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION" | "YOU_CANNOT_BAN_YOURSELF" | "YOU_CANNOT_IMPERSONATE_ADMINS" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_WITHOUT_AN_OWNER" | "YOU_CANNOT_REMOVE_YOURSELF" | "YOU_HAVE_REACHED_THE_MAXIMUM_NUMBER_OF_ORGANIZATIONS";
+            code: "ACCESS_TOKEN_NOT_FOUND" | "ACCOUNT_NOT_FOUND" | "ADMIN_SESSION_NOT_FOUND" | "AUTHENTICATION_FAILED" | "BANNED_USER" | "CHALLENGE_NOT_FOUND" | "CHANGE_EMAIL_IS_DISABLED" | "COULDNT_UPDATE_YOUR_EMAIL" | "CREDENTIAL_ACCOUNT_NOT_FOUND" | "DELETE_USER_IS_DISABLED" | "EMAIL_ALREADY_VERIFIED" | "EMAIL_CAN_NOT_BE_UPDATED" | "EMAIL_IS_THE_SAME" | "EMAIL_MISMATCH" | "EMAIL_NOT_VERIFIED" | "EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION" | "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION" | "FAILED_TO_CREATE_SESSION" | "FAILED_TO_CREATE_USER" | "FAILED_TO_GET_ACCESS_TOKEN" | "FAILED_TO_GET_SESSION" | "FAILED_TO_GET_USER_INFO" | "FAILED_TO_REFRESH_ACCESS_TOKEN" | "FAILED_TO_UNLINK_LAST_ACCOUNT" | "FAILED_TO_VERIFY_REGISTRATION" | "FIELD_NOT_ALLOWED" | "FORBIDDEN" | "ID_TOKEN_NOT_SUPPORTED" | "INTERNAL_SERVER_ERROR" | "INVALID_BACKUP_CODE" | "INVALID_CALLBACK_URL" | "INVALID_CODE" | "INVALID_EMAIL" | "INVALID_EMAIL_OR_PASSWORD" | "INVALID_ERROR_CALLBACK_URL" | "INVALID_JSON" | "INVALID_NEW_USER_CALLBACK_URL" | "INVALID_ORIGIN" | "INVALID_PASSWORD" | "INVALID_PERMISSION_CHECK" | "INVALID_REDIRECT_URL" | "INVALID_TOKEN" | "INVALID_TWO_FACTOR_COOKIE" | "INVITATION_LIMIT_REACHED" | "INVITATION_NOT_FOUND" | "INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION" | "LAST_SIGN_IN_METHOD" | "LINKING_DIFFERENT_EMAILS_NOT_ALLOWED" | "LINKING_NOT_ALLOWED" | "MEMBER_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "METHOD_NOT_ALLOWED_DEFER_SESSION_REQUIRED" | "MISSING_OR_NULL_ORIGIN" | "NOT_FOUND" | "NOT_IMPERSONATING" | "NO_ACTIVE_ORGANIZATION" | "NO_DATA_TO_UPDATE" | "NO_FIELDS_TO_UPDATE" | "OAUTH_LINK_ERROR" | "ORGANIZATION_ALREADY_EXISTS" | "ORGANIZATION_MEMBERSHIP_LIMIT_REACHED" | "ORGANIZATION_NOT_FOUND" | "ORGANIZATION_SLUG_ALREADY_TAKEN" | "OTP_NOT_ENABLED" | "PASSKEY_NOT_FOUND" | "PASSWORD_CANNOT_BE_UPDATED_VIA_UPDATE_USER" | "PASSWORD_TOO_LONG" | "PASSWORD_TOO_SHORT" | "PAYLOAD_TOO_LARGE" | "PREVIOUSLY_REGISTERED" | "PROVIDER_NOT_CONFIGURED" | "PROVIDER_NOT_FOUND" | "PROVIDER_NOT_SUPPORTED" | "REFRESH_TOKEN_NOT_FOUND" | "REQUEST_TIMEOUT" | "RESET_PASSWORD_ISNT_ENABLED" | "ROLE_IS_ASSIGNED_TO_MEMBERS" | "ROLE_NAME_IS_ALREADY_TAKEN" | "ROLE_NOT_FOUND" | "SERVER_CREDENTIAL_REQUIRED" | "SERVICE_UNAVAILABLE" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_FRESH" | "SLUG_IS_TAKEN" | "SOCIAL_ACCOUNT_ALREADY_LINKED" | "TEAM_ALREADY_EXISTS" | "TEAM_NOT_FOUND" | "TOKEN_EXPIRED" | "TOKEN_REFRESH_NOT_SUPPORTED" | "TOO_MANY_ATTEMPTS" | "TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE" | "TOO_MANY_REQUESTS" | "TOTP_NOT_ENABLED" | "TWO_FACTOR_NOT_ENABLED" | "UNABLE_TO_REMOVE_LAST_TEAM" | "UNAUTHORIZED" | "UNSUPPORTED_MEDIA_TYPE" | "USER_ALREADY_EXISTS" | "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL" | "USER_ALREADY_HAS_PASSWORD" | "USER_EMAIL_NOT_FOUND" | "USER_ID_CANNOT_BE_UPDATED" | "USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION" | "USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_TEAM" | "USER_NOT_FOUND" | "VALIDATION_ERROR" | "VERIFICATION_EMAIL_ISNT_ENABLED" | "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS" | "YOU_ARE_NOT_ALLOWED_TO_CANCEL_THIS_INVITATION" | "YOU_ARE_NOT_ALLOWED_TO_CHANGE_USERS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_NEW_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_TEAMS_IN_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_GET_USER" | "YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_READ_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_READ_THE_AUDIT_LOG" | "YOU_ARE_NOT_ALLOWED_TO_REGISTER_THIS_PASSKEY" | "YOU_ARE_NOT_ALLOWED_TO_REMOVE_A_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_SET_NON_EXISTENT_VALUE" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_EMAIL" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_PASSWORD" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_USERS" | "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION" | "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION" | "YOU_CANNOT_BAN_YOURSELF" | "YOU_CANNOT_IMPERSONATE_ADMINS" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_WITHOUT_AN_OWNER" | "YOU_CANNOT_REMOVE_YOURSELF" | "YOU_HAVE_REACHED_THE_MAXIMUM_NUMBER_OF_ORGANIZATIONS";
             /** @description For validation failures: what was wrong with which field. */
             details?: string[] | null;
             /** @description Human-readable message. */
@@ -2623,6 +2776,138 @@ export interface components {
             metadata?: unknown;
             name: string;
             slug: string;
+        };
+        /**
+         * Passkey
+         * @description A passkey as better-auth's client lists it (`lastUsedAt` is a Gatehouse addition).
+         */
+        Passkey: {
+            aaguid: string;
+            backedUp: boolean;
+            /** Format: uint32 */
+            counter: number;
+            /** @description ISO 8601 date-time. */
+            createdAt: string;
+            credentialID: string;
+            /** @description `singleDevice` or `multiDevice` (synced between devices). */
+            deviceType: string;
+            id: string;
+            /** @description ISO 8601 date-time of the last sign-in with it. */
+            lastUsedAt?: string | null;
+            name?: string | null;
+            /** @description The COSE public key, base64. */
+            publicKey: string;
+            transports: string;
+            userId: string;
+        };
+        /**
+         * PasskeyAuthenticationOptions
+         * @description What `navigator.credentials.get` takes.
+         */
+        PasskeyAuthenticationOptions: {
+            /**
+             * @description Signed in: that user's passkeys only. Absent: any passkey the authenticator holds
+             *     for this site (a discoverable credential).
+             */
+            allowCredentials?: components["schemas"]["PasskeyCredentialDescriptor"][] | null;
+            /** @description base64url. */
+            challenge: string;
+            rpId: string;
+            /**
+             * Format: uint32
+             * @description Milliseconds.
+             */
+            timeout: number;
+            userVerification: string;
+        };
+        /** PasskeyAuthenticatorSelection */
+        PasskeyAuthenticatorSelection: {
+            authenticatorAttachment?: components["schemas"]["AuthenticatorAttachment"] | null;
+            requireResidentKey: boolean;
+            residentKey: string;
+            userVerification: string;
+        };
+        /** PasskeyCredentialDescriptor */
+        PasskeyCredentialDescriptor: {
+            /** @description The credential id, base64url. */
+            id: string;
+            transports?: string[] | null;
+            type: string;
+        };
+        /** PasskeyCredentialParam */
+        PasskeyCredentialParam: {
+            /** Format: int64 */
+            alg: number;
+            type: string;
+        };
+        /** PasskeyExtensions */
+        PasskeyExtensions: {
+            credProps: boolean;
+        };
+        /** PasskeyIdBody */
+        PasskeyIdBody: {
+            id: string;
+        };
+        /**
+         * PasskeyRegistrationOptions
+         * @description What `navigator.credentials.create` takes.
+         */
+        PasskeyRegistrationOptions: {
+            attestation: string;
+            authenticatorSelection: components["schemas"]["PasskeyAuthenticatorSelection"];
+            /** @description base64url. */
+            challenge: string;
+            /** @description The user's passkeys: an authenticator holding one of them is not registered twice. */
+            excludeCredentials: components["schemas"]["PasskeyCredentialDescriptor"][];
+            extensions: components["schemas"]["PasskeyExtensions"];
+            hints: string[];
+            pubKeyCredParams: components["schemas"]["PasskeyCredentialParam"][];
+            rp: components["schemas"]["PasskeyRelyingParty"];
+            /**
+             * Format: uint32
+             * @description Milliseconds.
+             */
+            timeout: number;
+            user: components["schemas"]["PasskeyUserEntity"];
+        };
+        /** PasskeyRelyingParty */
+        PasskeyRelyingParty: {
+            id: string;
+            name: string;
+        };
+        /** PasskeySignedIn */
+        PasskeySignedIn: {
+            session: components["schemas"]["Session"];
+            user: components["schemas"]["User"];
+        };
+        /** PasskeyUpdateBody */
+        PasskeyUpdateBody: {
+            id: string;
+            name: string;
+        };
+        /** PasskeyUpdated */
+        PasskeyUpdated: {
+            passkey: components["schemas"]["Passkey"];
+        };
+        /** PasskeyUserEntity */
+        PasskeyUserEntity: {
+            displayName: string;
+            /** @description The user handle, base64url (not the user's id). */
+            id: string;
+            name: string;
+        };
+        /** PasskeyVerifyAuthenticationBody */
+        PasskeyVerifyAuthenticationBody: {
+            /** @description The browser's `PublicKeyCredential` from `navigator.credentials.get`, as JSON. */
+            response: unknown;
+        };
+        /** PasskeyVerifyRegistrationBody */
+        PasskeyVerifyRegistrationBody: {
+            /** @description Not offered: a passkey is registered from a signed-in session. */
+            createSession?: boolean | null;
+            name?: string | null;
+            /** @description The browser's `PublicKeyCredential` from `navigator.credentials.create`, as JSON. */
+            response: unknown;
         };
         /** PermissionCatalog */
         PermissionCatalog: {
@@ -5913,6 +6198,284 @@ export interface operations {
                 };
                 content: {
                     "application/json; charset=utf-8": components["schemas"]["Team"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    passkeyDeletePasskey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["PasskeyIdBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["StatusResponse"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    passkeyGenerateAuthenticateOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["PasskeyAuthenticationOptions"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    passkeyGenerateRegisterOptions: {
+        parameters: {
+            query?: {
+                authenticatorAttachment?: components["schemas"]["AuthenticatorAttachment"];
+                name?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["PasskeyRegistrationOptions"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    passkeyListUserPasskeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Passkey"][];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    passkeyUpdatePasskey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["PasskeyUpdateBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["PasskeyUpdated"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    passkeyVerifyAuthentication: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["PasskeyVerifyAuthenticationBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["PasskeySignedIn"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    passkeyVerifyRegistration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["PasskeyVerifyRegistrationBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Passkey"];
                 };
             };
             /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */

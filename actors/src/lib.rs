@@ -74,6 +74,14 @@ pub enum Rule {
     InvalidBackupCode,
     /// The user's last linked account cannot be unlinked.
     LastAccount,
+    /// Passkeys: the passkey is the user's last way to sign in (no account, no other one).
+    LastSignInMethod,
+    /// Passkeys: the credential is registered already.
+    PasskeyRegistered,
+    /// Passkeys: no passkey of the user has that id.
+    PasskeyNotFound,
+    /// Passkeys: another use of the passkey was recorded since this one was checked.
+    PasskeyUsedMeanwhile,
     /// No linked account matches.
     AccountNotFound,
     /// The user has a password already (set-password).

@@ -51,6 +51,12 @@ pub mod action {
     pub const TWO_FACTOR_BACKUP_CODES: &str = "two-factor.backup-codes-regenerated";
     pub const TWO_FACTOR_CHALLENGE: &str = "two-factor.challenge";
     pub const TWO_FACTOR_DEVICE_TRUSTED: &str = "two-factor.device-trusted";
+    pub const PASSKEY_REGISTERED: &str = "passkey.registered";
+    pub const PASSKEY_SIGN_IN: &str = "passkey.sign-in";
+    pub const PASSKEY_RENAMED: &str = "passkey.renamed";
+    pub const PASSKEY_DELETED: &str = "passkey.deleted";
+    /// An assertion whose signature counter went back: the authenticator may be cloned.
+    pub const PASSKEY_CLONE_SUSPECTED: &str = "passkey.clone-suspected";
 
     /// Every action, for the documentation and the read routes' filter.
     pub const ALL: &[&str] = &[
@@ -97,6 +103,11 @@ pub mod action {
         TWO_FACTOR_BACKUP_CODES,
         TWO_FACTOR_CHALLENGE,
         TWO_FACTOR_DEVICE_TRUSTED,
+        PASSKEY_REGISTERED,
+        PASSKEY_SIGN_IN,
+        PASSKEY_RENAMED,
+        PASSKEY_DELETED,
+        PASSKEY_CLONE_SUSPECTED,
     ];
 }
 

@@ -83,6 +83,8 @@ pub struct Inner {
     pub social_flow: plugins::social::SocialFlow,
     /// The two-factor plugin: secrets, codes, the sign-in challenge, trusted devices.
     pub two_factor: plugins::two_factor::TwoFactorFlow,
+    /// The passkey plugin: the relying party and its ceremonies.
+    pub passkeys: plugins::passkey::PasskeyFlow,
     pub jwt: jwt::Jwt,
     pub role_catalog: RoleCatalog,
     pub limiter: Arc<rate_limit::Limiter>,
@@ -473,6 +475,16 @@ impl AppState {
                 app_name: config.mail.app_name.clone(),
                 mail: mail.clone(),
             });
+        let passkeys = plugins::passkey::PasskeyFlow::new(
+            actors.clone(),
+            clock.clone(),
+            signer.clone(),
+            cookies.clone(),
+            &config.base_url,
+            &config.origins_besides_base(),
+            &config.mail.app_name,
+        )
+        .map_err(StartError::Config)?;
         let credentials = plugins::core::Credentials::new(plugins::core::CredentialsInner {
             actors: actors.clone(),
             hasher: hasher.clone(),
@@ -505,6 +517,7 @@ impl AppState {
             jwt,
             social_flow,
             two_factor,
+            passkeys,
             origins: http::TrustedOrigins::new(&config.base_url, &config.origins_besides_base()),
             cookies,
             signer,

@@ -219,7 +219,11 @@ impl UserActor {
                         })
                 })
                 .ok_or(ActorError::Refused(Rule::AccountNotFound))?;
-            if accounts.len() <= 1 && !allow_unlinking_all {
+            // A passkey is a way to sign in too.
+            if accounts.len() <= 1
+                && !allow_unlinking_all
+                && store.list_passkeys(id).await?.is_empty()
+            {
                 return Err(ActorError::Refused(Rule::LastAccount));
             }
             // Decided on the user's version: an unlink (or link) made meanwhile, here or in

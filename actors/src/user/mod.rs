@@ -15,6 +15,7 @@ use storage::{
 
 mod credentials;
 mod membership;
+mod passkeys;
 mod profile;
 mod sessions;
 mod social;
@@ -123,6 +124,7 @@ impl UserMsg {
 pub(crate) enum UserMsg {
     Social(social::SocialMsg),
     TwoFactor(two_factor::TwoFactorMsg),
+    Passkey(passkeys::PasskeyMsg),
     CreateSession(NewSession, Reply<Session>),
     IssueResetToken {
         token: String,
@@ -264,6 +266,7 @@ impl Actor for UserActor {
         match msg {
             UserMsg::Social(m) => self.social(&state.id, m, ctx).await,
             UserMsg::TwoFactor(m) => self.two_factor(&state.id, m, ctx).await,
+            UserMsg::Passkey(m) => self.passkeys(&state.id, m, ctx).await,
             UserMsg::CreateSession(new, reply) => {
                 let _ = reply.send(self.create_session(&state.id, new, ctx).await);
             }

@@ -21,6 +21,8 @@ pub struct CookieNames {
     pub two_factor: String,
     /// A browser trusted to skip the second factor (signed, rotated on use).
     pub trust_device: String,
+    /// A passkey ceremony in progress (signed id of its stored challenge).
+    pub passkey: String,
     /// What every name above starts with (the prefix, with `__Secure-` on https).
     lead: String,
     secure: bool,
@@ -40,6 +42,7 @@ impl CookieNames {
             admin_session: format!("{p}{prefix}.admin_session"),
             two_factor: format!("{p}{prefix}.two_factor"),
             trust_device: format!("{p}{prefix}.trust_device"),
+            passkey: format!("{p}{prefix}.passkey"),
             lead: format!("{p}{prefix}."),
             secure,
         }

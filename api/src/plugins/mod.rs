@@ -1,12 +1,13 @@
 //! The HTTP operations, a folder per plugin as better-auth splits them: `core` (email and
 //! password, sessions, the user and the account flows), `organization`, `admin` (with the audit
-//! log), `social` (providers, their flows and tokens), `jwt`, `two_factor`. Each plugin's `mod.rs` names its
+//! log), `social` (providers, their flows and tokens), `jwt`, `two_factor`, `passkey`. Each plugin's `mod.rs` names its
 //! operations (`Apis`), one `…Api` per OpenAPI tag; a new plugin is a folder and a line in
 //! [`Apis`]. Handlers are thin: parse, one call to an actor or the store, a DTO.
 pub mod admin;
 pub mod core;
 pub mod jwt;
 pub mod organization;
+pub mod passkey;
 pub mod social;
 pub mod two_factor;
 
@@ -21,6 +22,7 @@ pub type Apis = (
     admin::Apis,
     jwt::Apis,
     two_factor::Apis,
+    passkey::Apis,
 );
 
 /// Every plugin's operations, for the OpenAPI service.
@@ -32,6 +34,7 @@ pub fn apis() -> Apis {
         admin::apis(),
         jwt::apis(),
         two_factor::apis(),
+        passkey::apis(),
     )
 }
 
@@ -57,6 +60,8 @@ pub enum Tag {
     Jwt,
     /// Two-factor sign-in: an authenticator app (TOTP), backup codes, trusted devices.
     TwoFactor,
+    /// Passkeys (WebAuthn): registering them, signing in with one, managing them.
+    Passkey,
     /// Health and the error page.
     Meta,
 }

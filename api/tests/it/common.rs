@@ -123,6 +123,16 @@ pub async fn harness() -> H {
     harness_with(|_| {}).await
 }
 
+/// `a; b` of two cookie headers (the later one's names win: a sign-in's new cookies, say).
+pub fn join(a: &str, b: &str) -> String {
+    let names: Vec<&str> = b.split("; ").filter_map(|p| p.split('=').next()).collect();
+    a.split("; ")
+        .filter(|p| !p.is_empty() && !names.contains(&p.split('=').next().unwrap_or("")))
+        .chain(b.split("; ").filter(|p| !p.is_empty()))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 impl H {
     pub async fn call(
         &self,

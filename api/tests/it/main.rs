@@ -14,6 +14,7 @@ mod metrics;
 mod migration;
 mod oidc;
 mod organization;
+mod passkeys;
 mod permissions;
 mod processes;
 mod rate_limit;

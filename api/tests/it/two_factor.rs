@@ -29,16 +29,6 @@ fn now_code(h: &H, uri: &str) -> String {
     code_at(uri, h.clock.now().timestamp())
 }
 
-/// `a; b` of two cookie headers (the later one's names win: a sign-in's trust cookie, say).
-fn join(a: &str, b: &str) -> String {
-    let names: Vec<&str> = b.split("; ").filter_map(|p| p.split('=').next()).collect();
-    a.split("; ")
-        .filter(|p| !p.is_empty() && !names.contains(&p.split('=').next().unwrap_or("")))
-        .chain(b.split("; ").filter(|p| !p.is_empty()))
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
 /// A user with two-factor sign-in on: their session cookie and the enrolment answer.
 async fn enrolled(h: &H, email: &str) -> (String, Value) {
     let cookie = h.sign_up(email, PW).await.cookie_header();
@@ -454,7 +444,14 @@ async fn one_code_raced_signs_in_once() {
         "{:?}",
         results.iter().map(|r| &r.text).collect::<Vec<_>>()
     );
-    assert!(results.iter().all(|r| r.status == 200 || r.status == 401));
+    assert!(
+        results.iter().all(|r| r.status == 200 || r.status == 401),
+        "{:?}",
+        results
+            .iter()
+            .map(|r| (r.status, &r.text))
+            .collect::<Vec<_>>()
+    );
     let user = user_of(&h, "fay@example.com").await;
     // The enrolment's session and the one won.
     assert_eq!(h.store.list_sessions(&user.id).await.unwrap().len(), 2);

@@ -58,6 +58,11 @@ export const ACTIONS: Record<AuditAction, string> = {
   "two-factor.backup-codes-regenerated": "New backup codes made",
   "two-factor.challenge": "Second sign-in step",
   "two-factor.device-trusted": "Browser trusted to skip the second step",
+  "passkey.registered": "Passkey added",
+  "passkey.sign-in": "Signed in with a passkey",
+  "passkey.renamed": "Passkey renamed",
+  "passkey.deleted": "Passkey removed",
+  "passkey.clone-suspected": "Passkey refused: it may have been copied",
 };
 
 const KINDS: [string, string][] = [
@@ -67,6 +72,8 @@ const KINDS: [string, string][] = [
   ["password", "Passwords"],
   ["email", "Email addresses"],
   ["account", "Sign-in methods"],
+  ["two-factor", "Two-factor sign-in"],
+  ["passkey", "Passkeys"],
   ["organization", "Organizations"],
   ["member", "Members"],
   ["invitation", "Invitations"],

@@ -1,0 +1,639 @@
+//! Passkeys through HTTP with a software authenticator built here (ES256, 'none' attestation,
+//! as WebAuthn Level 2 lays out its bytes): registration, sign-in with the passkey alone, and
+//! each refusal — a replayed assertion, another origin, an unknown credential, a counter
+//! going back, a challenge used twice or expired, malformed answers — plus two processes,
+//! a raced assertion, the last way to sign in, and no second factor after a passkey.
+use crate::common::*;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use futures::future::join_all;
+use p256::ecdsa::signature::Signer;
+use p256::ecdsa::{Signature, SigningKey};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+const PW: &str = "first-password-1";
+
+fn b64(b: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(b)
+}
+
+/// A CBOR byte string's or text string's head.
+fn cbor_head(major: u8, len: usize) -> Vec<u8> {
+    match len {
+        0..=23 => vec![major << 5 | len as u8],
+        24..=255 => vec![major << 5 | 24, len as u8],
+        _ => {
+            let mut v = vec![major << 5 | 25];
+            v.extend((len as u16).to_be_bytes());
+            v
+        }
+    }
+}
+
+fn cbor_text(s: &str) -> Vec<u8> {
+    let mut v = cbor_head(3, s.len());
+    v.extend(s.as_bytes());
+    v
+}
+
+fn cbor_bytes(b: &[u8]) -> Vec<u8> {
+    let mut v = cbor_head(2, b.len());
+    v.extend(b);
+    v
+}
+
+/// A platform authenticator holding one ES256 credential.
+struct Authenticator {
+    key: SigningKey,
+    id: Vec<u8>,
+    counter: u32,
+    rp_id: String,
+    origin: String,
+    /// The user handle it was registered with.
+    handle: Option<Vec<u8>>,
+}
+
+impl Authenticator {
+    fn new() -> Self {
+        Self {
+            key: SigningKey::random(&mut p256::elliptic_curve::rand_core::OsRng),
+            id: rand_id(),
+            counter: 0,
+            rp_id: "localhost".into(),
+            origin: ORIGIN.into(),
+            handle: None,
+        }
+    }
+
+    fn client_data(&self, kind: &str, challenge: &str) -> Vec<u8> {
+        json!({"type": kind, "challenge": challenge, "origin": self.origin, "crossOrigin": false})
+            .to_string()
+            .into_bytes()
+    }
+
+    fn cose_key(&self) -> Vec<u8> {
+        let point = self.key.verifying_key().to_encoded_point(false);
+        let mut k = vec![0xa5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21];
+        k.extend(cbor_bytes(point.x().unwrap()));
+        k.push(0x22);
+        k.extend(cbor_bytes(point.y().unwrap()));
+        k
+    }
+
+    fn auth_data(&self, attested: bool) -> Vec<u8> {
+        let mut d = Sha256::digest(self.rp_id.as_bytes()).to_vec();
+        // User present and verified; attested credential data at registration.
+        d.push(if attested { 0x45 } else { 0x05 });
+        d.extend(self.counter.to_be_bytes());
+        if attested {
+            d.extend([0u8; 16]);
+            d.extend((self.id.len() as u16).to_be_bytes());
+            d.extend(&self.id);
+            d.extend(self.cose_key());
+        }
+        d
+    }
+
+    /// The browser's JSON for `navigator.credentials.create` with `options`.
+    fn register(&mut self, options: &Value) -> Value {
+        let challenge = options["challenge"].as_str().unwrap();
+        self.handle = Some(
+            URL_SAFE_NO_PAD
+                .decode(options["user"]["id"].as_str().unwrap())
+                .unwrap(),
+        );
+        let mut att = vec![0xa3];
+        att.extend(cbor_text("fmt"));
+        att.extend(cbor_text("none"));
+        att.extend(cbor_text("attStmt"));
+        att.push(0xa0);
+        att.extend(cbor_text("authData"));
+        att.extend(cbor_bytes(&self.auth_data(true)));
+        json!({
+            "id": b64(&self.id),
+            "rawId": b64(&self.id),
+            "type": "public-key",
+            "response": {
+                "clientDataJSON": b64(&self.client_data("webauthn.create", challenge)),
+                "attestationObject": b64(&att),
+                "transports": ["internal", "hybrid"],
+            },
+            "clientExtensionResults": {},
+            "authenticatorAttachment": "platform",
+        })
+    }
+
+    /// The browser's JSON for `navigator.credentials.get` with `options` (the counter moves).
+    fn assert(&mut self, options: &Value) -> Value {
+        self.counter += 1;
+        let challenge = options["challenge"].as_str().unwrap();
+        let data = self.auth_data(false);
+        let client = self.client_data("webauthn.get", challenge);
+        let mut signed = data.clone();
+        signed.extend(Sha256::digest(&client));
+        let sig: Signature = self.key.sign(&signed);
+        json!({
+            "id": b64(&self.id),
+            "rawId": b64(&self.id),
+            "type": "public-key",
+            "response": {
+                "clientDataJSON": b64(&client),
+                "authenticatorData": b64(&data),
+                "signature": b64(sig.to_der().as_bytes()),
+                "userHandle": self.handle.as_deref().map(b64),
+            },
+            "clientExtensionResults": {},
+        })
+    }
+}
+
+fn rand_id() -> Vec<u8> {
+    use rand::RngCore;
+    let mut id = vec![0u8; 16];
+    rand::thread_rng().fill_bytes(&mut id);
+    id
+}
+
+async fn audit_actions(h: &H) -> Vec<String> {
+    use storage::Clock;
+    let now = h.clock.now();
+    let q = storage::AuditQuery::range(
+        now - chrono::Duration::days(1),
+        now + chrono::Duration::days(1),
+        1000,
+    );
+    let page = h.store.list_audit(&q).await.unwrap();
+    page.items.into_iter().map(|e| e.action).collect()
+}
+
+/// Registers `a` for the user signed in with `cookie`: the stored passkey's answer.
+async fn register(h: &H, cookie: &str, a: &mut Authenticator, name: Option<&str>) -> Value {
+    let (o, c) = register_options(h, cookie).await;
+    let mut body = json!({"response": a.register(&o)});
+    if let Some(n) = name {
+        body["name"] = json!(n);
+    }
+    h.post("/api/auth/passkey/verify-registration", body, Some(&c))
+        .await
+        .expect(200)
+        .json()
+}
+
+/// Fresh registration options for the user signed in with `cookie`: the options and the
+/// cookie header carrying their challenge.
+async fn register_options(h: &H, cookie: &str) -> (Value, String) {
+    let o = h
+        .get("/api/auth/passkey/generate-register-options", Some(cookie))
+        .await
+        .expect(200);
+    (o.json(), join(cookie, &o.cookie_header()))
+}
+
+async fn finish_registration(h: &H, cookie: &str, response: Value) -> Resp {
+    h.post(
+        "/api/auth/passkey/verify-registration",
+        json!({ "response": response }),
+        Some(cookie),
+    )
+    .await
+}
+
+/// Sign-in options for a browser with `cookie` (maybe none): the options and the cookie
+/// header that carries their challenge.
+async fn sign_in_options(h: &H, cookie: Option<&str>) -> (Value, String) {
+    let o = h
+        .get("/api/auth/passkey/generate-authenticate-options", cookie)
+        .await
+        .expect(200);
+    let c = join(cookie.unwrap_or(""), &o.cookie_header());
+    (o.json(), c)
+}
+
+async fn verify(h: &H, cookie: &str, response: Value) -> Resp {
+    h.post(
+        "/api/auth/passkey/verify-authentication",
+        json!({ "response": response }),
+        Some(cookie),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_passkey_registers_and_signs_in_alone() {
+    let h = harness().await;
+    let cookie = h.sign_up("pia@example.com", PW).await.cookie_header();
+    let o = h
+        .get(
+            "/api/auth/passkey/generate-register-options?authenticatorAttachment=platform",
+            Some(&cookie),
+        )
+        .await
+        .expect(200);
+    let set = o
+        .set_cookie("gatehouse.passkey")
+        .unwrap_or_else(|| panic!("{:?}", o.set_cookies()));
+    assert!(
+        set.contains("Max-Age=300") && set.contains("HttpOnly"),
+        "{set}"
+    );
+    let opts = o.json();
+    assert_eq!(opts["rp"]["id"], "localhost");
+    assert_eq!(opts["user"]["name"], "pia@example.com");
+    assert_eq!(opts["user"]["displayName"], "pia@example.com");
+    assert_eq!(opts["attestation"], "none");
+    assert_eq!(opts["timeout"], 60000);
+    assert_eq!(opts["excludeCredentials"], json!([]));
+    assert_eq!(
+        opts["authenticatorSelection"],
+        json!({"residentKey": "preferred", "userVerification": "preferred",
+               "authenticatorAttachment": "platform", "requireResidentKey": false})
+    );
+    let algs: Vec<i64> = opts["pubKeyCredParams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["alg"].as_i64().unwrap())
+        .collect();
+    assert_eq!(algs, [-8, -7, -257]);
+    let user = h
+        .store
+        .get_user_by_email("pia@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(
+        opts["user"]["id"],
+        json!(b64(user.id.0.as_bytes())),
+        "not the user's id"
+    );
+    assert_eq!(opts["extensions"], json!({"credProps": true}));
+    assert_eq!(opts["challenge"].as_str().unwrap().len(), 43);
+
+    let mut a = Authenticator::new();
+    let both = join(&cookie, &o.cookie_header());
+    let p = h
+        .post(
+            "/api/auth/passkey/verify-registration",
+            json!({"response": a.register(&opts), "name": "Laptop"}),
+            Some(&both),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(p["name"], "Laptop");
+    assert_eq!(p["credentialID"], b64(&a.id));
+    assert_eq!(p["userId"], json!(user.id.0));
+    assert_eq!(p["deviceType"], "singleDevice");
+    assert_eq!(p["backedUp"], false);
+    assert_eq!(p["transports"], "internal,hybrid");
+    assert_eq!(p["aaguid"], "00000000-0000-0000-0000-000000000000");
+    assert_eq!(p["counter"], 0);
+    assert!(!p["publicKey"].as_str().unwrap().is_empty());
+    // Listed; the next registration excludes it.
+    let list = h
+        .get("/api/auth/passkey/list-user-passkeys", Some(&cookie))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["id"], p["id"]);
+    let again = h
+        .get("/api/auth/passkey/generate-register-options", Some(&cookie))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(again["excludeCredentials"][0]["id"], b64(&a.id));
+    assert_eq!(
+        again["user"]["id"], opts["user"]["id"],
+        "one handle per user"
+    );
+
+    // Another browser, no session: any passkey of the site.
+    let (o, c) = sign_in_options(&h, None).await;
+    assert_eq!(o["rpId"], "localhost");
+    assert_eq!(o["userVerification"], "preferred");
+    assert!(o.get("allowCredentials").is_none(), "{o}");
+    let r = verify(&h, &c, a.assert(&o)).await.expect(200);
+    let body = r.json();
+    assert_eq!(body["user"]["email"], "pia@example.com");
+    assert_eq!(body["session"]["userId"], json!(user.id.0));
+    let s = h.session(&r.cookie_header()).await;
+    assert_eq!(s["user"]["email"], "pia@example.com");
+    let stored = h.store.list_passkeys(&user.id).await.unwrap();
+    assert_eq!(stored[0].counter, 1);
+    assert!(stored[0].last_used_at.is_some());
+    // Signed in: only the user's own passkeys are allowed.
+    let (o, _) = sign_in_options(&h, Some(&cookie)).await;
+    assert_eq!(o["allowCredentials"][0]["id"], b64(&a.id));
+    assert_eq!(
+        o["allowCredentials"][0]["transports"],
+        json!(["internal", "hybrid"])
+    );
+    // Audited.
+    let actions = audit_actions(&h).await;
+    assert!(
+        actions.iter().any(|a| a == "passkey.registered"),
+        "{actions:?}"
+    );
+    assert!(
+        actions.iter().any(|a| a == "passkey.sign-in"),
+        "{actions:?}"
+    );
+}
+
+#[tokio::test]
+async fn every_bad_assertion_is_refused() {
+    let h = harness().await;
+    let cookie = h.sign_up("rex@example.com", PW).await.cookie_header();
+    let mut a = Authenticator::new();
+    register(&h, &cookie, &mut a, None).await;
+
+    // No challenge cookie, a garbled one, an expired one.
+    let (o, c) = sign_in_options(&h, None).await;
+    let r = verify(&h, "", a.assert(&o)).await.expect(400);
+    assert_eq!(r.code(), "CHALLENGE_NOT_FOUND");
+    let r = verify(&h, "gatehouse.passkey=forged.sig", a.assert(&o))
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "CHALLENGE_NOT_FOUND");
+    h.clock.advance(chrono::Duration::seconds(301));
+    let r = verify(&h, &c, a.assert(&o)).await.expect(400);
+    assert_eq!(r.code(), "CHALLENGE_NOT_FOUND");
+
+    // A good assertion once; replayed (its challenge is used), refused.
+    let (o, c) = sign_in_options(&h, None).await;
+    let good = a.assert(&o);
+    verify(&h, &c, good.clone()).await.expect(200);
+    let r = verify(&h, &c, good.clone()).await.expect(400);
+    assert_eq!(r.code(), "CHALLENGE_NOT_FOUND");
+    // Replayed against a new challenge: the signed challenge is not this one.
+    let (_, c) = sign_in_options(&h, None).await;
+    let r = verify(&h, &c, good).await.expect(400);
+    assert_eq!(r.code(), "AUTHENTICATION_FAILED");
+
+    // Another origin.
+    a.origin = "https://evil.example".into();
+    let (o, c) = sign_in_options(&h, None).await;
+    let r = verify(&h, &c, a.assert(&o)).await.expect(400);
+    assert_eq!(r.code(), "AUTHENTICATION_FAILED");
+    a.origin = ORIGIN.into();
+
+    // A credential nobody registered.
+    let mut stranger = Authenticator::new();
+    let (o, c) = sign_in_options(&h, None).await;
+    let r = verify(&h, &c, stranger.assert(&o)).await.expect(401);
+    assert_eq!(r.code(), "PASSKEY_NOT_FOUND");
+
+    // A bad signature: another key under the registered credential's id.
+    let mut forger = Authenticator::new();
+    forger.id = a.id.clone();
+    forger.handle = a.handle.clone();
+    forger.counter = 50;
+    let (o, c) = sign_in_options(&h, None).await;
+    let r = verify(&h, &c, forger.assert(&o)).await.expect(401);
+    assert_eq!(r.code(), "AUTHENTICATION_FAILED");
+
+    // The counter going back: a cloned authenticator. Refused and audited.
+    let (o, c) = sign_in_options(&h, None).await;
+    verify(&h, &c, a.assert(&o)).await.expect(200);
+    a.counter = 0;
+    let (o, c) = sign_in_options(&h, None).await;
+    let r = verify(&h, &c, a.assert(&o)).await.expect(401);
+    assert_eq!(r.code(), "AUTHENTICATION_FAILED");
+    let actions = audit_actions(&h).await;
+    assert!(
+        actions.iter().any(|a| a == "passkey.clone-suspected"),
+        "{actions:?}"
+    );
+
+    // Malformed answers: 400 with a code, never a 500.
+    for bad in [
+        json!("x"),
+        json!({}),
+        json!({"id": "abc", "rawId": "abc", "type": "public-key",
+               "response": {"clientDataJSON": "xx", "authenticatorData": "yy", "signature": "zz"}}),
+    ] {
+        let (_, c) = sign_in_options(&h, None).await;
+        let r = verify(&h, &c, bad.clone()).await;
+        assert!(
+            r.status.as_u16() == 400 || r.status.as_u16() == 401,
+            "{bad}: {}",
+            r.text
+        );
+        assert!(!r.code().is_empty());
+    }
+    let r = h
+        .post("/api/auth/passkey/verify-authentication", json!({}), None)
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "VALIDATION_ERROR");
+}
+
+#[tokio::test]
+async fn every_bad_registration_is_refused() {
+    let h = harness().await;
+    let cookie = h.sign_up("reg@example.com", PW).await.cookie_header();
+    let other = h.sign_up("other@example.com", PW).await.cookie_header();
+    // Without a session, or an unknown attachment.
+    h.get("/api/auth/passkey/generate-register-options", None)
+        .await
+        .expect(401);
+    let r = h
+        .get(
+            "/api/auth/passkey/generate-register-options?authenticatorAttachment=usb",
+            Some(&cookie),
+        )
+        .await
+        .expect(400);
+    assert!(!r.code().is_empty());
+    // Garbled CBOR, then the challenge is gone whatever the outcome.
+    let (o, c) = register_options(&h, &cookie).await;
+    let mut a = Authenticator::new();
+    let mut bad = a.register(&o);
+    bad["response"]["attestationObject"] = json!(b64(b"\xff\x00garbage"));
+    let r = finish_registration(&h, &c, bad).await.expect(400);
+    assert_eq!(r.code(), "FAILED_TO_VERIFY_REGISTRATION");
+    let r = finish_registration(&h, &c, a.register(&o))
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "CHALLENGE_NOT_FOUND");
+    // Another user's challenge.
+    let (o, c) = register_options(&h, &cookie).await;
+    let theirs = join(&c, &other);
+    let r = finish_registration(&h, &theirs, a.register(&o))
+        .await
+        .expect(401);
+    assert_eq!(r.code(), "YOU_ARE_NOT_ALLOWED_TO_REGISTER_THIS_PASSKEY");
+    // Another origin.
+    a.origin = "https://evil.example".into();
+    let (o, c) = register_options(&h, &cookie).await;
+    let r = finish_registration(&h, &c, a.register(&o))
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "FAILED_TO_VERIFY_REGISTRATION");
+    a.origin = ORIGIN.into();
+    // A sign-in challenge answered as a registration.
+    let (o, c) = sign_in_options(&h, Some(&cookie)).await;
+    let as_registration = json!({"challenge": o["challenge"], "user": {"id": b64(b"someone")}});
+    let r = finish_registration(&h, &c, a.register(&as_registration))
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "CHALLENGE_NOT_FOUND");
+    // Not a credential at all.
+    let r = finish_registration(&h, &cookie, json!("x"))
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "VALIDATION_ERROR");
+    // The same authenticator twice: once for anyone.
+    register(&h, &cookie, &mut a, None).await;
+    let (o, c) = register_options(&h, &other).await;
+    let r = finish_registration(&h, &c, a.register(&o))
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "PREVIOUSLY_REGISTERED");
+}
+
+#[tokio::test]
+async fn rename_delete_and_the_last_way_to_sign_in() {
+    let h = harness().await;
+    let cookie = h.sign_up("del@example.com", PW).await.cookie_header();
+    let other = h.sign_up("else@example.com", PW).await.cookie_header();
+    let mut a = Authenticator::new();
+    let p = register(&h, &cookie, &mut a, Some("Laptop")).await;
+    let id = p["id"].as_str().unwrap();
+    let r = h
+        .post(
+            "/api/auth/passkey/update-passkey",
+            json!({"id": id, "name": "Work laptop"}),
+            Some(&cookie),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(r["passkey"]["name"], "Work laptop");
+    // Another user's passkey is not theirs to see.
+    for path in ["update-passkey", "delete-passkey"] {
+        let r = h
+            .post(
+                &format!("/api/auth/passkey/{path}"),
+                json!({"id": id, "name": "Mine"}),
+                Some(&other),
+            )
+            .await
+            .expect(404);
+        assert_eq!(r.code(), "PASSKEY_NOT_FOUND");
+    }
+    // Only a passkey left once the password goes: it cannot be deleted then.
+    h.post(
+        "/api/auth/unlink-account",
+        json!({"providerId": "credential"}),
+        Some(&cookie),
+    )
+    .await
+    .expect(200);
+    let r = h
+        .post(
+            "/api/auth/passkey/delete-passkey",
+            json!({"id": id}),
+            Some(&cookie),
+        )
+        .await
+        .expect(400);
+    assert_eq!(r.code(), "LAST_SIGN_IN_METHOD");
+    // A second passkey: the first may go.
+    let mut b = Authenticator::new();
+    register(&h, &cookie, &mut b, None).await;
+    h.post(
+        "/api/auth/passkey/delete-passkey",
+        json!({"id": id}),
+        Some(&cookie),
+    )
+    .await
+    .expect(200);
+    let list = h
+        .get("/api/auth/passkey/list-user-passkeys", Some(&cookie))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    // The deleted passkey signs in no more.
+    let (o, c) = sign_in_options(&h, None).await;
+    let r = verify(&h, &c, a.assert(&o)).await.expect(401);
+    assert_eq!(r.code(), "PASSKEY_NOT_FOUND");
+    let (o, c) = sign_in_options(&h, None).await;
+    verify(&h, &c, b.assert(&o)).await.expect(200);
+}
+
+#[tokio::test]
+async fn no_second_factor_after_a_passkey_and_no_sign_in_when_banned() {
+    let h = harness().await;
+    let cookie = h.sign_up("tf@example.com", PW).await.cookie_header();
+    let mut a = Authenticator::new();
+    register(&h, &cookie, &mut a, None).await;
+    let mut u = h
+        .store
+        .get_user_by_email("tf@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    u.two_factor_enabled = true;
+    u.version += 1;
+    h.store.update_user(&u, &[]).await.unwrap();
+    // A password sign-in is challenged; a passkey one is not.
+    let r = h.sign_in("tf@example.com", PW).await.expect(200);
+    assert_eq!(r.json()["twoFactorRedirect"], true);
+    let (o, c) = sign_in_options(&h, None).await;
+    let r = verify(&h, &c, a.assert(&o)).await.expect(200);
+    assert!(r.json()["session"]["token"].is_string());
+    assert!(r.set_cookie("gatehouse.two_factor").is_none());
+    // Banned: refused.
+    let mut u = h
+        .store
+        .get_user_by_email("tf@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    u.banned = true;
+    u.version += 1;
+    h.store.update_user(&u, &[]).await.unwrap();
+    let (o, c) = sign_in_options(&h, None).await;
+    let r = verify(&h, &c, a.assert(&o)).await.expect(403);
+    assert_eq!(r.code(), "BANNED_USER");
+}
+
+#[tokio::test]
+async fn one_process_issues_the_options_another_verifies() {
+    let h = harness().await;
+    let second = same_store(&h, |_| {}).await;
+    let cookie = h.sign_up("two@example.com", PW).await.cookie_header();
+    // Registration begun on one, finished on the other.
+    let (o, c) = register_options(&h, &cookie).await;
+    let mut a = Authenticator::new();
+    finish_registration(&second, &c, a.register(&o))
+        .await
+        .expect(200);
+    let (o, c) = sign_in_options(&second, None).await;
+    verify(&h, &c, a.assert(&o)).await.expect(200);
+}
+
+#[tokio::test]
+async fn ten_requests_with_one_assertion_make_one_session() {
+    let h = harness().await;
+    let cookie = h.sign_up("race@example.com", PW).await.cookie_header();
+    let mut a = Authenticator::new();
+    register(&h, &cookie, &mut a, None).await;
+    let (o, c) = sign_in_options(&h, None).await;
+    let assertion = a.assert(&o);
+    let results = join_all((0..10).map(|_| verify(&h, &c, assertion.clone()))).await;
+    let ok = results.iter().filter(|r| r.status.as_u16() == 200).count();
+    assert_eq!(
+        ok,
+        1,
+        "{:?}",
+        results.iter().map(|r| &r.text).collect::<Vec<_>>()
+    );
+    assert!(results
+        .iter()
+        .all(|r| r.status.as_u16() == 200 || r.code() == "CHALLENGE_NOT_FOUND"));
+}
