@@ -42,7 +42,7 @@ impl CookieNames {
             admin_session: format!("{p}{prefix}.admin_session"),
             two_factor: format!("{p}{prefix}.two_factor"),
             trust_device: format!("{p}{prefix}.trust_device"),
-            passkey: format!("{p}{prefix}.passkey"),
+            passkey: format!("{p}{prefix}.better-auth-passkey"),
             lead: format!("{p}{prefix}."),
             secure,
         }

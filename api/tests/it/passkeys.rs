@@ -231,7 +231,7 @@ async fn a_passkey_registers_and_signs_in_alone() {
         .await
         .expect(200);
     let set = o
-        .set_cookie("gatehouse.passkey")
+        .set_cookie("gatehouse.better-auth-passkey")
         .unwrap_or_else(|| panic!("{:?}", o.set_cookies()));
     assert!(
         set.contains("Max-Age=300") && set.contains("HttpOnly"),
@@ -353,7 +353,7 @@ async fn every_bad_assertion_is_refused() {
     let (o, c) = sign_in_options(&h, None).await;
     let r = verify(&h, "", a.assert(&o)).await.expect(400);
     assert_eq!(r.code(), "CHALLENGE_NOT_FOUND");
-    let r = verify(&h, "gatehouse.passkey=forged.sig", a.assert(&o))
+    let r = verify(&h, "gatehouse.better-auth-passkey=forged.sig", a.assert(&o))
         .await
         .expect(400);
     assert_eq!(r.code(), "CHALLENGE_NOT_FOUND");
@@ -636,4 +636,109 @@ async fn ten_requests_with_one_assertion_make_one_session() {
     assert!(results
         .iter()
         .all(|r| r.status.as_u16() == 200 || r.code() == "CHALLENGE_NOT_FOUND"));
+}
+
+/// better-auth's official client with `passkeyClient()` (Node, `api/tests/js-client`) lists,
+/// renames and deletes a passkey as an app does. Skipped without the npm packages, unless
+/// `REQUIRE_JS_CLIENT=1`.
+#[tokio::test]
+async fn official_client_lists_renames_and_deletes() {
+    let Some(js) = crate::common::js_client_dir() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let http = reqwest::Client::new();
+    let up = http
+        .post(format!("http://{}/api/auth/sign-up/email", server.addr))
+        .header("origin", ORIGIN)
+        .json(&json!({"email": "pk@js.io", "password": PW, "name": "Pat"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(up.status(), 200);
+    let user: Value = up.json().await.unwrap();
+    // The passkey as a registration stores it (a browser's authenticator is not here).
+    let store = storage::sqlite::SqliteStore::open(dir.path().join("gatehouse.db"))
+        .await
+        .unwrap();
+    let now = chrono::Utc::now();
+    let p = storage::Passkey {
+        id: storage::PasskeyId::generate(),
+        user_id: storage::UserId(user["user"]["id"].as_str().unwrap().to_owned()),
+        name: Some("Laptop".into()),
+        credential_id: b64(&rand_id()),
+        public_key: "pQECAyYgASFY".into(),
+        credential: "{}".into(),
+        counter: 0,
+        device_type: "singleDevice".into(),
+        backed_up: false,
+        transports: "internal".into(),
+        aaguid: "00000000-0000-0000-0000-000000000000".into(),
+        created_at: now,
+        updated_at: now,
+        last_used_at: None,
+        version: 1,
+    };
+    storage::PasskeyStore::create_passkey(&store, &p, &[])
+        .await
+        .unwrap();
+    let out = tokio::process::Command::new("node")
+        .arg("passkey-client.mjs")
+        .args([
+            &format!("http://{}", server.addr),
+            "http://localhost:3000",
+            "pk@js.io",
+            PW,
+        ])
+        .current_dir(&js)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "node failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(seen["signIn"]["error"], Value::Null, "{seen}");
+    assert_eq!(seen["list"]["names"], json!(["Laptop"]), "{seen}");
+    for field in [
+        "id",
+        "name",
+        "publicKey",
+        "userId",
+        "credentialID",
+        "counter",
+        "deviceType",
+        "backedUp",
+        "transports",
+        "createdAt",
+        "aaguid",
+    ] {
+        assert!(
+            seen["list"]["fields"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(field)),
+            "{field}: {seen}"
+        );
+    }
+    assert_eq!(
+        seen["rename"],
+        json!({"error": null, "name": "Renamed by the client"}),
+        "{seen}"
+    );
+    assert_eq!(
+        seen["unknown"],
+        json!({"code": "PASSKEY_NOT_FOUND", "status": 404}),
+        "{seen}"
+    );
+    assert_eq!(
+        seen["delete"],
+        json!({"error": null, "status": true}),
+        "{seen}"
+    );
+    assert_eq!(seen["after"], 0, "{seen}");
 }

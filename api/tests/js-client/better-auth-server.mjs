@@ -11,11 +11,12 @@ import { toNodeHandler } from "better-auth/node";
 import { memoryAdapter } from "better-auth/adapters/memory";
 import { organization, admin, jwt, twoFactor } from "better-auth/plugins";
 import { defaultAc, defaultRoles } from "better-auth/plugins/organization/access";
+import { passkey } from "@better-auth/passkey";
 
 // Every model's rows (the adapter clones this object, so a plain one).
 const tables = Object.fromEntries(
   ["user", "session", "account", "verification", "organization", "member", "invitation",
-   "team", "teamMember", "organizationRole", "jwks", "twoFactor"].map((t) => [t, []]),
+   "team", "teamMember", "organizationRole", "jwks", "twoFactor", "passkey"].map((t) => [t, []]),
 );
 // Mail is recorded, never sent: GET /__mail?to=<address> answers the links sent there.
 // POST /__set-role {email, role} makes a user an administrator (the test's `gatehouse user
@@ -116,6 +117,8 @@ server.listen(0, "127.0.0.1", () => {
       jwt(),
       // Codes by mail: kept as a mail of kind "two-factor-otp" whose url is the code.
       twoFactor({ otpOptions: { sendOTP: async ({ user, otp }) => remember("two-factor-otp", user.email, otp) } }),
+      // The relying party of the base URL (its host, its origin), as Gatehouse derives it.
+      passkey({ rpID: new URL(base).hostname, rpName: "Gatehouse", origin: new URL(base).origin }),
     ],
   });
   const handle = toNodeHandler(auth);

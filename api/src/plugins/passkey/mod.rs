@@ -496,7 +496,13 @@ fn credential_json(response: &serde_json::Value) -> ApiResult<()> {
         return Ok(());
     }
     let mut e = ApiError::validation(false, vec!["response: an object".into()]);
-    e.message = "[body.response] Invalid input: expected record".into();
+    e.message = match response {
+        serde_json::Value::Null => {
+            "[body.response] Invalid input: expected nonoptional, received undefined"
+        }
+        _ => "[body.response] Invalid input: expected record",
+    }
+    .into();
     Err(e)
 }
 

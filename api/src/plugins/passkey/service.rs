@@ -281,14 +281,27 @@ impl PasskeyFlow {
         let Some(Ceremony::Authentication { user, state }) = self.take(req).await? else {
             return Err(Code::ChallengeNotFound.into());
         };
+        // The passkey first (as 1.7): an unknown one is told apart from a garbled answer.
+        let id = response
+            .get("id")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let reader = self.0.actors.reader();
+        let passkey = match id.is_empty() {
+            true => None,
+            false => reader.get_passkey_by_credential(&id).await?,
+        }
+        .filter(|p| user.as_ref().is_none_or(|u| *u == p.user_id.0))
+        .ok_or(Code::UnknownPasskey)?;
         let rsp: PublicKeyCredential = serde_json::from_value(response)
             .map_err(|e| refused(Code::MalformedAuthentication, e))?;
-        let reader = self.0.actors.reader();
-        let passkey = reader
-            .get_passkey_by_credential(&URL_SAFE_NO_PAD.encode(&rsp.raw_id))
-            .await?
-            .filter(|p| user.as_ref().is_none_or(|u| *u == p.user_id.0))
-            .ok_or(Code::UnknownPasskey)?;
+        if URL_SAFE_NO_PAD.encode(&rsp.raw_id) != id {
+            return Err(refused(
+                Code::MalformedAuthentication,
+                "id and rawId differ",
+            ));
+        }
         if let Some(handle) = &rsp.response.user_handle {
             if !crate::crypto::same_bytes(handle, &self.user_handle(&passkey.user_id)) {
                 return Err(Code::UnknownPasskey.into());

@@ -1,0 +1,54 @@
+// better-auth's official client with `passkeyClient()`, as an app uses it, against a running
+// Gatehouse: signs in with a password, lists the account's passkeys, renames one, deletes it
+// and lists again (adding a passkey needs a browser's authenticator: the Rust test registers
+// it first, and the Chromium end-to-end test goes through the browser). Prints one JSON
+// object with what it saw.
+//   node passkey-client.mjs <server-url> <base-url> <email> <password>
+import { createAuthClient } from "better-auth/client";
+import { passkeyClient } from "@better-auth/passkey/client";
+
+const [url, base, email, password] = process.argv.slice(2);
+const origin = new URL(base).origin;
+
+const jar = new Map();
+const keep = (res) => {
+  for (const c of res.headers.getSetCookie?.() ?? []) {
+    const [pair] = c.split(";");
+    const at = pair.indexOf("=");
+    const name = pair.slice(0, at);
+    const value = pair.slice(at + 1);
+    if (value === "" || /Max-Age=0/i.test(c)) jar.delete(name);
+    else jar.set(name, value);
+  }
+};
+const client = createAuthClient({
+  baseURL: url,
+  plugins: [passkeyClient()],
+  fetchOptions: {
+    headers: { origin },
+    onRequest: (ctx) => {
+      if (jar.size) ctx.headers.set("cookie", [...jar].map(([k, v]) => `${k}=${v}`).join("; "));
+    },
+    onResponse: (ctx) => keep(ctx.response),
+  },
+});
+
+const out = {};
+const signIn = await client.signIn.email({ email, password });
+out.signIn = { error: signIn.error };
+const list = await client.passkey.listUserPasskeys();
+out.list = {
+  error: list.error,
+  names: list.data?.map((p) => p.name),
+  fields: list.data?.[0] ? Object.keys(list.data[0]).sort() : [],
+};
+const id = list.data?.[0]?.id;
+const renamed = await client.passkey.updatePasskey({ id, name: "Renamed by the client" });
+out.rename = { error: renamed.error, name: renamed.data?.passkey?.name };
+const unknown = await client.passkey.deletePasskey({ id: "no-such-passkey" });
+out.unknown = { code: unknown.error?.code, status: unknown.error?.status };
+const deleted = await client.passkey.deletePasskey({ id });
+out.delete = { error: deleted.error, status: deleted.data?.status };
+const after = await client.passkey.listUserPasskeys();
+out.after = after.data?.length;
+console.log(JSON.stringify(out));
