@@ -287,6 +287,74 @@ test("two-factor: set up with the QR code's key, a challenged sign-in, a trusted
   await b.context.close();
 });
 
+test("passkeys: add one on the account page, sign in with it alone, rename, remove", async () => {
+  const a = await newPage();
+  const { page, context } = a;
+  // Chromium's virtual authenticator (DevTools protocol): a platform authenticator with
+  // discoverable credentials that verifies its user and is always touched.
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("WebAuthn.enable");
+  const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
+    options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+  });
+  await signUp(page, "Pam", "pam@example.com", "pam-password-1");
+  const card = page.getByRole("region", { name: "Passkeys" });
+  await card.getByText("No passkeys yet.").waitFor();
+  await card.getByRole("button", { name: "Add a passkey" }).click();
+  await card.getByText("Passkey added. You can sign in with it now.").waitFor();
+  const list = card.getByRole("list", { name: "Your passkeys" });
+  await list.getByText("never used yet").waitFor();
+  const { credentials } = await cdp.send("WebAuthn.getCredentials", { authenticatorId });
+  assert.equal(credentials.length, 1);
+  assert.ok(credentials[0].isResidentCredential, "a discoverable credential");
+  await shot(page, "passkeys-account");
+
+  // Signed out, the button: the passkey alone signs in (no address, no password). The
+  // authenticator is not touched while the page loads, so the autofill's request waits
+  // (the virtual authenticator answers a waiting request only if touched when it began).
+  const presence = (enabled) => cdp.send("WebAuthn.setAutomaticPresenceSimulation", { authenticatorId, enabled });
+  await presence(false);
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByRole("heading", { name: "Sign in" }).waitFor();
+  await shot(page, "passkeys-sign-in");
+  await presence(true);
+  await page.getByRole("button", { name: "Sign in with a passkey" }).click();
+  await page.getByRole("heading", { name: "Your account" }).waitFor();
+  await list.getByText(/last used/).waitFor();
+  const after = await cdp.send("WebAuthn.getCredentials", { authenticatorId });
+  assert.ok(after.credentials[0].signCount >= 1, "the authenticator signed");
+
+  // Signed out, the autofill: the email field offers the passkey; picked (the virtual
+  // authenticator picks it at once), it signs in without a click.
+  const autofilled = page.waitForResponse((r) => r.url().endsWith("/passkey/verify-authentication") && r.status() === 200);
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await autofilled;
+  await page.getByRole("heading", { name: "Your account" }).waitFor();
+
+  // Rename, then remove it (the password stays, so it is not the last way to sign in).
+  // Named after the browser and device it was added on.
+  const added = (await list.locator("strong").first().textContent()).trim();
+  assert.match(added, /on Linux$/);
+  await list.getByRole("button", { name: `Rename ${added}` }).click();
+  await card.getByLabel(`New name for ${added}`).fill("This laptop");
+  await card.getByRole("button", { name: "Save" }).click();
+  await card.getByText("Passkey renamed.").waitFor();
+  await list.getByText("This laptop").waitFor();
+  await list.getByRole("button", { name: "Remove This laptop" }).click();
+  await page.getByRole("dialog", { name: "Remove This laptop?" }).getByRole("button", { name: "Remove" }).click();
+  await card.getByText("No passkeys yet.").waitFor();
+
+  // The authenticator still holds it, but the server does not know it any more.
+  await presence(false);
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByRole("heading", { name: "Sign in" }).waitFor();
+  await presence(true);
+  await page.getByRole("button", { name: "Sign in with a passkey" }).click();
+  await page.getByText("That passkey is not registered here.").waitFor();
+  assert.deepEqual(a.errors, []);
+  await context.close();
+});
+
 // Picks Bob's role on the owner's page and waits for the server's answer: the page sends the
 // change after the pick, and the other browser reloads next and must see it.
 async function setRoleOfBob(page, role) {

@@ -3,77 +3,14 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { Navigate, useNavigate } from "react-router";
-import { api, ApiError, unwrap, type SessionWithUser } from "../api";
+import { api, unwrap, type SessionWithUser } from "../api";
 import { Confirm, Dialog, ErrorBox, Field, Notice, PasswordField, Submit } from "../components/ui";
 import { SESSION_KEY, useSession, useSessionChanged } from "../session";
 import { ago, describeDevice } from "../ua";
-import { isChallenge, SecondStep, type Challenge } from "../components/twofactor";
+import { needsReauth, useReauth } from "../components/reauth";
 import { emailProblem, newPasswordProblem, ResendVerification } from "./auth";
+import { Passkeys } from "./passkeys";
 import { TwoFactor } from "./twofactor";
-
-export function needsReauth(error: unknown): boolean {
-  return error instanceof ApiError && (error.code === "SESSION_NOT_FRESH" || error.code === "SESSION_EXPIRED");
-}
-
-/** Asks for the password again (a fresh session), then calls `onDone`. */
-export function ReauthDialog(props: { email: string; onDone: () => void; onClose: () => void }) {
-  const [password, setPassword] = useState("");
-  const [challenge, setChallenge] = useState<Challenge | null>(null);
-  const qc = useQueryClient();
-  const done = async () => {
-    await qc.invalidateQueries({ queryKey: SESSION_KEY });
-    props.onDone();
-  };
-  const signIn = useMutation({
-    mutationFn: () => unwrap(api.POST("/sign-in/email", { body: { email: props.email, password } })),
-    onSuccess: async (data) => {
-      if (isChallenge(data)) setChallenge(data);
-      else await done();
-    },
-  });
-  if (challenge)
-    return (
-      <Dialog title="Confirm it's you" onClose={props.onClose}>
-        <SecondStep challenge={challenge} onDone={done} />
-      </Dialog>
-    );
-  return (
-    <Dialog title="Confirm it's you" onClose={props.onClose}>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          signIn.mutate();
-        }}
-      >
-        <p className="muted">For your security, enter your password again to continue.</p>
-        <PasswordField label="Password" name="password" autoComplete="current-password" value={password} onChange={setPassword} />
-        <ErrorBox error={signIn.error} />
-        <div className="row">
-          <button type="button" className="secondary" onClick={props.onClose}>
-            Cancel
-          </button>
-          <Submit pending={signIn.isPending}>Continue</Submit>
-        </div>
-      </form>
-    </Dialog>
-  );
-}
-
-/** The re-authentication prompt of a section: `ask(retry)` opens it; `retry` runs after. */
-function useReauth(email: string) {
-  const [retry, setRetry] = useState<(() => void) | null>(null);
-  const dialog = retry && (
-    <ReauthDialog
-      email={email}
-      onClose={() => setRetry(null)}
-      onDone={() => {
-        setRetry(null);
-        retry();
-      }}
-    />
-  );
-  return { dialog, open: retry !== null, ask: (again: () => void) => setRetry(() => again) };
-}
 
 function Profile({ me }: { me: SessionWithUser }) {
   const [name, setName] = useState(me.user.name);
@@ -264,6 +201,7 @@ function LinkedAccounts({ me }: { me: SessionWithUser }) {
   const qc = useQueryClient();
   const accounts = useQuery({ queryKey: ["accounts"], queryFn: () => unwrap(api.GET("/list-accounts")) });
   const providers = useQuery({ queryKey: ["social-providers"], queryFn: () => unwrap(api.GET("/social-providers")), staleTime: Infinity });
+  const passkeys = useQuery({ queryKey: ["passkeys"], queryFn: () => unwrap(api.GET("/passkey/list-user-passkeys")) });
   const [unlinking, setUnlinking] = useState<{ id: string; providerId: string } | null>(null);
   const reauth = useReauth(me.user.email);
   const unlink = useMutation({
@@ -290,7 +228,8 @@ function LinkedAccounts({ me }: { me: SessionWithUser }) {
         {(accounts.data ?? []).map((a) => (
           <li key={a.id}>
             <span>{name(a.providerId)}</span>
-            {(accounts.data?.length ?? 0) > 1 && (
+            {/* The last one may go while a passkey is left (the server decides). */}
+            {((accounts.data?.length ?? 0) > 1 || (passkeys.data?.length ?? 0) > 0) && (
               <button type="button" className="secondary" onClick={() => setUnlinking({ id: a.id, providerId: a.providerId })}>
                 Unlink
               </button>
@@ -388,6 +327,7 @@ export function Account() {
       <Email me={me} />
       <Password />
       <TwoFactor me={me} />
+      <Passkeys me={me} />
       <Sessions me={me} />
       <LinkedAccounts me={me} />
       <DeleteAccount me={me} />

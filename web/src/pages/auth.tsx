@@ -4,6 +4,7 @@ import { useMutation, useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { Link, Navigate, useNavigate, useSearchParams } from "react-router";
 import { api, ApiError, unwrap } from "../api";
+import { PasskeySignIn } from "../components/passkey";
 import { isChallenge, SecondStep, type Challenge } from "../components/twofactor";
 import { ErrorBox, Field, Notice, PasswordField, Submit } from "../components/ui";
 import { describeRedirectError } from "../errors";
@@ -137,7 +138,8 @@ export function SignIn() {
       <div className="card">
         <h1>Sign in</h1>
         <form onSubmit={submit} noValidate>
-          <Field label="Email" name="email" type="email" autoComplete="username" value={email} onChange={setEmail} error={emailError} />
+          {/* "webauthn": the browser offers this site's passkeys in the field's autofill. */}
+          <Field label="Email" name="email" type="email" autoComplete="username webauthn" value={email} onChange={setEmail} error={emailError} />
           <PasswordField label="Password" name="password" autoComplete="current-password" value={password} onChange={setPassword} error={passwordError} />
           <label className="check">
             <input type="checkbox" checked={rememberMe} onChange={(e) => setRememberMe(e.target.checked)} /> Remember me
@@ -146,6 +148,10 @@ export function SignIn() {
           <Submit pending={signIn.isPending}>Sign in</Submit>
         </form>
         {unverified && <ResendVerification email={email.trim()} />}
+        <div className="stack">
+          <div className="divider">or</div>
+          <PasskeySignIn onDone={done} />
+        </div>
         <SocialButtons redirectTo={redirectTo} />
         <p className="muted">
           <Link to={withRedirect("/forgot-password", null, email ? { email } : {})}>Forgot your password?</Link>

@@ -24,8 +24,9 @@ pub const CHALLENGE_SECS: u64 = 300;
 /// What the browser is told to wait for the authenticator (as 1.7).
 pub const TIMEOUT_MS: u32 = 60_000;
 const PREFIX: &str = "passkey:";
-/// ES256, EdDSA and RS256, in 1.7's order.
-pub const ALGORITHMS: [i64; 3] = [-8, -7, -257];
+/// ES256 and RS256, in 1.7's order. 1.7 also offers EdDSA (-8) first; webauthn-rs cannot
+/// check Ed25519 keys yet, and an authenticator offered it would pick it and fail.
+pub const ALGORITHMS: [i64; 2] = [-7, -257];
 
 /// The passkey service. Cheap to clone.
 #[derive(Clone)]
@@ -152,11 +153,7 @@ impl PasskeyFlow {
             .map_err(internal)?
             .attestation(webauthn_rs_core::proto::AttestationConveyancePreference::None)
             .user_verification_policy(UserVerificationPolicy::Preferred)
-            .credential_algorithms(vec![
-                COSEAlgorithm::EDDSA,
-                COSEAlgorithm::ES256,
-                COSEAlgorithm::RS256,
-            ])
+            .credential_algorithms(vec![COSEAlgorithm::ES256, COSEAlgorithm::RS256])
             .exclude_credentials(Some(ids))
             .authenticator_attachment(attachment);
         let (ccr, state) = self
