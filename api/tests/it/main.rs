@@ -6,6 +6,7 @@ mod account;
 mod admin;
 mod api;
 mod audit;
+mod authenticator;
 mod common;
 mod compat;
 mod crash;

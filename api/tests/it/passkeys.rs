@@ -3,157 +3,12 @@
 //! each refusal — a replayed assertion, another origin, an unknown credential, a counter
 //! going back, a challenge used twice or expired, malformed answers — plus two processes,
 //! a raced assertion, the last way to sign in, and no second factor after a passkey.
+use crate::authenticator::{b64, rand_id, Authenticator};
 use crate::common::*;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 use futures::future::join_all;
-use p256::ecdsa::signature::Signer;
-use p256::ecdsa::{Signature, SigningKey};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 const PW: &str = "first-password-1";
-
-fn b64(b: &[u8]) -> String {
-    URL_SAFE_NO_PAD.encode(b)
-}
-
-/// A CBOR byte string's or text string's head.
-fn cbor_head(major: u8, len: usize) -> Vec<u8> {
-    match len {
-        0..=23 => vec![major << 5 | len as u8],
-        24..=255 => vec![major << 5 | 24, len as u8],
-        _ => {
-            let mut v = vec![major << 5 | 25];
-            v.extend((len as u16).to_be_bytes());
-            v
-        }
-    }
-}
-
-fn cbor_text(s: &str) -> Vec<u8> {
-    let mut v = cbor_head(3, s.len());
-    v.extend(s.as_bytes());
-    v
-}
-
-fn cbor_bytes(b: &[u8]) -> Vec<u8> {
-    let mut v = cbor_head(2, b.len());
-    v.extend(b);
-    v
-}
-
-/// A platform authenticator holding one ES256 credential.
-struct Authenticator {
-    key: SigningKey,
-    id: Vec<u8>,
-    counter: u32,
-    rp_id: String,
-    origin: String,
-    /// The user handle it was registered with.
-    handle: Option<Vec<u8>>,
-}
-
-impl Authenticator {
-    fn new() -> Self {
-        Self {
-            key: SigningKey::random(&mut p256::elliptic_curve::rand_core::OsRng),
-            id: rand_id(),
-            counter: 0,
-            rp_id: "localhost".into(),
-            origin: ORIGIN.into(),
-            handle: None,
-        }
-    }
-
-    fn client_data(&self, kind: &str, challenge: &str) -> Vec<u8> {
-        json!({"type": kind, "challenge": challenge, "origin": self.origin, "crossOrigin": false})
-            .to_string()
-            .into_bytes()
-    }
-
-    fn cose_key(&self) -> Vec<u8> {
-        let point = self.key.verifying_key().to_encoded_point(false);
-        let mut k = vec![0xa5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21];
-        k.extend(cbor_bytes(point.x().unwrap()));
-        k.push(0x22);
-        k.extend(cbor_bytes(point.y().unwrap()));
-        k
-    }
-
-    fn auth_data(&self, attested: bool) -> Vec<u8> {
-        let mut d = Sha256::digest(self.rp_id.as_bytes()).to_vec();
-        // User present and verified; attested credential data at registration.
-        d.push(if attested { 0x45 } else { 0x05 });
-        d.extend(self.counter.to_be_bytes());
-        if attested {
-            d.extend([0u8; 16]);
-            d.extend((self.id.len() as u16).to_be_bytes());
-            d.extend(&self.id);
-            d.extend(self.cose_key());
-        }
-        d
-    }
-
-    /// The browser's JSON for `navigator.credentials.create` with `options`.
-    fn register(&mut self, options: &Value) -> Value {
-        let challenge = options["challenge"].as_str().unwrap();
-        self.handle = Some(
-            URL_SAFE_NO_PAD
-                .decode(options["user"]["id"].as_str().unwrap())
-                .unwrap(),
-        );
-        let mut att = vec![0xa3];
-        att.extend(cbor_text("fmt"));
-        att.extend(cbor_text("none"));
-        att.extend(cbor_text("attStmt"));
-        att.push(0xa0);
-        att.extend(cbor_text("authData"));
-        att.extend(cbor_bytes(&self.auth_data(true)));
-        json!({
-            "id": b64(&self.id),
-            "rawId": b64(&self.id),
-            "type": "public-key",
-            "response": {
-                "clientDataJSON": b64(&self.client_data("webauthn.create", challenge)),
-                "attestationObject": b64(&att),
-                "transports": ["internal", "hybrid"],
-            },
-            "clientExtensionResults": {},
-            "authenticatorAttachment": "platform",
-        })
-    }
-
-    /// The browser's JSON for `navigator.credentials.get` with `options` (the counter moves).
-    fn assert(&mut self, options: &Value) -> Value {
-        self.counter += 1;
-        let challenge = options["challenge"].as_str().unwrap();
-        let data = self.auth_data(false);
-        let client = self.client_data("webauthn.get", challenge);
-        let mut signed = data.clone();
-        signed.extend(Sha256::digest(&client));
-        let sig: Signature = self.key.sign(&signed);
-        json!({
-            "id": b64(&self.id),
-            "rawId": b64(&self.id),
-            "type": "public-key",
-            "response": {
-                "clientDataJSON": b64(&client),
-                "authenticatorData": b64(&data),
-                "signature": b64(sig.to_der().as_bytes()),
-                "userHandle": self.handle.as_deref().map(b64),
-            },
-            "clientExtensionResults": {},
-        })
-    }
-}
-
-fn rand_id() -> Vec<u8> {
-    use rand::RngCore;
-    let mut id = vec![0u8; 16];
-    rand::thread_rng().fill_bytes(&mut id);
-    id
-}
 
 async fn audit_actions(h: &H) -> Vec<String> {
     use storage::Clock;
@@ -741,4 +596,164 @@ async fn official_client_lists_renames_and_deletes() {
         "{seen}"
     );
     assert_eq!(seen["after"], 0, "{seen}");
+}
+
+/// A request to a real server: the status, the body, and the cookies it set (`name=value`).
+async fn raw(
+    p: &crate::processes::Pair,
+    s: &Server,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+    cookie: &str,
+) -> (u16, Value, String) {
+    let mut req = p
+        .http
+        .request(method, format!("{}{path}", s.base))
+        .header("origin", ORIGIN)
+        .header("cookie", cookie);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let set = r
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .filter(|c| !c.contains("Max-Age=0"))
+        .map(|c| c.split(';').next().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let body = r.json().await.unwrap_or(Value::Null);
+    (status, body, set)
+}
+
+/// Two processes on one store, as behind a load balancer (SQLite and the CQL node): a
+/// registration begun on one is finished on the other, an assertion sent to both at once
+/// signs in once, a counter gone back is refused on the other process, and a passkey deleted
+/// on one signs in on neither.
+async fn passkeys_across_processes(backend: crate::processes::Backend) {
+    use reqwest::Method;
+    let Some(p) = crate::processes::pair(backend, &[]) else {
+        return;
+    };
+    let (session, _) = p.user("pk-two@example.com").await;
+    let (st, options, set) = raw(
+        &p,
+        &p.a,
+        Method::GET,
+        "/passkey/generate-register-options",
+        None,
+        &session,
+    )
+    .await;
+    assert_eq!(st, 200, "{options}");
+    let mut a = Authenticator::new();
+    let both = join(&session, &set);
+    let (st, registered, _) = raw(
+        &p,
+        &p.b,
+        Method::POST,
+        "/passkey/verify-registration",
+        Some(json!({"response": a.register(&options)})),
+        &both,
+    )
+    .await;
+    assert_eq!(st, 200, "{registered}");
+    // One assertion, ten requests split between the two: one session.
+    let (_, options, challenge) = raw(
+        &p,
+        &p.b,
+        Method::GET,
+        "/passkey/generate-authenticate-options",
+        None,
+        "",
+    )
+    .await;
+    let assertion = a.assert(&options);
+    let tries = (0..10).map(|i| {
+        let s = if i % 2 == 0 { &p.a } else { &p.b };
+        raw(
+            &p,
+            s,
+            Method::POST,
+            "/passkey/verify-authentication",
+            Some(json!({"response": assertion.clone()})),
+            &challenge,
+        )
+    });
+    let results = join_all(tries).await;
+    assert_eq!(
+        results.iter().filter(|r| r.0 == 200).count(),
+        1,
+        "{:?}",
+        results.iter().map(|r| (r.0, &r.1)).collect::<Vec<_>>()
+    );
+    assert!(results.iter().all(|r| r.0 == 200 || r.0 == 400));
+    // The counter the other process stored: an older one is refused.
+    a.counter = 0;
+    let (st, body) = sign_in_across(&p, &p.a, &p.b, &mut a).await;
+    assert_eq!(
+        (st, body["code"].as_str()),
+        (401, Some("AUTHENTICATION_FAILED"))
+    );
+    // Deleted on B: refused on A.
+    let (st, body, _) = raw(
+        &p,
+        &p.b,
+        Method::POST,
+        "/passkey/delete-passkey",
+        Some(json!({"id": registered["id"]})),
+        &session,
+    )
+    .await;
+    assert_eq!(st, 200, "{body}");
+    a.counter = 100;
+    let (st, body) = sign_in_across(&p, &p.a, &p.a, &mut a).await;
+    assert_eq!(
+        (st, body["code"].as_str()),
+        (401, Some("PASSKEY_NOT_FOUND"))
+    );
+}
+
+/// Sign-in options from `options_on`, `a`'s assertion sent to `verify_on`.
+async fn sign_in_across(
+    p: &crate::processes::Pair,
+    options_on: &Server,
+    verify_on: &Server,
+    a: &mut Authenticator,
+) -> (u16, Value) {
+    let (_, options, challenge) = raw(
+        p,
+        options_on,
+        reqwest::Method::GET,
+        "/passkey/generate-authenticate-options",
+        None,
+        "",
+    )
+    .await;
+    let (st, body, _) = raw(
+        p,
+        verify_on,
+        reqwest::Method::POST,
+        "/passkey/verify-authentication",
+        Some(json!({"response": a.assert(&options)})),
+        &challenge,
+    )
+    .await;
+    (st, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn passkeys_across_processes_on_sqlite() {
+    let _turn = crate::processes::ONE_AT_A_TIME.acquire().await.unwrap();
+    passkeys_across_processes(crate::processes::Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn passkeys_across_processes_on_the_cql_node() {
+    let _turn = crate::processes::ONE_AT_A_TIME.acquire().await.unwrap();
+    passkeys_across_processes(crate::processes::Backend::Scylla).await;
 }

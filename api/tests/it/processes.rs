@@ -12,27 +12,27 @@ const TRIALS: usize = 200;
 
 /// One race at a time in this binary: each starts two servers (and loads the CQL node), which
 /// would otherwise compete for the machine's cores with every other race at once.
-static ONE_AT_A_TIME: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+pub(crate) static ONE_AT_A_TIME: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 const SERVER_KEY: &str = "processes-server-key-0123456789abcdef";
 const ORIGIN: &str = "http://localhost:3000";
 
 /// Two processes on one store, and what the store needs cleaned up.
-struct Pair {
-    a: Server,
-    b: Server,
-    http: reqwest::Client,
+pub(crate) struct Pair {
+    pub(crate) a: Server,
+    pub(crate) b: Server,
+    pub(crate) http: reqwest::Client,
     dir: tempfile::TempDir,
     _keyspace: Option<DropKeyspace>,
 }
 
 #[derive(Clone, Copy)]
-enum Backend {
+pub(crate) enum Backend {
     Sqlite,
     Scylla,
 }
 
 /// Starts two processes on one store (`None`: the backend is not available here).
-fn pair(backend: Backend, extra: &[(&str, &str)]) -> Option<Pair> {
+pub(crate) fn pair(backend: Backend, extra: &[(&str, &str)]) -> Option<Pair> {
     let dir = tempfile::tempdir().unwrap();
     let mut env: Vec<(String, String)> = vec![
         (
@@ -153,7 +153,7 @@ impl Pair {
     }
 
     /// Signs up on A; the session cookie and the user id.
-    async fn user(&self, email: &str) -> (String, String) {
+    pub(crate) async fn user(&self, email: &str) -> (String, String) {
         let r = self
             .post(
                 &self.a,
