@@ -1680,7 +1680,8 @@ export interface paths {
         /**
          * Reset the password
          * @description With the token from the reset link (body or query): sets the new password, creating the
-         *     password credential when the user had none. The token works exactly once.
+         *     password credential when the user had none, and (by default) signs the account out
+         *     everywhere. The token works exactly once.
          */
         post: operations["resetPassword"];
         delete?: never;
@@ -2962,6 +2963,19 @@ export interface components {
         ResetPasswordBody: {
             newPassword: string;
             token?: string | null;
+        };
+        /**
+         * ResetPasswordResponse
+         * @description `reset-password`'s answer: 1.7's `{status}`, and whether the account's sessions ended (a
+         *     Gatehouse addition, so a page can say what happened).
+         */
+        ResetPasswordResponse: {
+            /**
+             * @description Every session of the account was signed out (`account.revoke_sessions_on_password_reset`,
+             *     on by default; always for an address not verified before the reset).
+             */
+            sessionsRevoked: boolean;
+            status: boolean;
         };
         /**
          * ResetRequested
@@ -6600,7 +6614,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json; charset=utf-8": components["schemas"]["StatusResponse"];
+                    "application/json; charset=utf-8": components["schemas"]["ResetPasswordResponse"];
                 };
             };
             /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */

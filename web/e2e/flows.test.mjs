@@ -195,7 +195,10 @@ test("account: sign up, verify, sign out and in, change password, another browse
   await b.page.getByLabel("Repeat the new password", { exact: true }).fill("third-password-3");
   await shot(b.page, "reset-password");
   await b.page.getByRole("button", { name: "Set the new password" }).click();
-  await b.page.getByText("Your password was changed.", { exact: false }).waitFor();
+  // A reset signs the account out everywhere (the default), and the page says so.
+  await b.page.getByText("every device signed in to your account was signed out", { exact: false }).waitFor();
+  await page.goto(`${base}/account`);
+  await page.getByRole("heading", { name: "Sign in" }).waitFor();
   await signIn(b.page, "ann@example.com", "third-password-3");
 
   // Deleting asks for the password, mails a link, and the link (in this browser) deletes.

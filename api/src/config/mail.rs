@@ -77,7 +77,8 @@ pub struct AccountConfig {
     pub delete_user_enabled: bool,
     /// Let a user unlink their last account (leaving no way to sign in).
     pub allow_unlinking_all: bool,
-    /// A password reset signs the user out everywhere.
+    /// A password reset signs the user out everywhere (on by default: a reset after a
+    /// compromise must end the intruder's sessions; 1.7's default is off).
     pub revoke_sessions_on_password_reset: bool,
     /// A sign-in may link a provider account to the user with the same (verified) email.
     pub implicit_linking: bool,
@@ -133,7 +134,7 @@ impl Default for AccountConfig {
             change_email_enabled: true,
             delete_user_enabled: true,
             allow_unlinking_all: false,
-            revoke_sessions_on_password_reset: false,
+            revoke_sessions_on_password_reset: true,
             implicit_linking: true,
             allow_different_emails: false,
             update_account_on_sign_in: true,

@@ -1084,7 +1084,7 @@ async fn reset(h: &H, token: &str, password: &str) -> Resp {
 /// address counts as verified — even with `revoke_sessions_on_password_reset` off.
 #[tokio::test]
 async fn a_reset_on_an_unverified_account_evicts_whoever_signed_up_with_it() {
-    let h = harness().await;
+    let h = harness_with(|c| c.account.revoke_sessions_on_password_reset = false).await;
     let mallory = h.sign_up("victim@example.com", PW).await.cookie_header();
     let token = reset_token(&h, "victim@example.com").await;
     reset(&h, &token, "the-victims-own-1").await.expect(200);
@@ -1097,13 +1097,35 @@ async fn a_reset_on_an_unverified_account_evicts_whoever_signed_up_with_it() {
         .cookie_header();
     assert_eq!(h.session(&victim).await["user"]["emailVerified"], true);
 
-    // A verified account's reset keeps its sessions (the configured default).
+    // With the option off, a verified account's reset keeps its sessions, and says so.
     let token = reset_token(&h, "victim@example.com").await;
-    reset(&h, &token, "the-victims-own-2").await.expect(200);
+    let r = reset(&h, &token, "the-victims-own-2").await.expect(200);
+    assert_eq!(r.json(), json!({"status": true, "sessionsRevoked": false}));
     assert_eq!(
         h.session(&victim).await["user"]["email"],
         "victim@example.com"
     );
+}
+
+/// By default a reset signs the account out everywhere (a reset after a compromise ends the
+/// intruder's sessions), and the answer says so.
+#[tokio::test]
+async fn a_reset_signs_out_everywhere_by_default() {
+    let h = harness().await;
+    let cookie = h.sign_up("rey@example.com", PW).await.cookie_header();
+    let mut u = h
+        .store
+        .get_user_by_email("rey@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    u.email_verified = true;
+    u.version += 1;
+    h.store.update_user(&u, &[]).await.unwrap();
+    let token = reset_token(&h, "rey@example.com").await;
+    let r = reset(&h, &token, "a-new-password-1").await.expect(200);
+    assert_eq!(r.json(), json!({"status": true, "sessionsRevoked": true}));
+    assert_eq!(h.session(&cookie).await, Value::Null);
 }
 
 /// Attack (issue #8): following a verification link without the account's session proves the

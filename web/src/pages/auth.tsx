@@ -323,7 +323,11 @@ export function ResetPassword() {
   } else if (reset.isSuccess) {
     body = (
       <>
-        <Notice>Your password was changed. Every other session was signed out.</Notice>
+        <Notice>
+          {reset.data?.sessionsRevoked
+            ? "Your password was changed, and every device signed in to your account was signed out."
+            : "Your password was changed. Devices already signed in stay signed in: sign them out from your account page if you did not expect them."}
+        </Notice>
         <p>
           <Link to="/sign-in">Sign in with your new password</Link>
         </p>

@@ -169,6 +169,21 @@ it("reset password: needs the link's token, matching passwords, and reports a de
   expect(sent[0]?.body).toEqual({ newPassword: "new-password-1", token: "abc" });
 });
 
+it("reset password: the page says whether the account was signed out everywhere, from the answer", async () => {
+  for (const [revoked, text] of [
+    [true, "every device signed in to your account was signed out"],
+    [false, "Devices already signed in stay signed in"],
+  ] as const) {
+    mockServer({ "POST /reset-password": () => ({ body: { status: true, sessionsRevoked: revoked } }) });
+    const page = renderAt("/reset-password?token=abc", [{ path: "/reset-password", element: <ResetPassword /> }]);
+    await userEvent.type(screen.getByLabelText("New password"), "new-password-1");
+    await userEvent.type(screen.getByLabelText("Repeat the new password"), "new-password-1");
+    await userEvent.click(screen.getByRole("button", { name: "Set the new password" }));
+    expect(await screen.findByText(new RegExp(text))).toBeInTheDocument();
+    page.unmount();
+  }
+});
+
 it("verify-email: a failed link says why and offers a new one", async () => {
   mockServer({ "GET /get-session": () => ({ body: null }) });
   renderAt("/verify-email?error=TOKEN_EXPIRED", [{ path: "/verify-email", element: <VerifyEmail /> }]);

@@ -37,6 +37,17 @@ struct ResetPasswordBody {
     token: Option<Text>,
 }
 
+/// `reset-password`'s answer: 1.7's `{status}`, and whether the account's sessions ended (a
+/// Gatehouse addition, so a page can say what happened).
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct ResetPasswordResponse {
+    status: bool,
+    /// Every session of the account was signed out (`account.revoke_sessions_on_password_reset`,
+    /// on by default; always for an address not verified before the reset).
+    sessions_revoked: bool,
+}
+
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 struct ChangePasswordBody {
@@ -132,7 +143,8 @@ impl PasswordApi {
     /// Reset the password
     ///
     /// With the token from the reset link (body or query): sets the new password, creating the
-    /// password credential when the user had none. The token works exactly once.
+    /// password credential when the user had none, and (by default) signs the account out
+    /// everywhere. The token works exactly once.
     #[oai(
         path = "/reset-password",
         method = "post",
@@ -144,7 +156,7 @@ impl PasswordApi {
         req: &Request,
         #[oai(name = "token")] query_token: Query<Option<String>>,
         body: Json<ResetPasswordBody>,
-    ) -> ApiResult<Json<StatusResponse>> {
+    ) -> ApiResult<Json<ResetPasswordResponse>> {
         let token = text(&body.0.token)
             .map(str::to_owned)
             .or(query_token.0)
@@ -182,7 +194,10 @@ impl PasswordApi {
             state.sessions.note_revocation(&owner);
         }
         tracing::info!(user = %owner, "password reset");
-        Ok(Json(StatusResponse { status: true }))
+        Ok(Json(ResetPasswordResponse {
+            status: true,
+            sessions_revoked: outcome.sessions_revoked,
+        }))
     }
 
     /// Check the caller's password
