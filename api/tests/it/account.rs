@@ -1113,15 +1113,8 @@ async fn a_reset_on_an_unverified_account_evicts_whoever_signed_up_with_it() {
 async fn a_reset_signs_out_everywhere_by_default() {
     let h = harness().await;
     let cookie = h.sign_up("rey@example.com", PW).await.cookie_header();
-    let mut u = h
-        .store
-        .get_user_by_email("rey@example.com")
-        .await
-        .unwrap()
-        .unwrap();
-    u.email_verified = true;
-    u.version += 1;
-    h.store.update_user(&u, &[]).await.unwrap();
+    h.change_user("rey@example.com", |u| u.email_verified = true)
+        .await;
     let token = reset_token(&h, "rey@example.com").await;
     let r = reset(&h, &token, "a-new-password-1").await.expect(200);
     assert_eq!(r.json(), json!({"status": true, "sessionsRevoked": true}));

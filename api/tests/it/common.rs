@@ -185,6 +185,19 @@ impl H {
         self.post("/api/auth/sign-in/email", body, None).await
     }
 
+    /// Changes a user as stored (their next version), for a state no route reaches at once.
+    pub async fn change_user(&self, email: &str, change: impl FnOnce(&mut storage::User)) {
+        let mut u = self
+            .store
+            .get_user_by_email(email)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("no user {email}"));
+        change(&mut u);
+        u.version += 1;
+        self.store.update_user(&u, &[]).await.unwrap();
+    }
+
     pub async fn session(&self, cookie: &str) -> Value {
         self.get("/api/auth/get-session", Some(cookie))
             .await

@@ -426,15 +426,8 @@ async fn no_second_factor_after_a_passkey_and_no_sign_in_when_banned() {
     let cookie = h.sign_up("tf@example.com", PW).await.cookie_header();
     let mut a = Authenticator::new();
     register(&h, &cookie, &mut a, None).await;
-    let mut u = h
-        .store
-        .get_user_by_email("tf@example.com")
-        .await
-        .unwrap()
-        .unwrap();
-    u.two_factor_enabled = true;
-    u.version += 1;
-    h.store.update_user(&u, &[]).await.unwrap();
+    h.change_user("tf@example.com", |u| u.two_factor_enabled = true)
+        .await;
     // A password sign-in is challenged; a passkey one is not.
     let r = h.sign_in("tf@example.com", PW).await.expect(200);
     assert_eq!(r.json()["twoFactorRedirect"], true);
@@ -443,15 +436,7 @@ async fn no_second_factor_after_a_passkey_and_no_sign_in_when_banned() {
     assert!(r.json()["session"]["token"].is_string());
     assert!(r.set_cookie("gatehouse.two_factor").is_none());
     // Banned: refused.
-    let mut u = h
-        .store
-        .get_user_by_email("tf@example.com")
-        .await
-        .unwrap()
-        .unwrap();
-    u.banned = true;
-    u.version += 1;
-    h.store.update_user(&u, &[]).await.unwrap();
+    h.change_user("tf@example.com", |u| u.banned = true).await;
     let (o, c) = sign_in_options(&h, None).await;
     let r = verify(&h, &c, a.assert(&o)).await.expect(403);
     assert_eq!(r.code(), "BANNED_USER");

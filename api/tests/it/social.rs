@@ -846,15 +846,8 @@ async fn linking_follows_the_rules() {
     assert!(user.is_none());
     let gina = h.sign_up("gina@example.com", "a-good-password").await;
     let gina_id = gina.json()["user"]["id"].as_str().unwrap().to_owned();
-    let mut u = h
-        .store
-        .get_user(&storage::UserId(gina_id.clone()))
-        .await
-        .unwrap()
-        .unwrap();
-    u.email_verified = true;
-    u.version += 1;
-    h.store.update_user(&u, &[]).await.unwrap();
+    h.change_user("gina@example.com", |u| u.email_verified = true)
+        .await;
     let flow = sign_in_start(&h, "google").await;
     let r = callback(&h, "google", &flow, "good").await;
     assert_eq!(location(&r), "/dashboard");
@@ -866,11 +859,8 @@ async fn linking_follows_the_rules() {
     // Facebook does not verify emails: no implicit link to a verified user.
     let fay = h.sign_up("fay@example.com", "a-good-password").await;
     let fay_cookie = fay.cookie_header();
-    let fay_id = storage::UserId(fay.json()["user"]["id"].as_str().unwrap().to_owned());
-    let mut u = h.store.get_user(&fay_id).await.unwrap().unwrap();
-    u.email_verified = true;
-    u.version += 1;
-    h.store.update_user(&u, &[]).await.unwrap();
+    h.change_user("fay@example.com", |u| u.email_verified = true)
+        .await;
     let flow = sign_in_start(&h, "facebook").await;
     assert_eq!(
         location(&callback(&h, "facebook", &flow, "good").await),
