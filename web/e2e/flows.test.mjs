@@ -365,7 +365,9 @@ async function setRoleOfBob(page, role) {
     (r) => r.url().endsWith("/organization/update-member-role") && r.request().method() === "POST",
   );
   await page.getByRole("combobox", { name: "Role of Bob" }).selectOption(role);
+  await page.getByRole("dialog", { name: `Make Bob ${role}?` }).getByRole("button", { name: "Change role" }).click();
   assert.equal((await answered).status(), 200);
+  await page.getByText(`Bob is now ${role}.`).waitFor();
 }
 
 test("organizations: create, invite, accept from the mail as a new user, change role, custom role", async () => {

@@ -20,6 +20,11 @@ function Profile({ me }: { me: SessionWithUser }) {
     mutationFn: () => unwrap(api.POST("/update-user", { body: { name: name.trim(), image: image.trim() || null } })),
     onSuccess: () => qc.invalidateQueries({ queryKey: SESSION_KEY }),
   });
+  // A new edit forgets the last "Saved.".
+  const edit = (set: (v: string) => void) => (v: string) => {
+    if (save.isSuccess) save.reset();
+    set(v);
+  };
   const nameError = !name.trim() ? "Enter your name." : null;
   return (
     <section className="card" aria-labelledby="profile-h">
@@ -31,8 +36,8 @@ function Profile({ me }: { me: SessionWithUser }) {
         }}
         noValidate
       >
-        <Field label="Name" name="name" autoComplete="name" value={name} onChange={setName} error={nameError} />
-        <Field label="Image URL" name="image" type="url" autoComplete="photo" value={image} onChange={setImage} placeholder="https://…" />
+        <Field label="Name" name="name" autoComplete="name" value={name} onChange={edit(setName)} error={nameError} />
+        <Field label="Image URL" name="image" type="url" autoComplete="photo" value={image} onChange={edit(setImage)} placeholder="https://…" />
         <ErrorBox error={save.error} />
         {save.isSuccess && <Notice>Saved.</Notice>}
         <div>
@@ -323,7 +328,8 @@ export function Account() {
   return (
     <main>
       <h1>Your account</h1>
-      <Profile me={me} key={`p-${me.user.updatedAt}`} />
+      {/* Kept across the session's reloads, so "Saved." stays after a save. */}
+      <Profile me={me} key={me.user.id} />
       <Email me={me} />
       <Password />
       <TwoFactor me={me} />

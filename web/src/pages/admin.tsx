@@ -189,9 +189,16 @@ export function Admin() {
     retry: false,
   });
   const refresh = () => qc.invalidateQueries({ queryKey: ["admin-users"] });
+  // A role picked waits for confirmation (user → admin must not be one mis-click).
+  const [changing, setChanging] = useState<{ userId: string; name: string; role: string } | null>(null);
+  const [roleNotice, setRoleNotice] = useState<string | null>(null);
   const setRole = useMutation({
-    mutationFn: (v: { userId: string; role: string }) => unwrap(api.POST("/admin/set-role", { body: v })),
-    onSuccess: refresh,
+    mutationFn: () => unwrap(api.POST("/admin/set-role", { body: { userId: changing?.userId ?? "", role: changing?.role ?? "" } })),
+    onSuccess: async () => {
+      setRoleNotice(changing ? `${changing.name} is now ${changing.role}.` : null);
+      setChanging(null);
+      await refresh();
+    },
   });
   const unban = useMutation({
     mutationFn: (userId: string) => unwrap(api.POST("/admin/unban-user", { body: { userId } })),
@@ -230,7 +237,8 @@ export function Admin() {
             setOffset(0);
           }}
         />
-        <ErrorBox error={users.error ?? setRole.error ?? unban.error ?? impersonate.error} />
+        <ErrorBox error={users.error ?? unban.error ?? impersonate.error} />
+        {roleNotice && <Notice>{roleNotice}</Notice>}
         <table>
           <thead>
             <tr>
@@ -256,7 +264,7 @@ export function Admin() {
                 </td>
                 <td className="hide-sm">{u.email}</td>
                 <td>
-                  <select aria-label={`Role of ${u.name}`} value={u.role} disabled={u.id === session.data!.user.id} onChange={(e) => setRole.mutate({ userId: u.id, role: e.target.value })}>
+                  <select aria-label={`Role of ${u.name}`} value={u.role} disabled={u.id === session.data!.user.id} onChange={(e) => setChanging({ userId: u.id, name: u.name, role: e.target.value })}>
                     {[...new Set([u.role, "user", "admin"])].map((r) => (
                       <option key={r} value={r}>
                         {r}
@@ -315,6 +323,15 @@ export function Admin() {
       )}
       {sessionsOf && <UserSessions user={sessionsOf} onClose={() => setSessionsOf(null)} />}
       {banning && <BanDialog user={banning} onClose={() => setBanning(null)} />}
+      {changing && (
+        <Confirm
+          title={`Make ${changing.name} ${changing.role}?`}
+          body={changing.role === "admin" ? `An administrator can manage every user, ${changing.name} included.` : `${changing.name} will no longer be able to manage users.`}
+          confirm="Change role"
+          action={setRole}
+          onClose={() => setChanging(null)}
+        />
+      )}
       {removing && (
         <Confirm
           title={`Remove ${removing.name}?`}

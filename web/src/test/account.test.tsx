@@ -99,8 +99,18 @@ it("delete account: the mailed-confirmation answer says to check the inbox", asy
   expect(sent.find((s) => s.path === "/delete-user")?.body).toEqual({ password: "my-password-1", callbackURL: "/sign-in" });
 });
 
-it("profile: a name is required; a saved profile says so", async () => {
-  const { sent } = base({ "POST /update-user": () => ({ body: { status: true } }) });
+it("profile: a name is required; a saved profile says so, also once the session reloads", async () => {
+  let saved = false;
+  const { sent } = base({
+    "POST /update-user": () => {
+      saved = true;
+      return { body: { status: true } };
+    },
+    // The reloaded session carries the change (a new name and updatedAt).
+    "GET /get-session": () => ({
+      body: saved ? { ...session, user: { ...session.user, name: "Annie", updatedAt: "2026-11-26T10:00:00.000Z" } } : session,
+    }),
+  });
   renderAt("/account", routes);
   const name = await screen.findByLabelText("Name");
   await userEvent.clear(name);
@@ -110,4 +120,10 @@ it("profile: a name is required; a saved profile says so", async () => {
   await userEvent.click(screen.getByRole("button", { name: "Save profile" }));
   expect(await screen.findByText("Saved.")).toBeInTheDocument();
   expect(sent.find((s) => s.path === "/update-user")?.body).toEqual({ name: "Annie", image: null });
+  await waitFor(() => expect(sent.filter((s) => s.path === "/get-session").length).toBeGreaterThan(1));
+  expect(screen.getByText("Saved.")).toBeInTheDocument();
+  expect(screen.getByLabelText("Name")).toHaveValue("Annie");
+  // Editing again forgets the notice.
+  await userEvent.type(screen.getByLabelText("Name"), "!");
+  expect(screen.queryByText("Saved.")).toBeNull();
 });

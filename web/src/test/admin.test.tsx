@@ -98,3 +98,18 @@ it("two-factor: the list marks it, and an administrator turns it off for a user"
   expect(sent.find((s) => s.path === "/admin/disable-two-factor")?.body).toEqual({ userId: "u3" });
   users[3] = { ...users[3]!, twoFactorEnabled: false };
 });
+
+it("a role picked is confirmed before it is set, and the change is said", async () => {
+  const { sent } = server({ "POST /admin/set-role": () => ({ body: { user: { ...users[3], role: "admin" } } }) });
+  renderAt("/admin", [{ path: "/admin", element: <Admin /> }]);
+  const select = await screen.findByRole("combobox", { name: "Role of User 3" });
+  await userEvent.selectOptions(select, "admin");
+  const dialog = screen.getByRole("dialog", { name: "Make User 3 admin?" });
+  // Cancelled: nothing sent.
+  await userEvent.click(within(dialog).getByRole("button", { name: "Cancel" }));
+  expect(sent.some((s) => s.path === "/admin/set-role")).toBe(false);
+  await userEvent.selectOptions(select, "admin");
+  await userEvent.click(within(screen.getByRole("dialog", { name: "Make User 3 admin?" })).getByRole("button", { name: "Change role" }));
+  await waitFor(() => expect(sent.find((s) => s.path === "/admin/set-role")?.body).toEqual({ userId: "u3", role: "admin" }));
+  expect(await screen.findByText("User 3 is now admin.")).toBeInTheDocument();
+});

@@ -104,7 +104,12 @@ it("members: buttons follow the member's permissions, asked once", async () => {
   const select = await screen.findByRole("combobox", { name: "Role of Bob" });
   expect(within(screen.getByRole("row", { name: /Bob/ })).getByRole("button", { name: "Remove" })).toBeInTheDocument();
   await userEvent.selectOptions(select, "admin");
+  // Nothing is sent before the change is confirmed.
+  const dialog = screen.getByRole("dialog", { name: "Make Bob admin?" });
+  expect(sent.some((s) => s.path === "/organization/update-member-role")).toBe(false);
+  await userEvent.click(within(dialog).getByRole("button", { name: "Change role" }));
   await waitFor(() => expect(sent.find((s) => s.path === "/organization/update-member-role")?.body).toEqual({ organizationId: "o1", memberId: "m2", role: "admin" }));
+  expect(await screen.findByText("Bob is now admin.")).toBeInTheDocument();
 });
 
 it("invitations: validates the address and shows the server's refusal", async () => {

@@ -3,9 +3,13 @@ import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { useNavigate } from "react-router";
 import { api, unwrap, type Schemas } from "../../api";
-import { Confirm, ErrorBox } from "../../components/ui";
+import { Confirm, Notice } from "../../components/ui";
 import { SESSION_KEY } from "../../session";
 import { useCan, useRoleNames } from "./hooks";
+
+function nameOf(m: Schemas["Member"]): string {
+  return m.user?.name ?? m.userId;
+}
 
 export function Members({ org, me }: { org: Schemas["FullOrganization"]; me: string }) {
   const qc = useQueryClient();
@@ -15,11 +19,16 @@ export function Members({ org, me }: { org: Schemas["FullOrganization"]; me: str
   const canDelete = useCan(org.id, { member: ["delete"] });
   const [removing, setRemoving] = useState<Schemas["Member"] | null>(null);
   const [leaving, setLeaving] = useState(false);
+  // A role picked waits for confirmation (member → owner must not be one mis-click).
+  const [changing, setChanging] = useState<{ member: Schemas["Member"]; role: string } | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
   const refresh = () => qc.invalidateQueries({ queryKey: ["org", org.id] });
   const setRole = useMutation({
-    mutationFn: (v: { memberId: string; role: string }) =>
-      unwrap(api.POST("/organization/update-member-role", { body: { organizationId: org.id, memberId: v.memberId, role: v.role } })),
+    mutationFn: () =>
+      unwrap(api.POST("/organization/update-member-role", { body: { organizationId: org.id, memberId: changing?.member.id ?? "", role: changing?.role ?? "" } })),
     onSuccess: async () => {
+      setNotice(changing ? `${nameOf(changing.member)} is now ${changing.role}.` : null);
+      setChanging(null);
       await refresh();
       await qc.invalidateQueries({ queryKey: ["permissions", org.id] });
     },
@@ -42,7 +51,7 @@ export function Members({ org, me }: { org: Schemas["FullOrganization"]; me: str
   return (
     <section className="card" aria-labelledby="members-h">
       <h2 id="members-h">Members</h2>
-      <ErrorBox error={setRole.error} />
+      {notice && <Notice>{notice}</Notice>}
       <table>
         <thead>
           <tr>
@@ -64,10 +73,13 @@ export function Members({ org, me }: { org: Schemas["FullOrganization"]; me: str
               <td>
                 {canUpdate && m.userId !== me ? (
                   <select
-                    aria-label={`Role of ${m.user?.name ?? m.userId}`}
+                    aria-label={`Role of ${nameOf(m)}`}
                     value={m.role}
                     disabled={setRole.isPending}
-                    onChange={(e) => setRole.mutate({ memberId: m.id, role: e.target.value })}
+                    onChange={(e) => {
+                      setNotice(null);
+                      setChanging({ member: m, role: e.target.value });
+                    }}
                   >
                     {[...new Set([m.role, ...roles])].map((r) => (
                       <option key={r} value={r}>
@@ -96,6 +108,19 @@ export function Members({ org, me }: { org: Schemas["FullOrganization"]; me: str
           ))}
         </tbody>
       </table>
+      {changing && (
+        <Confirm
+          title={`Make ${nameOf(changing.member)} ${changing.role}?`}
+          body={
+            changing.role.split(",").includes("owner")
+              ? `An owner can do everything in ${org.name}, delete it included.`
+              : `${nameOf(changing.member)} will be ${changing.role} instead of ${changing.member.role}.`
+          }
+          confirm="Change role"
+          action={setRole}
+          onClose={() => setChanging(null)}
+        />
+      )}
       {removing && (
         <Confirm
           title="Remove this member?"
