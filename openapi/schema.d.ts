@@ -1476,6 +1476,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/page-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Settings of the hosted pages
+         * @description What a sign-up or password form should tell the person before they submit (a Gatehouse
+         *     extension): the app's name, whether a sign-up mails a verification link, the password
+         *     rules. Nothing secret.
+         */
+        get: operations["pageSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/passkey/delete-passkey": {
         parameters: {
             query?: never;
@@ -2543,6 +2565,13 @@ export interface components {
         DeletedOrganizationRole: {
             success: boolean;
         };
+        /** EmailVerificationSettings */
+        EmailVerificationSettings: {
+            /** @description No session before the address is verified. */
+            required: boolean;
+            /** @description A sign-up mails a verification link at once. */
+            sendOnSignUp: boolean;
+        };
         /**
          * Error
          * @description The JSON body of every error.
@@ -2779,6 +2808,17 @@ export interface components {
             slug: string;
         };
         /**
+         * PageSettings
+         * @description What the hosted pages need to know of this server's configuration (a Gatehouse
+         *     extension): nothing secret.
+         */
+        PageSettings: {
+            /** @description The name the server signs its mail with (`mail.app_name`). */
+            appName: string;
+            emailVerification: components["schemas"]["EmailVerificationSettings"];
+            password: components["schemas"]["PasswordRules"];
+        };
+        /**
          * Passkey
          * @description A passkey as better-auth's client lists it (`lastUsedAt` is a Gatehouse addition).
          */
@@ -2909,6 +2949,13 @@ export interface components {
             name?: string | null;
             /** @description The browser's `PublicKeyCredential` from `navigator.credentials.create`, as JSON. */
             response: unknown;
+        };
+        /** PasswordRules */
+        PasswordRules: {
+            /** Format: uint64 */
+            maxLength: number;
+            /** Format: uint64 */
+            minLength: number;
         };
         /** PermissionCatalog */
         PermissionCatalog: {
@@ -6230,6 +6277,25 @@ export interface operations {
                 };
                 content: {
                     "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    pageSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["PageSettings"];
                 };
             };
         };

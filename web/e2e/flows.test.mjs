@@ -143,11 +143,16 @@ test("account: sign up, verify, sign out and in, change password, another browse
   await page.goto(`${base}/`);
   await page.getByRole("heading", { name: "Sign in" }).waitFor();
   await page.goto(`${base}/sign-up`);
+  // The password rules are said before anything is typed.
+  await page.getByText("At least 8 characters.").waitFor();
   await page.getByRole("button", { name: "Create account" }).click();
   await page.getByText("Enter your name.").waitFor();
   await shot(page, "sign-up-validation");
   await signUp(page, "Ann", "ann@example.com", "first-password-1");
   await page.getByText("not verified").waitFor();
+  // This server mails a link with the sign-up (email_verification.send_on_sign_up): said so.
+  await page.getByText("Check your inbox: we sent a link to ann@example.com.", { exact: false }).waitFor();
+  await page.getByRole("button", { name: "Send the verification link again" }).waitFor();
   await shot(page, "account");
 
   await page.goto(await mailLink("verify-email", "ann@example.com"));

@@ -1804,3 +1804,33 @@ async fn another_method_answers_like_an_unknown_route() {
         .expect(405);
     assert_eq!(r.code(), "METHOD_NOT_ALLOWED_DEFER_SESSION_REQUIRED");
 }
+
+/// The hosted pages read what they must tell a person before a submit from the configuration
+/// (a Gatehouse extension), and nothing secret is in it.
+#[tokio::test]
+async fn page_settings_follow_the_configuration() {
+    let h = harness().await;
+    assert_eq!(
+        h.get("/api/auth/page-settings", None)
+            .await
+            .expect(200)
+            .json(),
+        json!({"appName": "Gatehouse", "emailVerification": {"sendOnSignUp": false, "required": false},
+               "password": {"minLength": 8, "maxLength": 128}})
+    );
+    let h = harness_with(|c| {
+        c.mail.app_name = "Acme".into();
+        c.email_verification.send_on_sign_up = true;
+        c.email_verification.require_email_verification = true;
+        c.password.min_length = 12;
+    })
+    .await;
+    assert_eq!(
+        h.get("/api/auth/page-settings", None)
+            .await
+            .expect(200)
+            .json(),
+        json!({"appName": "Acme", "emailVerification": {"sendOnSignUp": true, "required": true},
+               "password": {"minLength": 12, "maxLength": 128}})
+    );
+}

@@ -51,9 +51,12 @@ export function PasswordField(props: {
   onChange: (v: string) => void;
   autoComplete: "current-password" | "new-password";
   error?: string | null;
+  /** Shown under the field before anything is typed (the rules a new password follows). */
+  hint?: string;
 }) {
   const id = useId();
   const [shown, setShown] = useState(false);
+  const described = [props.hint ? `${id}-hint` : null, props.error ? `${id}-error` : null].filter(Boolean).join(" ");
   return (
     <div className="field">
       <label htmlFor={id}>{props.label}</label>
@@ -67,7 +70,7 @@ export function PasswordField(props: {
           autoComplete={props.autoComplete}
           required
           aria-invalid={props.error ? true : undefined}
-          aria-describedby={props.error ? `${id}-error` : undefined}
+          aria-describedby={described || undefined}
         />
         <button
           type="button"
@@ -79,6 +82,11 @@ export function PasswordField(props: {
           {shown ? "Hide" : "Show"}
         </button>
       </span>
+      {props.hint && !props.error && (
+        <span id={`${id}-hint`} className="muted hint">
+          {props.hint}
+        </span>
+      )}
       {props.error && (
         <span id={`${id}-error`} className="field-error">
           {props.error}

@@ -2,13 +2,14 @@
 // that need a recent sign-in (SESSION_NOT_FRESH) ask for the password again, then retry.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { Navigate, useNavigate } from "react-router";
+import { Navigate, useLocation, useNavigate } from "react-router";
 import { api, unwrap, type SessionWithUser } from "../api";
 import { Confirm, Dialog, ErrorBox, Field, Notice, PasswordField, Submit } from "../components/ui";
 import { SESSION_KEY, useSession, useSessionChanged } from "../session";
 import { ago, describeDevice } from "../ua";
 import { needsReauth, useReauth } from "../components/reauth";
-import { emailProblem, newPasswordProblem, ResendVerification } from "./auth";
+import { emailProblem, newPasswordProblem, passwordHint, ResendVerification } from "./auth";
+import { usePageSettings } from "../settings";
 import { Passkeys } from "./passkeys";
 import { TwoFactor } from "./twofactor";
 
@@ -51,6 +52,8 @@ function Profile({ me }: { me: SessionWithUser }) {
 }
 
 function Email({ me }: { me: SessionWithUser }) {
+  // Arrived from a sign-up that mailed a verification link.
+  const sent = (useLocation().state as { verificationSent?: boolean } | null)?.verificationSent === true;
   const [email, setEmail] = useState("");
   const [touched, setTouched] = useState(false);
   const reauth = useReauth(me.user.email);
@@ -68,7 +71,16 @@ function Email({ me }: { me: SessionWithUser }) {
         {me.user.email}{" "}
         {me.user.emailVerified ? <span className="badge ok">verified</span> : <span className="badge">not verified</span>}
       </p>
-      {!me.user.emailVerified && <ResendVerification email={me.user.email} />}
+      {!me.user.emailVerified && (
+        <>
+          {sent ? (
+            <Notice>Check your inbox: we sent a link to {me.user.email}. Open it to verify your address.</Notice>
+          ) : (
+            <p className="muted">Verify your address so you can recover your account and accept invitations.</p>
+          )}
+          <ResendVerification email={me.user.email} again={sent} />
+        </>
+      )}
       <form
         onSubmit={(e: FormEvent) => {
           e.preventDefault();
@@ -100,6 +112,7 @@ function Password() {
   const [next, setNext] = useState("");
   const [revoke, setRevoke] = useState(true);
   const [touched, setTouched] = useState(false);
+  const rules = usePageSettings().password;
   const qc = useQueryClient();
   const change = useMutation({
     mutationFn: () =>
@@ -111,7 +124,7 @@ function Password() {
       qc.invalidateQueries({ queryKey: ["sessions"] });
     },
   });
-  const nextError = touched ? newPasswordProblem(next) : null;
+  const nextError = touched ? newPasswordProblem(next, rules) : null;
   return (
     <section className="card" aria-labelledby="password-h">
       <h2 id="password-h">Password</h2>
@@ -119,13 +132,13 @@ function Password() {
         onSubmit={(e) => {
           e.preventDefault();
           setTouched(true);
-          if (!current || newPasswordProblem(next)) return;
+          if (!current || newPasswordProblem(next, rules)) return;
           change.mutate();
         }}
         noValidate
       >
         <PasswordField label="Current password" name="current-password" autoComplete="current-password" value={current} onChange={setCurrent} error={touched && !current ? "Enter your current password." : null} />
-        <PasswordField label="New password" name="new-password" autoComplete="new-password" value={next} onChange={setNext} error={nextError} />
+        <PasswordField label="New password" name="new-password" autoComplete="new-password" value={next} onChange={setNext} error={nextError} hint={passwordHint(rules)} />
         <label className="check">
           <input type="checkbox" checked={revoke} onChange={(e) => setRevoke(e.target.checked)} /> Sign out of every other session
         </label>

@@ -10,19 +10,24 @@ import { ErrorBox, Field, Notice, PasswordField, Submit } from "../components/ui
 import { describeRedirectError } from "../errors";
 import { safeRedirect, withRedirect } from "../redirect";
 import { useSession, useSessionChanged } from "../session";
+import { DEFAULT_SETTINGS, usePageSettings, type PasswordRules } from "../settings";
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-export const MIN_PASSWORD = 8;
 
 export function emailProblem(email: string): string | null {
   if (!email.trim()) return "Enter your email address.";
   return EMAIL.test(email.trim()) ? null : "That email address does not look right.";
 }
 
-export function newPasswordProblem(password: string): string | null {
-  if (password.length < MIN_PASSWORD) return `Use at least ${MIN_PASSWORD} characters.`;
-  if (password.length > 128) return "Use at most 128 characters.";
+export function newPasswordProblem(password: string, rules: PasswordRules = DEFAULT_SETTINGS.password): string | null {
+  if (password.length < rules.minLength) return `Use at least ${rules.minLength} characters.`;
+  if (password.length > rules.maxLength) return `Use at most ${rules.maxLength} characters.`;
   return null;
+}
+
+/** The rules of a new password, said before anything is typed. */
+export function passwordHint(rules: PasswordRules): string {
+  return `At least ${rules.minLength} characters.`;
 }
 
 function SocialButtons({ redirectTo }: { redirectTo: string }) {
@@ -56,8 +61,9 @@ function SocialButtons({ redirectTo }: { redirectTo: string }) {
   );
 }
 
-/** Sends the verification mail again (for a refused sign-in or a failed link). */
-export function ResendVerification({ email: initial }: { email: string }) {
+/** Sends a verification mail (again, when `again`: for a refused sign-in, a failed link, or
+ * after a sign-up that mailed one). */
+export function ResendVerification({ email: initial, again = true }: { email: string; again?: boolean }) {
   const [email, setEmail] = useState(initial);
   const resend = useMutation({
     mutationFn: () => unwrap(api.POST("/send-verification-email", { body: { email, callbackURL: "/verify-email" } })),
@@ -74,7 +80,7 @@ export function ResendVerification({ email: initial }: { email: string }) {
         <Notice>We sent a new verification link to {email}.</Notice>
       ) : (
         <Submit pending={resend.isPending} className="secondary">
-          Send the verification link again
+          {again ? "Send the verification link again" : "Send me a verification link"}
         </Submit>
       )}
       <ErrorBox error={resend.error} />
@@ -205,6 +211,8 @@ export function SignUp() {
   const [touched, setTouched] = useState(false);
   const navigate = useNavigate();
   const changed = useSessionChanged();
+  const settings = usePageSettings();
+  const rules = settings.password;
   const signUp = useMutation({
     mutationFn: () =>
       unwrap(
@@ -215,18 +223,19 @@ export function SignUp() {
     onSuccess: async (data) => {
       if (!data.token) return; // verification required first: the page says so
       await changed();
-      navigate(redirectTo, { replace: true });
+      // The account page says "check your inbox" when a link went out with the sign-up.
+      navigate(redirectTo, { replace: true, state: { verificationSent: settings.emailVerification.sendOnSignUp && !data.user.emailVerified } });
     },
   });
   const errors = {
     name: touched && !name.trim() ? "Enter your name." : null,
     email: touched ? emailProblem(email) : null,
-    password: touched ? newPasswordProblem(password) : null,
+    password: touched ? newPasswordProblem(password, rules) : null,
   };
   const submit = (e: FormEvent) => {
     e.preventDefault();
     setTouched(true);
-    if (!name.trim() || emailProblem(email) || newPasswordProblem(password)) return;
+    if (!name.trim() || emailProblem(email) || newPasswordProblem(password, rules)) return;
     signUp.mutate();
   };
   return (
@@ -239,7 +248,7 @@ export function SignUp() {
           <form onSubmit={submit} noValidate>
             <Field label="Name" name="name" autoComplete="name" value={name} onChange={setName} error={errors.name} />
             <Field label="Email" name="email" type="email" autoComplete="email" value={email} onChange={setEmail} error={errors.email} />
-            <PasswordField label="Password" name="password" autoComplete="new-password" value={password} onChange={setPassword} error={errors.password} />
+            <PasswordField label="Password" name="password" autoComplete="new-password" value={password} onChange={setPassword} error={errors.password} hint={passwordHint(rules)} />
             <ErrorBox error={signUp.error} />
             <Submit pending={signUp.isPending}>Create account</Submit>
           </form>
@@ -295,17 +304,18 @@ export function ResetPassword() {
   const [password, setPassword] = useState("");
   const [confirm, setConfirm] = useState("");
   const [touched, setTouched] = useState(false);
+  const rules = usePageSettings().password;
   const reset = useMutation({
     mutationFn: () => unwrap(api.POST("/reset-password", { body: { newPassword: password, token: token ?? "" } })),
   });
   const errors = {
-    password: touched ? newPasswordProblem(password) : null,
+    password: touched ? newPasswordProblem(password, rules) : null,
     confirm: touched && confirm !== password ? "The two passwords differ." : null,
   };
   const submit = (e: FormEvent) => {
     e.preventDefault();
     setTouched(true);
-    if (newPasswordProblem(password) || confirm !== password) return;
+    if (newPasswordProblem(password, rules) || confirm !== password) return;
     reset.mutate();
   };
   let body;
@@ -336,7 +346,7 @@ export function ResetPassword() {
   } else {
     body = (
       <form onSubmit={submit} noValidate>
-        <PasswordField label="New password" name="new-password" autoComplete="new-password" value={password} onChange={setPassword} error={errors.password} />
+        <PasswordField label="New password" name="new-password" autoComplete="new-password" value={password} onChange={setPassword} error={errors.password} hint={passwordHint(rules)} />
         <PasswordField label="Repeat the new password" name="confirm-password" autoComplete="new-password" value={confirm} onChange={setConfirm} error={errors.confirm} />
         <ErrorBox error={reset.error} />
         <Submit pending={reset.isPending}>Set the new password</Submit>

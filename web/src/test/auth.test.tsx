@@ -1,6 +1,7 @@
 import { screen, waitFor } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { beforeEach, expect, it, vi } from "vitest";
+import { Account } from "../pages/account";
 import { ForgotPassword, ResetPassword, SignIn, SignUp, TwoFactorPage, VerifyEmail } from "../pages/auth";
 import { deferred, mockServer, renderAt, session, user } from "./helpers";
 
@@ -161,12 +162,12 @@ it("reset password: needs the link's token, matching passwords, and reports a de
   await userEvent.type(screen.getByLabelText("Repeat the new password"), "new-password-2");
   await userEvent.click(screen.getByRole("button", { name: "Set the new password" }));
   expect(screen.getByText("The two passwords differ.")).toBeInTheDocument();
-  expect(sent).toEqual([]);
+  expect(sent.filter((s) => s.method === "POST")).toEqual([]);
   await userEvent.clear(screen.getByLabelText("Repeat the new password"));
   await userEvent.type(screen.getByLabelText("Repeat the new password"), "new-password-1");
   await userEvent.click(screen.getByRole("button", { name: "Set the new password" }));
   expect(await screen.findByRole("alert")).toHaveTextContent("This link is invalid or was already used.");
-  expect(sent[0]?.body).toEqual({ newPassword: "new-password-1", token: "abc" });
+  expect(sent.find((s) => s.path === "/reset-password")?.body).toEqual({ newPassword: "new-password-1", token: "abc" });
 });
 
 it("reset password: the page says whether the account was signed out everywhere, from the answer", async () => {
@@ -319,4 +320,48 @@ it("two-factor page: after a provider sign-in, the code finishes it and goes to 
   await userEvent.click(screen.getByRole("button", { name: "Verify" }));
   expect(await screen.findByText("org page")).toBeInTheDocument();
   expect(sent.find((s) => s.path === "/two-factor/verify-totp")?.body).toEqual({ code: "123456", trustDevice: false });
+});
+
+it("sign-up: the server's password rules are said before typing and checked", async () => {
+  const { sent } = mockServer({
+    "GET /social-providers": () => ({ body: [] }),
+    "GET /page-settings": () => ({ body: { appName: "Acme", emailVerification: { sendOnSignUp: false, required: false }, password: { minLength: 12, maxLength: 64 } } }),
+  });
+  renderAt("/sign-up", [{ path: "/sign-up", element: <SignUp /> }]);
+  expect(await screen.findByText("At least 12 characters.")).toBeInTheDocument();
+  await userEvent.type(screen.getByLabelText("Name"), "Ann");
+  await userEvent.type(screen.getByLabelText("Email"), "ann@example.com");
+  await userEvent.type(screen.getByLabelText("Password", { selector: "input" }), "eleven-char");
+  await userEvent.click(screen.getByRole("button", { name: "Create account" }));
+  expect(screen.getByText("Use at least 12 characters.")).toBeInTheDocument();
+  expect(sent.some((s) => s.path === "/sign-up/email")).toBe(false);
+});
+
+it("sign-up that mailed a link: the account page says check your inbox; without one, it offers a link", async () => {
+  for (const mailed of [true, false]) {
+    const unverified = { ...session, user: { ...user, emailVerified: false } };
+    mockServer({
+      "GET /social-providers": () => ({ body: [] }),
+      "GET /page-settings": () => ({ body: { appName: "Gatehouse", emailVerification: { sendOnSignUp: mailed, required: false }, password: { minLength: 8, maxLength: 128 } } }),
+      "POST /sign-up/email": () => ({ body: { token: "t1", user: unverified.user } }),
+      "GET /get-session": () => ({ body: unverified }),
+    });
+    const page = renderAt("/sign-up", [
+      { path: "/sign-up", element: <SignUp /> },
+      { path: "/account", element: <Account /> },
+    ]);
+    await screen.findByText("At least 8 characters.");
+    await userEvent.type(screen.getByLabelText("Name"), "Ann");
+    await userEvent.type(screen.getByLabelText("Email"), "ann@example.com");
+    await userEvent.type(screen.getByLabelText("Password", { selector: "input" }), "a-good-password");
+    await userEvent.click(screen.getByRole("button", { name: "Create account" }));
+    if (mailed) {
+      expect(await screen.findByText(/Check your inbox: we sent a link to ann@example.com/)).toBeInTheDocument();
+      expect(screen.getByRole("button", { name: "Send the verification link again" })).toBeInTheDocument();
+    } else {
+      expect(await screen.findByText(/Verify your address/)).toBeInTheDocument();
+      expect(screen.getByRole("button", { name: "Send me a verification link" })).toBeInTheDocument();
+    }
+    page.unmount();
+  }
 });

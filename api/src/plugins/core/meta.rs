@@ -1,5 +1,7 @@
 //! Health check and the HTML error page that redirects with `?error=` land on.
 use crate::plugins::Tag;
+use crate::AppState;
+use poem::web::Data;
 use poem_openapi::param::Query;
 use poem_openapi::payload::{Html, Json};
 use poem_openapi::{Object, OpenApi};
@@ -11,6 +13,33 @@ struct OkResponse {
     ok: bool,
 }
 
+/// What the hosted pages need to know of this server's configuration (a Gatehouse
+/// extension): nothing secret.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct PageSettings {
+    /// The name the server signs its mail with (`mail.app_name`).
+    app_name: String,
+    email_verification: EmailVerificationSettings,
+    password: PasswordRules,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct EmailVerificationSettings {
+    /// A sign-up mails a verification link at once.
+    send_on_sign_up: bool,
+    /// No session before the address is verified.
+    required: bool,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+struct PasswordRules {
+    min_length: u64,
+    max_length: u64,
+}
+
 #[OpenApi(tag = "Tag::Meta")]
 impl MetaApi {
     /// Health check
@@ -19,6 +48,27 @@ impl MetaApi {
     #[oai(path = "/ok", method = "get", operation_id = "ok")]
     async fn ok(&self) -> Json<OkResponse> {
         Json(OkResponse { ok: true })
+    }
+
+    /// Settings of the hosted pages
+    ///
+    /// What a sign-up or password form should tell the person before they submit (a Gatehouse
+    /// extension): the app's name, whether a sign-up mails a verification link, the password
+    /// rules. Nothing secret.
+    #[oai(path = "/page-settings", method = "get", operation_id = "pageSettings")]
+    async fn page_settings(&self, state: Data<&AppState>) -> Json<PageSettings> {
+        let c = &state.config;
+        Json(PageSettings {
+            app_name: c.mail.app_name.clone(),
+            email_verification: EmailVerificationSettings {
+                send_on_sign_up: c.email_verification.send_on_sign_up,
+                required: c.email_verification.require_email_verification,
+            },
+            password: PasswordRules {
+                min_length: c.password.min_length as u64,
+                max_length: c.password.max_length as u64,
+            },
+        })
     }
 
     /// Error page
