@@ -3,6 +3,7 @@
 // mailed links and tenants' apps point at.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, Route, Routes, useNavigate } from "react-router";
+import { useFocusFirstInvalid, useFocusOnNavigation, usePageTitle } from "./components/a11y";
 import { api, unwrap } from "./api";
 import { ErrorBox } from "./components/ui";
 import { Account } from "./pages/account";
@@ -10,6 +11,7 @@ import { Admin } from "./pages/admin";
 import { ErrorPage, ForgotPassword, Home, ResetPassword, SignIn, SignUp, TwoFactorPage, VerifyEmail } from "./pages/auth";
 import { AcceptInvitation, OrganizationPage, Organizations } from "./pages/organizations";
 import { SESSION_KEY, useSession, useSessionChanged } from "./session";
+import { usePageSettings } from "./settings";
 
 function OrgSwitcher() {
   const session = useSession();
@@ -22,12 +24,12 @@ function OrgSwitcher() {
   if (!orgs.data?.length) return null;
   return (
     <select
-      aria-label="Active organization"
+      aria-label="Current organization"
       value={session.data?.session.activeOrganizationId ?? ""}
       disabled={setActive.isPending}
       onChange={(e) => setActive.mutate(e.target.value || null)}
     >
-      <option value="">No active organization</option>
+      <option value="">No organization chosen</option>
       {orgs.data.map((o) => (
         <option key={o.id} value={o.id}>
           {o.name}
@@ -62,7 +64,7 @@ function ImpersonationBanner() {
   );
 }
 
-function Header() {
+function Header({ app }: { app: string }) {
   const session = useSession();
   const navigate = useNavigate();
   const changed = useSessionChanged();
@@ -78,10 +80,13 @@ function Header() {
   return (
     <header className="top">
       <Link to="/" className="brand">
-        Gatehouse
+        {app}
       </Link>
       {user ? (
         <nav aria-label="Main">
+          <span className="who" title={user.email}>
+            Signed in as <strong>{user.name}</strong>
+          </span>
           <Link to="/account">Account</Link>
           <Link to="/organizations">Organizations</Link>
           {isAdmin && <Link to="/admin">Admin</Link>}
@@ -101,10 +106,14 @@ function Header() {
 }
 
 export function App() {
+  const app = usePageSettings().appName;
+  usePageTitle(app);
+  useFocusOnNavigation();
+  useFocusFirstInvalid();
   return (
     <>
       <ImpersonationBanner />
-      <Header />
+      <Header app={app} />
       <Routes>
         <Route path="/" element={<Home />} />
         <Route path="/sign-in" element={<SignIn />} />

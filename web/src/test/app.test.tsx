@@ -59,7 +59,7 @@ it("the header switches the active organization", async () => {
     "GET /social-providers": () => ({ body: [] }),
   });
   renderApp("/account");
-  const switcher = await screen.findByRole("combobox", { name: "Active organization" });
+  const switcher = await screen.findByRole("combobox", { name: "Current organization" });
   await waitFor(() => expect(screen.getByRole("option", { name: "Globex" })).toBeInTheDocument());
   await userEvent.selectOptions(switcher, "o2");
   await waitFor(() => expect(switcher).toHaveValue("o2"));
@@ -71,4 +71,25 @@ it("unknown paths show a not-found page", async () => {
   mockServer({ "GET /get-session": () => ({ body: null }) });
   renderApp("/nowhere");
   expect(await screen.findByRole("heading", { name: "Page not found" })).toBeInTheDocument();
+});
+
+it("the page's title names its heading and the app; the header says who is signed in", async () => {
+  mockServer({
+    "GET /get-session": () => ({ body: session }),
+    "GET /organization/list": () => ({ body: [] }),
+    "GET /page-settings": () => ({ body: { appName: "Acme", emailVerification: { sendOnSignUp: false, required: false }, password: { minLength: 8, maxLength: 128 } } }),
+  });
+  renderApp("/organizations");
+  await waitFor(() => expect(document.title).toBe("Organizations — Acme"));
+  expect(screen.getByRole("link", { name: "Acme" })).toBeInTheDocument();
+  expect(screen.getByText(/Signed in as/)).toHaveTextContent(`Signed in as ${session.user.name}`);
+});
+
+it("after a refused submit, focus goes to the first invalid field; after a navigation, to the heading", async () => {
+  mockServer({ "GET /get-session": () => ({ body: null }), "GET /social-providers": () => ({ body: [] }) });
+  renderApp("/sign-in");
+  await userEvent.click(await screen.findByRole("button", { name: "Sign in" }));
+  await waitFor(() => expect(screen.getByLabelText("Email")).toHaveFocus());
+  await userEvent.click(screen.getByRole("link", { name: "Create an account" }));
+  await waitFor(() => expect(screen.getByRole("heading", { name: "Create an account" })).toHaveFocus());
 });

@@ -122,11 +122,11 @@ export function Organizations() {
             <li key={o.id}>
               <span>
                 <Link to={`/organizations/${o.id}`}>{o.name}</Link> <span className="muted">/{o.slug}</span>{" "}
-                {o.id === active && <span className="badge ok">active</span>}
+                {o.id === active && <span className="badge ok">current</span>}
               </span>
               {o.id !== active && (
-                <button type="button" className="secondary" disabled={setActive.isPending} onClick={() => setActive.mutate(o.id)}>
-                  Make active
+                <button type="button" className="secondary" aria-label={`Switch to ${o.name}`} disabled={setActive.isPending} onClick={() => setActive.mutate(o.id)}>
+                  Switch to it
                 </button>
               )}
             </li>
