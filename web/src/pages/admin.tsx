@@ -3,7 +3,7 @@
 // who may do what; a refusal shows as its sentence.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { Navigate, useNavigate } from "react-router";
+import { Link, Navigate, useNavigate } from "react-router";
 import { api, ApiError, unwrap, type User } from "../api";
 import { AuditLog } from "../components/audit";
 import { Confirm, Dialog, ErrorBox, Field, Notice, PasswordField, Submit } from "../components/ui";
@@ -220,6 +220,17 @@ export function Admin() {
   });
   if (session.isPending) return <main>Loading…</main>;
   if (!session.data) return <Navigate to="/sign-in?redirectTo=/admin" replace />;
+  // Not an administrator: the refusal alone, not a console whose every action fails.
+  if (users.error instanceof ApiError && users.error.status === 403)
+    return (
+      <main className="narrow">
+        <h1>Administration</h1>
+        <ErrorBox error={users.error} />
+        <p>
+          This page is for administrators. <Link to="/account">Back to your account</Link>
+        </p>
+      </main>
+    );
   const total = users.data?.total ?? 0;
   return (
     <main>

@@ -44,6 +44,10 @@ it("refusals are sentences: a non-admin sees why", async () => {
   });
   renderAt("/admin", [{ path: "/admin", element: <Admin /> }]);
   expect(await screen.findByRole("alert")).toHaveTextContent("You are not allowed to list users.");
+  // Nothing of the console is offered.
+  expect(screen.queryByRole("heading", { name: "Create a user" })).toBeNull();
+  expect(screen.queryByLabelText("Search by email")).toBeNull();
+  expect(screen.getByRole("link", { name: "Back to your account" })).toBeInTheDocument();
 });
 
 it("create user: validates, shows pending, then the server's refusal", async () => {

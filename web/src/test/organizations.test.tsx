@@ -176,3 +176,40 @@ it("accept-invitation: signed in as someone else, offers to sign out", async () 
   expect(await screen.findByRole("heading", { name: "You are invited" })).toBeInTheDocument();
   expect(sent.some((s) => s.path === "/sign-out")).toBe(true);
 });
+
+it("only what the server would allow is offered: the only owner cannot leave, an admin cannot remove the owner or invite owners, sections need their permissions", async () => {
+  // Ann (u1, the session's user) is the only owner: no Leave, a hint instead.
+  const owner = orgServer(ALL);
+  const view = renderAt("/organizations/o1", orgRoutes);
+  const ann = await screen.findByRole("row", { name: /Ann/ });
+  expect(within(ann).queryByRole("button", { name: "Leave" })).toBeNull();
+  expect(within(ann).getByText(/Only owner/)).toBeInTheDocument();
+  expect(owner.sent.length).toBeGreaterThan(0);
+  view.unmount();
+  // Ann as an admin beside Bob the owner: Bob's role and removal are not hers to change, and
+  // she may not invite owners.
+  const asAdmin = {
+    ...org,
+    members: [
+      { ...org.members[0]!, role: "admin" },
+      { ...org.members[1]!, role: "owner" },
+    ],
+  };
+  orgServer(ALL, { "GET /organization/get-full-organization": () => ({ body: asAdmin }) });
+  const second = renderAt("/organizations/o1", orgRoutes);
+  const bob = await screen.findByRole("row", { name: /Bob/ });
+  expect(within(bob).queryByRole("button", { name: "Remove" })).toBeNull();
+  expect(within(bob).queryByRole("combobox")).toBeNull();
+  expect(within(screen.getByRole("row", { name: /Ann/ })).getByRole("button", { name: "Leave" })).toBeInTheDocument();
+  second.unmount();
+  orgServer(ALL, { "GET /organization/get-full-organization": () => ({ body: asAdmin }) });
+  const third = renderAt("/organizations/o1/invitations", orgRoutes);
+  const role = await screen.findByLabelText("Role");
+  await waitFor(() => expect(within(role).getAllByRole("option").map((o) => o.textContent)).toEqual(["admin", "member"]));
+  third.unmount();
+  // A member without ac:read or organization rights: no Roles or Settings tab.
+  orgServer({ member: ["create"] });
+  renderAt("/organizations/o1", orgRoutes);
+  const tabs = await screen.findByRole("navigation", { name: "Organization sections" });
+  await waitFor(() => expect(within(tabs).getAllByRole("link").map((l) => l.textContent)).toEqual(["Members", "Invitations", "Teams"]));
+});

@@ -67,3 +67,21 @@ export function useRoleNames(orgId: string) {
   });
   return [...(catalog.data?.roles.map((r) => r.role) ?? ["owner", "admin", "member"]), ...(custom.data ?? []).map((r) => r.role)];
 }
+
+/** The roles of `userId` in `org` (a member's role is a comma-separated list). */
+export function rolesOf(org: { members: { userId: string; role: string }[] }, userId: string): string[] {
+  return org.members.find((m) => m.userId === userId)?.role.split(",") ?? [];
+}
+
+/** The roles a member holding `mine` may hand out: owner only by an owner, admin by an owner
+ * or an admin (the server refuses any other; it also checks custom roles' permissions). */
+export function grantable(roles: string[], mine: string[]): string[] {
+  const owner = mine.includes("owner");
+  const admin = owner || mine.includes("admin");
+  return roles.filter((r) => (r === "owner" ? owner : r === "admin" ? admin : true));
+}
+
+/** How many members hold `owner`. */
+export function ownerCount(org: { members: { role: string }[] }): number {
+  return org.members.filter((m) => m.role.split(",").includes("owner")).length;
+}

@@ -18,7 +18,11 @@ const TABS = ["members", "invitations", "teams", "roles", "settings"] as const;
 /** The sections; "Activity" (the organization's audit log) for those who may update it. */
 function OrgTabs({ orgId, tab }: { orgId: string; tab: string }) {
   const canRead = useCan(orgId, { organization: ["update"] });
-  const tabs: string[] = canRead ? [...TABS, "activity"] : [...TABS];
+  // Only the sections the member can use: roles with ac:read, settings with a change to make.
+  const canRoles = useCan(orgId, { ac: ["read"] });
+  const canDelete = useCan(orgId, { organization: ["delete"] });
+  const shown = TABS.filter((t) => (t === "roles" ? canRoles : t === "settings" ? canRead || canDelete : true));
+  const tabs: string[] = canRead ? [...shown, "activity"] : [...shown];
   return (
     <nav className="tabs" aria-label="Organization sections">
       {tabs.map((t) => (
@@ -58,7 +62,7 @@ export function OrganizationPage() {
       <h1>{o.name}</h1>
       <OrgTabs orgId={o.id} tab={tab} />
       {tab === "members" && <Members org={o} me={session.data.user.id} />}
-      {tab === "invitations" && <Invitations org={o} />}
+      {tab === "invitations" && <Invitations org={o} me={session.data.user.id} />}
       {tab === "teams" && <Teams org={o} />}
       {tab === "roles" && <Roles org={o} />}
       {tab === "settings" && <Settings org={o} key={o.name + o.slug} />}

@@ -4,11 +4,12 @@ import { useState } from "react";
 import { api, unwrap, type Schemas } from "../../api";
 import { ErrorBox, Field, Notice, Submit } from "../../components/ui";
 import { emailProblem } from "../auth";
-import { useCan, useRoleNames } from "./hooks";
+import { grantable, rolesOf, useCan, useRoleNames } from "./hooks";
 
-export function Invitations({ org }: { org: Schemas["FullOrganization"] }) {
+export function Invitations({ org, me }: { org: Schemas["FullOrganization"]; me: string }) {
   const qc = useQueryClient();
-  const roles = useRoleNames(org.id);
+  // Only roles this member may give.
+  const roles = grantable(useRoleNames(org.id), rolesOf(org, me));
   const canInvite = useCan(org.id, { invitation: ["create"] });
   const canCancel = useCan(org.id, { invitation: ["cancel"] });
   const [email, setEmail] = useState("");

@@ -5,7 +5,7 @@ import { useNavigate } from "react-router";
 import { api, unwrap, type Schemas } from "../../api";
 import { Confirm, Notice } from "../../components/ui";
 import { SESSION_KEY } from "../../session";
-import { useCan, useRoleNames } from "./hooks";
+import { grantable, ownerCount, rolesOf, useCan, useRoleNames } from "./hooks";
 
 function nameOf(m: Schemas["Member"]): string {
   return m.user?.name ?? m.userId;
@@ -14,7 +14,13 @@ function nameOf(m: Schemas["Member"]): string {
 export function Members({ org, me }: { org: Schemas["FullOrganization"]; me: string }) {
   const qc = useQueryClient();
   const navigate = useNavigate();
-  const roles = useRoleNames(org.id);
+  const mine = rolesOf(org, me);
+  const roles = grantable(useRoleNames(org.id), mine);
+  const owners = ownerCount(org);
+  const isOwner = (m: Schemas["Member"]) => m.role.split(",").includes("owner");
+  // An owner is removed only by an owner, and never the last one (the server refuses both).
+  const removable = (m: Schemas["Member"]) => !isOwner(m) || (mine.includes("owner") && owners > 1);
+  const lastOwner = mine.includes("owner") && owners <= 1;
   const canUpdate = useCan(org.id, { member: ["update"] });
   const canDelete = useCan(org.id, { member: ["delete"] });
   const [removing, setRemoving] = useState<Schemas["Member"] | null>(null);
@@ -71,7 +77,7 @@ export function Members({ org, me }: { org: Schemas["FullOrganization"]; me: str
               </td>
               <td className="hide-sm">{m.user?.email}</td>
               <td>
-                {canUpdate && m.userId !== me ? (
+                {canUpdate && m.userId !== me && removable(m) ? (
                   <select
                     aria-label={`Role of ${nameOf(m)}`}
                     value={m.role}
@@ -93,11 +99,16 @@ export function Members({ org, me }: { org: Schemas["FullOrganization"]; me: str
               </td>
               <td>
                 {m.userId === me ? (
-                  <button type="button" className="secondary" onClick={() => setLeaving(true)}>
-                    Leave
-                  </button>
+                  lastOwner ? (
+                    <span className="muted">Only owner: make someone else owner to leave</span>
+                  ) : (
+                    <button type="button" className="secondary" onClick={() => setLeaving(true)}>
+                      Leave
+                    </button>
+                  )
                 ) : (
-                  canDelete && (
+                  canDelete &&
+                  removable(m) && (
                     <button type="button" className="secondary" onClick={() => setRemoving(m)}>
                       Remove
                     </button>
