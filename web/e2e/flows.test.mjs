@@ -483,7 +483,8 @@ test("admin: an administrator made with the CLI finds a user, impersonates, stop
   await a.getByRole("link", { name: "Admin" }).click();
   await a.getByRole("heading", { name: "Administration" }).waitFor();
   await a.getByLabel("Search by email").fill("cara");
-  const row = a.getByRole("row", { name: /Cara/ });
+  const usersRegion = a.getByRole("region", { name: "Users" });
+  const row = usersRegion.getByRole("row", { name: /Cara/ });
   await row.waitFor();
   assert.equal(await a.getByRole("region", { name: "Users" }).getByRole("row").count(), 2); // the header and Cara
   await shot(a, "admin");
@@ -498,11 +499,11 @@ test("admin: an administrator made with the CLI finds a user, impersonates, stop
   assert.equal(await a.getByText("Acting as").count(), 0);
 
   await a.getByLabel("Search by email").fill("cara");
-  await a.getByRole("row", { name: /Cara/ }).getByRole("button", { name: "Ban" }).click();
+  await usersRegion.getByRole("row", { name: /Cara/ }).getByRole("button", { name: "Ban" }).click();
   const dialog = a.getByRole("dialog", { name: "Ban Cara?" });
   await dialog.getByLabel("Reason").fill("spam");
   await dialog.getByRole("button", { name: "Ban" }).click();
-  await a.getByRole("row", { name: /Cara.*banned/ }).waitFor();
+  await usersRegion.getByRole("row", { name: /Cara.*banned/ }).waitFor();
   // The audit log has what the admin did.
   await a.reload();
   const log = a.getByRole("region", { name: "Audit log" });
@@ -510,6 +511,12 @@ test("admin: an administrator made with the CLI finds a user, impersonates, stop
   await log.getByRole("row", { name: /Admin: started impersonating/ }).waitFor();
   await log.getByRole("row", { name: /Admin: stopped impersonating/ }).waitFor();
   await shot(a, "admin-audit-log");
+  // A phone's width: the console fits, nothing scrolls sideways.
+  await a.setViewportSize({ width: 390, height: 844 });
+  await a.getByRole("heading", { name: "Administration" }).waitFor();
+  const wide = await a.evaluate(() => document.documentElement.scrollWidth);
+  await shot(a, "admin-phone");
+  assert.ok(wide <= 390, `the admin page is ${wide} px wide on a 390 px screen`);
   await cara.page.goto(`${base}/account`);
   await cara.page.getByRole("heading", { name: "Sign in" }).waitFor();
   assert.deepEqual([...cara.errors, ...admin.errors], []);

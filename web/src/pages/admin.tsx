@@ -329,7 +329,8 @@ export function Admin() {
       {!(users.error instanceof ApiError && users.error.status === 403) && (
         <section className="card" aria-labelledby="audit-h">
           <h2 id="audit-h">Audit log</h2>
-          <AuditLog me={session.data.user.id} />
+          {/* Users this page has listed are named, not shown by id. */}
+          <AuditLog me={session.data.user.id} names={Object.fromEntries((users.data?.users ?? []).map((u) => [u.id, u.name]))} />
         </section>
       )}
       {sessionsOf && <UserSessions user={sessionsOf} onClose={() => setSessionsOf(null)} />}
