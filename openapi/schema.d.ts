@@ -1228,7 +1228,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the caller's pending invitations */
+        /**
+         * List the caller's pending invitations
+         * @description With each organization's name. Needs a verified address.
+         */
         get: operations["listUserInvitations"];
         put?: never;
         post?: never;
@@ -3390,6 +3393,23 @@ export interface components {
             twoFactorEnabled: boolean;
             /** @description ISO 8601 date-time. */
             updatedAt: string;
+        };
+        /**
+         * UserInvitation
+         * @description An invitation in its recipient's list: with the organization's name (as 1.7 answers it).
+         */
+        UserInvitation: {
+            createdAt: string;
+            email: string;
+            expiresAt: string;
+            id: string;
+            inviterId: string;
+            organizationId: string;
+            organizationName: string;
+            role: string;
+            /** @description pending, accepted, rejected or canceled. */
+            status: string;
+            teamId?: string | null;
         };
         /** VerifyEmailResponse */
         VerifyEmailResponse: {
@@ -5792,7 +5812,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json; charset=utf-8": components["schemas"]["Invitation"][];
+                    "application/json; charset=utf-8": components["schemas"]["UserInvitation"][];
                 };
             };
             /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */

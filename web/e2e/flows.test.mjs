@@ -399,7 +399,7 @@ test("organizations: create, invite, accept from the mail as a new user, change 
   const link = await mailLink("invitation", "bob@example.com");
   assert.match(link, /\/accept-invitation\/[^/?]+\?email=bob%40example\.com$/);
   await m.goto(link);
-  await m.getByRole("heading", { name: "You are invited" }).waitFor();
+  await m.getByRole("heading", { name: "Your invitation" }).waitFor();
   await shot(m, "accept-invitation-signed-out");
   await m.getByRole("link", { name: "Create an account" }).click();
   assert.equal(await m.getByLabel("Email").inputValue(), "bob@example.com");
@@ -411,6 +411,7 @@ test("organizations: create, invite, accept from the mail as a new user, change 
   await shot(m, "accept-invitation");
   await m.getByRole("button", { name: "Accept" }).click();
   await m.getByRole("heading", { name: "Acme Labs" }).waitFor();
+  await m.getByText("You joined Acme Labs.").waitFor();
   const orgPage = m.url();
   // The verification mailed at that sign-up comes back to where Bob was going.
   const invitationPath = new URL(link).pathname;

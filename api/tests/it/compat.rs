@@ -1044,6 +1044,21 @@ fn scenario() -> Vec<Step> {
             None,
         ),
         step(
+            "bob-send-verification",
+            bob,
+            "POST",
+            "/send-verification-email",
+            Some(json!({"email": "bob@compat.io"})),
+        ),
+        follow("bob-verify-email", bob, "verify-email", "bob@compat.io"),
+        step(
+            "list-user-invitations",
+            bob,
+            "GET",
+            "/organization/list-user-invitations",
+            None,
+        ),
+        step(
             "accept-invitation",
             bob,
             "POST",

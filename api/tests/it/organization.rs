@@ -936,6 +936,7 @@ async fn invitation_lifecycle() {
         .expect(200)
         .json();
     assert_eq!(mine.as_array().unwrap().len(), 1);
+    assert_eq!(mine[0]["organizationName"], "Org inv", "as 1.7 lists them");
 
     let r = h
         .post(

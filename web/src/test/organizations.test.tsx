@@ -173,7 +173,7 @@ it("accept-invitation: signed in as someone else, offers to sign out", async () 
   renderAt("/accept-invitation/inv1", [{ path: "/accept-invitation/:id", element: <AcceptInvitation /> }]);
   expect(await screen.findByRole("alert")).toHaveTextContent("You are not the recipient of the invitation.");
   await userEvent.click(screen.getByRole("button", { name: "Sign out and use the invited account" }));
-  expect(await screen.findByRole("heading", { name: "You are invited" })).toBeInTheDocument();
+  expect(await screen.findByRole("heading", { name: "Your invitation" })).toBeInTheDocument();
   expect(sent.some((s) => s.path === "/sign-out")).toBe(true);
 });
 
@@ -212,4 +212,25 @@ it("only what the server would allow is offered: the only owner cannot leave, an
   renderAt("/organizations/o1", orgRoutes);
   const tabs = await screen.findByRole("navigation", { name: "Organization sections" });
   await waitFor(() => expect(within(tabs).getAllByRole("link").map((l) => l.textContent)).toEqual(["Members", "Invitations", "Teams"]));
+});
+
+it("invitations for you name the organization; an unverified address is told why none show", async () => {
+  const listing = (verified: boolean) =>
+    mockServer({
+      "GET /get-session": () => ({ body: session }),
+      "GET /organization/list": () => ({ body: [] }),
+      "GET /organization/list-user-invitations": () =>
+        verified
+          ? { body: [{ id: "i1", organizationId: "o1", organizationName: "Acme", email: "ann@example.com", role: "admin", status: "pending", teamId: null, inviterId: "u9", expiresAt: "2026-12-01T10:00:00.000Z", createdAt: "2026-11-20T10:00:00.000Z" }] }
+          : { status: 403, body: { code: "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION", message: "x" } },
+    });
+  listing(true);
+  const first = renderAt("/organizations", [{ path: "/organizations", element: <Organizations /> }]);
+  const section = await screen.findByRole("region", { name: "Invitations for you" });
+  expect(section).toHaveTextContent("Acme invites you as admin");
+  expect(within(section).getByRole("link", { name: "Open the invitation to Acme" })).toHaveAttribute("href", "/accept-invitation/i1");
+  first.unmount();
+  listing(false);
+  renderAt("/organizations", [{ path: "/organizations", element: <Organizations /> }]);
+  expect(await screen.findByText(/show here once it is verified/)).toBeInTheDocument();
 });

@@ -143,6 +143,17 @@ pub(crate) struct InvitationDetails {
     pub(crate) inviter_email: Option<String>,
 }
 
+/// An invitation in its recipient's list: with the organization's name (as 1.7 answers it).
+#[derive(Debug, Object, Serialize)]
+#[oai(rename = "UserInvitation", rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct UserInvitation {
+    #[oai(flatten)]
+    #[serde(flatten)]
+    pub(crate) invitation: InvitationDto,
+    pub(crate) organization_name: String,
+}
+
 /// A role as a string (`"admin"` or `"admin,member"`) or a list of roles. Parsed by hand:
 /// poem-openapi's `Union` documents a string-or-array as an object.
 #[derive(Debug)]

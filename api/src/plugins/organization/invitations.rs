@@ -282,6 +282,8 @@ impl InvitationApi {
     }
 
     /// List the caller's pending invitations
+    ///
+    /// With each organization's name. Needs a verified address.
     #[oai(
         path = "/list-user-invitations",
         method = "get",
@@ -291,7 +293,7 @@ impl InvitationApi {
         &self,
         state: Data<&AppState>,
         auth: Principal,
-    ) -> ApiResult<Json<Vec<InvitationDto>>> {
+    ) -> ApiResult<Json<Vec<UserInvitation>>> {
         // An invitation id is the proof that its recipient reads the mailbox: it never reaches
         // an account that has not proved the address (someone may have signed up with it).
         if !auth.user.email_verified {
@@ -302,11 +304,20 @@ impl InvitationApi {
             .reader
             .list_invitations_by_email(&auth.user.email)
             .await?;
-        Ok(Json(
-            list.iter()
-                .filter(|i| i.status == InvitationStatus::Pending && i.expires_at > now)
-                .map(InvitationDto::from)
-                .collect(),
-        ))
+        let mut out = Vec::new();
+        for i in list
+            .iter()
+            .filter(|i| i.status == InvitationStatus::Pending && i.expires_at > now)
+        {
+            // An organization deleted meanwhile takes its invitations with it.
+            let Some(org) = state.reader.get_organization(&i.organization_id).await? else {
+                continue;
+            };
+            out.push(UserInvitation {
+                invitation: InvitationDto::from(i),
+                organization_name: org.name,
+            });
+        }
+        Ok(Json(out))
     }
 }

@@ -1,10 +1,10 @@
 // One organization's console: a tab per part (members, invitations, teams, roles, settings,
 // activity), each showing only what the member's permissions grant; and the list pages.
 import { useQuery } from "@tanstack/react-query";
-import { Link, Navigate, NavLink, useParams } from "react-router";
+import { Link, Navigate, NavLink, useLocation, useParams } from "react-router";
 import { api, unwrap } from "../../api";
 import { AuditLog } from "../../components/audit";
-import { ErrorBox } from "../../components/ui";
+import { ErrorBox, Notice } from "../../components/ui";
 import { useSession } from "../../session";
 import { useCan } from "./hooks";
 import { Members } from "./members";
@@ -37,6 +37,8 @@ function OrgTabs({ orgId, tab }: { orgId: string; tab: string }) {
 export function OrganizationPage() {
   const { id = "", tab = "members" } = useParams();
   const session = useSession();
+  // Arrived from accepting an invitation.
+  const joined = (useLocation().state as { joined?: string | null } | null)?.joined;
   const org = useQuery({
     queryKey: ["org", id],
     queryFn: () => unwrap(api.GET("/organization/get-full-organization", { params: { query: { organizationId: id } } })),
@@ -60,6 +62,7 @@ export function OrganizationPage() {
         <Link to="/organizations">Organizations</Link> /
       </p>
       <h1>{o.name}</h1>
+      {joined && <Notice>You joined {o.name}.</Notice>}
       <OrgTabs orgId={o.id} tab={tab} />
       {tab === "members" && <Members org={o} me={session.data.user.id} />}
       {tab === "invitations" && <Invitations org={o} me={session.data.user.id} />}

@@ -79,6 +79,17 @@ function MyInvitations() {
   const qc = useQueryClient();
   const invitations = useQuery({ queryKey: ["user-invitations"], queryFn: () => unwrap(api.GET("/organization/list-user-invitations")), retry: false });
   const pending = (invitations.data ?? []).filter((i) => i.status === "pending");
+  // Invitations wait for a verified address: say so rather than show nothing.
+  const unverified = invitations.error instanceof ApiError && invitations.error.code === "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION";
+  if (unverified)
+    return (
+      <section className="card" aria-labelledby="inv-h">
+        <h2 id="inv-h">Invitations for you</h2>
+        <p className="muted">
+          Invitations sent to your address show here once it is verified. <Link to="/account">Verify it from your account page</Link>.
+        </p>
+      </section>
+    );
   if (!pending.length) return null;
   return (
     <section className="card" aria-labelledby="inv-h">
@@ -87,9 +98,9 @@ function MyInvitations() {
         {pending.map((i) => (
           <li key={i.id}>
             <span>
-              Role <strong>{i.role}</strong>
+              <strong>{i.organizationName}</strong> invites you as <strong>{i.role}</strong>
             </span>
-            <Link to={`/accept-invitation/${i.id}`} onClick={() => qc.invalidateQueries({ queryKey: ["user-invitations"] })}>
+            <Link to={`/accept-invitation/${i.id}`} aria-label={`Open the invitation to ${i.organizationName}`} onClick={() => qc.invalidateQueries({ queryKey: ["user-invitations"] })}>
               Open
             </Link>
           </li>
@@ -157,7 +168,7 @@ export function AcceptInvitation() {
     onSuccess: async (a) => {
       await qc.invalidateQueries({ queryKey: SESSION_KEY });
       await qc.invalidateQueries({ queryKey: ["orgs"] });
-      navigate(`/organizations/${a.invitation.organizationId}`);
+      navigate(`/organizations/${a.invitation.organizationId}`, { state: { joined: invitation.data?.organizationName ?? null } });
     },
   });
   const reject = useMutation({
@@ -177,8 +188,8 @@ export function AcceptInvitation() {
     return (
       <main className="narrow">
         <div className="card stack">
-          <h1>You are invited</h1>
-          <p>Sign in, or create an account with the address the invitation was sent to, to answer it.</p>
+          <h1>Your invitation</h1>
+          <p>Sign in, or create an account with the address the invitation was sent to, to see who invites you and to answer it.</p>
           <div className="row">
             <Link to={`/sign-in?${q}`}>Sign in</Link>
             <Link to={`/sign-up?${q}`}>Create an account</Link>
