@@ -1190,7 +1190,7 @@ export interface paths {
         };
         /**
          * List a team's members
-         * @description Members of the organization only.
+         * @description For the team's own members, and for members who may manage teams (`team:update`).
          */
         get: operations["listTeamMembers"];
         put?: never;

@@ -16,6 +16,11 @@ use std::process::{Child, Command, Stdio};
 /// better-auth" lists the same.
 const DELIBERATE: &[(&str, &str, &str)] = &[
     (
+        "list-team-members",
+        "status 200 - vs 400 USER_IS_NOT_A_MEMBER_OF_THE_TEAM",
+        "whoever may manage teams may list their members (1.7 refuses an owner outside the team)",
+    ),
+    (
         "reset-password",
         "body.sessionsRevoked: extra key",
         "the reset page says whether the account was signed out everywhere",

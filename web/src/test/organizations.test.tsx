@@ -234,3 +234,19 @@ it("invitations for you name the organization; an unverified address is told why
   renderAt("/organizations", [{ path: "/organizations", element: <Organizations /> }]);
   expect(await screen.findByText(/show here once it is verified/)).toBeInTheDocument();
 });
+
+it("teams: an owner outside a team sees its members, is offered only the others, and not to make it her team", async () => {
+  const withTeam = { ...org, teams: [{ id: "t1", name: "Core", organizationId: "o1", createdAt: "2026-11-01T10:00:00.000Z", updatedAt: "2026-11-01T10:00:00.000Z", memberCount: 1 }] };
+  orgServer(ALL, {
+    "GET /organization/get-full-organization": () => ({ body: withTeam }),
+    "GET /organization/list-teams": () => ({ body: withTeam.teams }),
+    "GET /organization/list-team-members": () => ({ body: [{ id: "tm1", teamId: "t1", userId: "u2", createdAt: "2026-11-01T10:00:00.000Z" }] }),
+  });
+  renderAt("/organizations/o1/teams", orgRoutes);
+  await userEvent.click(await screen.findByRole("button", { name: "Manage" }));
+  const list = await screen.findByRole("list", { name: "Members of Core" });
+  expect(await within(list).findByText("Bob")).toBeInTheDocument();
+  const add = screen.getByLabelText("Add a member");
+  expect(within(add).getAllByRole("option").map((o) => o.textContent)).toEqual(["Choose…", "Ann"]);
+  expect(screen.queryByRole("button", { name: "Make it my active team" })).toBeNull();
+});

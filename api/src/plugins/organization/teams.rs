@@ -344,7 +344,7 @@ impl TeamApi {
 
     /// List a team's members
     ///
-    /// Members of the organization only.
+    /// For the team's own members, and for members who may manage teams (`team:update`).
     #[oai(
         path = "/list-team-members",
         method = "get",
@@ -361,13 +361,18 @@ impl TeamApi {
             .get_team(&TeamId(team_id.0))
             .await?
             .ok_or(Code::TeamNotFound)?;
-        state
-            .orgs
-            .require_member(&t.organization_id, &auth.user.id)
+        let standing = state
+            .actors
+            .standing(&t.organization_id, &auth.user.id)
             .await?;
         let members = state.reader.list_team_members(&t).await?;
-        // As 1.7: a team's members are listed to its own members.
-        if !members.iter().any(|m| m.user_id == auth.user.id) {
+        // A team's members are listed to its own members (as 1.7), and to whoever may manage
+        // teams (1.7 refuses an owner outside the team the list she manages).
+        let manages = standing.allows_all(&policy::Permissions::from([(
+            "team".to_owned(),
+            std::collections::BTreeSet::from(["update".to_owned()]),
+        )]))?;
+        if !manages && !members.iter().any(|m| m.user_id == auth.user.id) {
             return Err(Code::NotATeamMemberToList.into());
         }
         Ok(Json(members.iter().map(TeamMemberDto::from).collect()))

@@ -114,7 +114,8 @@ function TeamRow({ team, org }: { team: Schemas["TeamWithMemberCount"]; org: Sch
               </form>
             )}
             <div className="row">
-              {!active && (
+              {/* Only a team's own member may make it their active team. */}
+              {!active && inTeam.has(session.data?.user.id ?? "") && (
                 <button type="button" className="secondary" onClick={() => setActive.mutate()}>
                   Make it my active team
                 </button>
