@@ -24,6 +24,8 @@ pub(crate) enum TwoFactorMsg {
         hashes: Vec<String>,
         reply: Reply<()>,
     },
+    /// A right code by mail: the factor's version moves, which ends a run of wrong codes.
+    EndRun(Reply<()>),
     Disable(Reply<User>),
 }
 
@@ -79,6 +81,13 @@ impl UserActor {
                         tf.backup_codes = hashes.clone();
                         Ok(())
                     })
+                    .await
+                    .map(|_| ());
+                let _ = reply.send(r);
+            }
+            TwoFactorMsg::EndRun(reply) => {
+                let r = self
+                    .change_factor(id, ctx, "", |_| Ok(()))
                     .await
                     .map(|_| ());
                 let _ = reply.send(r);
@@ -286,6 +295,12 @@ impl UserHandle {
             })
         })
         .await
+    }
+
+    /// Records a right code by mail: the next wrong code starts a new run.
+    pub async fn end_wrong_code_run(&self) -> Result<(), ActorError> {
+        self.call(|reply| UserMsg::TwoFactor(TwoFactorMsg::EndRun(reply)))
+            .await
     }
 
     /// Turns the second factor off (with the devices trusted to skip it).

@@ -879,41 +879,65 @@ async fn official_client_signs_in_with_two_factor() {
     server.stop();
 }
 
+/// `n` wrong authenticator codes for `email`, four per sign-in (a challenge takes five): the
+/// last challenge's cookie.
+async fn wrong_codes(h: &H, email: &str, n: usize) -> String {
+    let mut left = n;
+    let mut cookie = String::new();
+    while left > 0 {
+        cookie = h.sign_in(email, PW).await.cookie_header();
+        for _ in 0..left.min(4) {
+            h.post(
+                "/api/auth/two-factor/verify-totp",
+                json!({"code": "999999"}),
+                Some(&cookie),
+            )
+            .await
+            .expect(401);
+        }
+        left -= left.min(4);
+    }
+    cookie
+}
+
 /// The lock counts wrong codes in a row: a right code in between starts the count anew.
 #[tokio::test]
 async fn a_right_code_ends_a_run_of_wrong_codes() {
     let h = harness().await;
     let (_, e) = enrolled(&h, "ned@example.com").await;
     let uri = e["totpURI"].as_str().unwrap().to_owned();
-    let wrong_then_right = |n: usize| {
-        let (h, uri) = (&h, uri.clone());
-        async move {
-            let mut left = n;
-            while left > 0 {
-                let cookie = h.sign_in("ned@example.com", PW).await.cookie_header();
-                for _ in 0..left.min(4) {
-                    h.post(
-                        "/api/auth/two-factor/verify-totp",
-                        json!({"code": "999999"}),
-                        Some(&cookie),
-                    )
-                    .await
-                    .expect(401);
-                }
-                left -= left.min(4);
-                if left == 0 {
-                    h.post(
-                        "/api/auth/two-factor/verify-totp",
-                        json!({"code": now_code(h, &uri)}),
-                        Some(&cookie),
-                    )
-                    .await
-                    .expect(200);
-                }
-            }
-        }
-    };
-    wrong_then_right(9).await;
-    h.clock.advance(Duration::seconds(30));
-    wrong_then_right(9).await;
+    for _ in 0..2 {
+        let cookie = wrong_codes(&h, "ned@example.com", 9).await;
+        h.post(
+            "/api/auth/two-factor/verify-totp",
+            json!({"code": now_code(&h, &uri)}),
+            Some(&cookie),
+        )
+        .await
+        .expect(200);
+        h.clock.advance(Duration::seconds(30));
+    }
+}
+
+/// A right code by mail ends a run of wrong codes too: nine wrong codes, a right one by mail,
+/// then more wrong ones do not lock the second step (ten in a row would).
+#[tokio::test]
+async fn a_right_code_by_mail_ends_a_run_of_wrong_codes() {
+    let h = harness().await;
+    enrolled(&h, "otto@example.com").await;
+    wrong_codes(&h, "otto@example.com", 9).await;
+    let challenge = h.sign_in("otto@example.com", PW).await.cookie_header();
+    h.post("/api/auth/two-factor/send-otp", json!({}), Some(&challenge))
+        .await
+        .expect(200);
+    let code = mailed_code(&h, "otto@example.com");
+    h.post(
+        "/api/auth/two-factor/verify-otp",
+        json!({"code": code}),
+        Some(&challenge),
+    )
+    .await
+    .expect(200);
+    // The run starts anew: three more wrong codes are just wrong, not a lock.
+    wrong_codes(&h, "otto@example.com", 3).await;
 }

@@ -406,6 +406,16 @@ impl TwoFactorApi {
         if !flow.take_otp(&challenge, &body.code.0).await? {
             return Err(failed(&state, req, &challenge, "otp", Code::InvalidCode).await);
         }
+        // A right code ends a run of wrong ones, by mail as by the authenticator.
+        if let Err(e) = state
+            .actors
+            .user(challenge.user.id.clone())
+            .end_wrong_code_run()
+            .await
+        {
+            // Not recorded is not refused: the code was right.
+            tracing::warn!(error = %e, "a right code by mail did not end the run of wrong codes");
+        }
         finish(&state, req, cookies, challenge, "otp", body.trust_device).await
     }
 
