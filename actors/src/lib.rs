@@ -38,7 +38,7 @@ pub use policies::Standing;
 pub use reader::{CachedView, Reader};
 pub use social::{SocialSignIn, SocialUser};
 pub use user::{
-    Accepted, BanChange, LinkMode, Linked, NewSession, PasswordChange, ProviderAccount,
+    Accepted, BanChange, LinkMode, Linked, MailSignIn, NewSession, PasswordChange, ProviderAccount,
     ProviderTokens, ResetOutcome, SignedIn, UserHandle, UserPatch, CHANGE_EMAIL_PREFIX,
     RESET_PASSWORD_PREFIX, TRUST_DEVICE_PREFIX,
 };
@@ -366,12 +366,13 @@ impl Actors {
         })
     }
 
-    /// Signs a user up with its first account (e.g. the password credential): the store's
-    /// unique email decides between concurrent sign-ups of one address (`UserExists`).
+    /// Signs a user up with its first account (e.g. the password credential; none for a
+    /// sign-up by a code or link by mail): the store's unique email decides between
+    /// concurrent sign-ups of one address (`UserExists`).
     pub async fn sign_up(
         &self,
         user: &storage::User,
-        account: &storage::Account,
+        account: Option<&storage::Account>,
         ctx: &Ctx,
     ) -> Result<(), ActorError> {
         let events = events::Emit::user(&user.id, self.shared.clock.now())
@@ -380,7 +381,7 @@ impl Actors {
             .done();
         self.shared
             .store
-            .create_user(user, Some(account), &events)
+            .create_user(user, account, &events)
             .await
             .map_err(|e| match e {
                 StoreError::Conflict(_) => ActorError::Refused(Rule::UserExists),
@@ -454,36 +455,6 @@ impl Actors {
     /// The store this system writes to (for the event stream's consumers).
     pub fn store(&self) -> DynStore {
         self.shared.store.clone()
-    }
-
-    /// The store work of issuing a reset token, for an address without an account: a reset
-    /// request for an unknown address costs what one for a known address does.
-    pub async fn reset_token_decoy(&self, lifetime: ChronoDuration) -> Result<(), ActorError> {
-        let store = &self.shared.store;
-        let ghost = storage::UserId::generate();
-        store
-            .delete_verifications_of(&ghost.0, RESET_PASSWORD_PREFIX)
-            .await?;
-        let now = self.shared.clock.now();
-        let identifier = format!("{RESET_PASSWORD_PREFIX}{}", storage::random_string(24));
-        // The same store work as a real token with its mail (an event that is then dropped
-        // with the value: a decoy sends nothing).
-        let decoy = events::Emit::user(&ghost, now).done();
-        store
-            .create_verification(
-                &storage::Verification {
-                    id: storage::VerificationId::generate(),
-                    identifier: identifier.clone(),
-                    value: ghost.0,
-                    expires_at: now + lifetime,
-                    created_at: now,
-                    updated_at: now,
-                },
-                &decoy,
-            )
-            .await?;
-        store.delete_verification(&identifier).await?;
-        Ok(())
     }
 
     /// The handle through which every change of this user goes.

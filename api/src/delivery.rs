@@ -7,9 +7,12 @@
 use crate::mail::{MailJob, Mailer};
 use actors::consumers::{Consume, ConsumerSpec};
 use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use storage::{Clock, Delivery, Payload, Topic};
+use tokio::sync::Notify;
 
 /// The marker of a sent mail: `mail-sent:{job id}`, kept a week.
 const SENT_PREFIX: &str = "mail-sent:";
@@ -23,11 +26,53 @@ const ATTEMPTS: u32 = 5;
 pub struct Mail {
     mailer: Arc<Mailer>,
     actors: actors::Actors,
+    after: Arc<AfterAnswer>,
+}
+
+/// Work a request left for after its answer, counted so that [`Mail::settled`] can wait for it.
+#[derive(Default)]
+struct AfterAnswer {
+    running: AtomicUsize,
+    done: Notify,
 }
 
 impl Mail {
     pub fn new(mailer: Arc<Mailer>, actors: actors::Actors) -> Self {
-        Self { mailer, actors }
+        Self {
+            mailer,
+            actors,
+            after: Arc::default(),
+        }
+    }
+
+    /// Runs `work` — looking an address up, storing what goes with its mail, sending it — after
+    /// the request's answer: a route that mails "if the address has an account" answers the
+    /// same, in the same time, for every address. A failure is logged (`what` names the work).
+    pub fn after_answer<F>(&self, what: &'static str, work: F)
+    where
+        F: Future<Output = crate::error::ApiResult<()>> + Send + 'static,
+    {
+        let after = self.after.clone();
+        after.running.fetch_add(1, Ordering::SeqCst);
+        tokio::spawn(async move {
+            if let Err(e) = work.await {
+                tracing::warn!(error = ?e, what, "mail after the answer failed");
+            }
+            if after.running.fetch_sub(1, Ordering::SeqCst) == 1 {
+                after.done.notify_waiters();
+            }
+        });
+    }
+
+    /// Waits until the work left for after the answers is done (tests; a graceful stop).
+    pub async fn settled(&self) {
+        loop {
+            let done = self.after.done.notified();
+            if self.after.running.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            done.await;
+        }
     }
 
     /// Whether any sender is configured (`mail.transport` is not `none`).

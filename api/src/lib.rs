@@ -85,6 +85,10 @@ pub struct Inner {
     pub two_factor: plugins::two_factor::TwoFactorFlow,
     /// The passkey plugin: the relying party and its ceremonies.
     pub passkeys: plugins::passkey::PasskeyFlow,
+    /// The email-OTP plugin: codes by mail.
+    pub email_otp: plugins::email_otp::EmailOtp,
+    /// The magic-link plugin: sign-in links by mail.
+    pub magic_links: plugins::magic_link::MagicLinks,
     pub jwt: jwt::Jwt,
     pub role_catalog: RoleCatalog,
     pub limiter: Arc<rate_limit::Limiter>,
@@ -485,6 +489,21 @@ impl AppState {
             &config.mail.app_name,
         )
         .map_err(StartError::Config)?;
+        let email_otp = plugins::email_otp::EmailOtp::new(plugins::email_otp::EmailOtpInner {
+            actors: actors.clone(),
+            clock: clock.clone(),
+            signer: signer.clone(),
+            mail: mail.clone(),
+            config: config.email_otp.clone(),
+        });
+        let magic_links = plugins::magic_link::MagicLinks::new(plugins::magic_link::Inner {
+            actors: actors.clone(),
+            clock: clock.clone(),
+            signer: signer.clone(),
+            mail: mail.clone(),
+            links: links.clone(),
+            config: config.magic_link.clone(),
+        });
         let credentials = plugins::core::Credentials::new(plugins::core::CredentialsInner {
             actors: actors.clone(),
             hasher: hasher.clone(),
@@ -518,6 +537,8 @@ impl AppState {
             social_flow,
             two_factor,
             passkeys,
+            email_otp,
+            magic_links,
             origins: http::TrustedOrigins::new(&config.base_url, &config.origins_besides_base()),
             cookies,
             signer,
@@ -547,6 +568,12 @@ impl AppState {
             proxies,
             metrics,
         })))
+    }
+
+    /// Waits for the mail work requests left for after their answers (see
+    /// [`delivery::Mail::after_answer`]).
+    pub async fn settled(&self) {
+        self.mail.settled().await;
     }
 
     /// The whole HTTP application.

@@ -26,16 +26,23 @@ pub enum MailKind {
     Invitation,
     /// A sign-in's second factor by mail (`{{code}}`; no link).
     TwoFactorOtp,
+    /// A code to sign in, verify the address or reset the password (`{{code}}`, and
+    /// `{{purpose}}`: `sign-in`, `verification`, `password reset`, `email change`).
+    EmailOtp,
+    /// A link that signs in (`{{link}}`).
+    MagicLink,
 }
 
 impl MailKind {
-    pub const ALL: [MailKind; 6] = [
+    pub const ALL: [MailKind; 8] = [
         Self::VerifyEmail,
         Self::ResetPassword,
         Self::ChangeEmailConfirmation,
         Self::DeleteAccount,
         Self::Invitation,
         Self::TwoFactorOtp,
+        Self::EmailOtp,
+        Self::MagicLink,
     ];
 
     pub fn name(self) -> &'static str {
@@ -46,16 +53,30 @@ impl MailKind {
             Self::DeleteAccount => "delete-account",
             Self::Invitation => "invitation",
             Self::TwoFactorOtp => "two-factor-otp",
+            Self::EmailOtp => "email-otp",
+            Self::MagicLink => "magic-link",
         }
     }
 
     fn builtin(self) -> Template {
-        if self == Self::TwoFactorOtp {
-            let intro = "Your code to finish signing in to {{app_name}} as {{email}} is";
-            let after = "It works once, for 5 minutes. If you did not just sign in, someone \
-                         knows your password: change it.";
+        let code = match self {
+            Self::TwoFactorOtp => Some((
+                "{{code}} is your {{app_name}} sign-in code",
+                "Your code to finish signing in to {{app_name}} as {{email}} is",
+                "It works once, for 5 minutes. If you did not just sign in, someone knows your \
+                 password: change it.",
+            )),
+            Self::EmailOtp => Some((
+                "{{code}} is your {{app_name}} {{purpose}} code",
+                "Your {{purpose}} code for {{app_name}} ({{email}}) is",
+                "It works once, for {{minutes}} minutes. If you did not ask for it, ignore this \
+                 message: nothing happens without the code.",
+            )),
+            _ => None,
+        };
+        if let Some((subject, intro, after)) = code {
             return Template {
-                subject: "{{code}} is your {{app_name}} sign-in code".into(),
+                subject: subject.into(),
                 text: format!(
                     "Hello {{{{name}}}},\n\n{intro} {{{{code}}}}.\n\n{after}\n\n— {{{{app_name}}}}\n"
                 ),
@@ -97,7 +118,14 @@ impl MailKind {
                  you, confirm; otherwise ignore this message.",
                 "Delete my account",
             ),
-            Self::TwoFactorOtp => ("", "", ""),
+            Self::MagicLink => (
+                "Sign in to {{app_name}}",
+                "Someone asked to sign in to {{app_name}} as {{email}}. If it was you, follow \
+                 the link within {{minutes}} minutes (it works once); otherwise ignore this \
+                 message.",
+                "Sign in",
+            ),
+            Self::TwoFactorOtp | Self::EmailOtp => ("", "", ""),
         };
         Template {
             subject: subject.into(),

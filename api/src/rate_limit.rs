@@ -27,6 +27,11 @@ pub const BUILTIN_RULES: &[(&str, RateRule)] = &[
     ("/forget-password", RateRule { window: 60, max: 3 }),
     ("/send-verification-email", RateRule { window: 60, max: 3 }),
     ("/two-factor/*", RateRule { window: 10, max: 3 }),
+    ("/email-otp/*", RateRule { window: 60, max: 3 }),
+    ("/sign-in/email-otp", RateRule { window: 60, max: 3 }),
+    ("/forget-password/*", RateRule { window: 60, max: 3 }),
+    ("/sign-in/magic-link", RateRule { window: 60, max: 5 }),
+    ("/magic-link/*", RateRule { window: 60, max: 5 }),
 ];
 
 /// An address block: an address and how many leading bits of it count.

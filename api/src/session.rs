@@ -209,12 +209,7 @@ impl Sessions {
         remember_me: bool,
         ctx: actors::Ctx,
     ) -> ApiResult<Authed> {
-        let new = NewSession {
-            ip_address: client_ip(req),
-            user_agent: user_agent(req),
-            dont_remember: !remember_me,
-            ..Default::default()
-        };
+        let new = Self::new_session(req, remember_me);
         let session = self
             .actors
             .user(user.id.clone())
@@ -229,6 +224,16 @@ impl Sessions {
         let authed = Authed { session, user };
         cookies.push(self.session_cookies(&authed, !remember_me));
         Ok(authed)
+    }
+
+    /// What a session made for this request records.
+    pub(crate) fn new_session(req: &Request, remember_me: bool) -> NewSession {
+        NewSession {
+            ip_address: client_ip(req),
+            user_agent: user_agent(req),
+            dont_remember: !remember_me,
+            ..Default::default()
+        }
     }
 
     /// The session token from a correctly signed session cookie, if any.

@@ -14,6 +14,7 @@ use storage::{
 };
 
 mod credentials;
+mod mailbox;
 mod membership;
 mod passkeys;
 mod profile;
@@ -21,6 +22,7 @@ mod sessions;
 mod social;
 mod two_factor;
 
+pub use mailbox::MailSignIn;
 pub use social::{LinkMode, Linked, ProviderAccount, ProviderTokens, SignedIn};
 pub use two_factor::TRUST_DEVICE_PREFIX;
 
@@ -126,6 +128,11 @@ pub(crate) enum UserMsg {
     TwoFactor(two_factor::TwoFactorMsg),
     Passkey(passkeys::PasskeyMsg),
     CreateSession(NewSession, Reply<Session>),
+    /// A sign-in by a code or link by mail (`mailbox.rs`).
+    SignInByMail {
+        new: Option<NewSession>,
+        reply: Reply<MailSignIn>,
+    },
     IssueResetToken {
         token: String,
         lifetime: chrono::Duration,
@@ -269,6 +276,9 @@ impl Actor for UserActor {
             UserMsg::Passkey(m) => self.passkeys(&state.id, m, ctx).await,
             UserMsg::CreateSession(new, reply) => {
                 let _ = reply.send(self.create_session(&state.id, new, ctx).await);
+            }
+            UserMsg::SignInByMail { new, reply } => {
+                let _ = reply.send(self.sign_in_by_mail(&state.id, new, ctx).await);
             }
             UserMsg::IssueResetToken {
                 token,

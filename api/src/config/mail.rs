@@ -68,6 +68,11 @@ pub struct EmailVerificationConfig {
     pub auto_sign_in_after_verification: bool,
     /// Lifetime of a verification link, seconds.
     pub expires_in: u64,
+    /// A verification link followed without the account's session (another browser, a phone)
+    /// also ends the account's earlier sessions. Off by default (as 1.7): opening the mail
+    /// on another device is ordinary, and a code or link sign-in is the proof that ends a
+    /// pre-registrant's sessions and password (see README, "Proof of the mailbox").
+    pub revoke_sessions_on_foreign_link: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -124,6 +129,7 @@ impl Default for EmailVerificationConfig {
             require_email_verification: false,
             auto_sign_in_after_verification: false,
             expires_in: 3600,
+            revoke_sessions_on_foreign_link: false,
         }
     }
 }

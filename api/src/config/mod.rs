@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+mod by_mail;
 mod limits;
 mod mail;
 mod organization;
@@ -21,6 +22,7 @@ mod store;
 mod tests;
 mod two_factor;
 
+pub use by_mail::*;
 pub use limits::*;
 pub use mail::*;
 pub use organization::*;
@@ -133,6 +135,10 @@ pub struct Config {
     pub audit: AuditConfig,
     /// The two-factor plugin: TOTP, codes by mail, backup codes, trusted devices.
     pub two_factor: TwoFactorConfig,
+    /// The email-OTP plugin: sign-in, verification and password reset by a mailed code.
+    pub email_otp: EmailOtpConfig,
+    /// The magic-link plugin: sign-in by a mailed link.
+    pub magic_link: MagicLinkConfig,
     /// Where the data lives: `sqlite` (a file in `data_dir`; one machine) or `scylla` (a
     /// ScyllaDB or Cassandra cluster shared by any number of Gatehouse processes).
     pub store: StoreKind,
@@ -172,6 +178,8 @@ impl Default for Config {
             rate_limit: RateLimitConfig::default(),
             audit: AuditConfig::default(),
             two_factor: TwoFactorConfig::default(),
+            email_otp: EmailOtpConfig::default(),
+            magic_link: MagicLinkConfig::default(),
             store: StoreKind::Sqlite,
             scylla: ScyllaConfig::default(),
             social: BTreeMap::new(),
@@ -314,6 +322,12 @@ impl Config {
                 "base_url {:?} must be an http(s) URL",
                 self.base_url
             ));
+        }
+        if self.email_otp.expires_in == 0 || self.magic_link.expires_in == 0 {
+            return bad("email_otp.expires_in and magic_link.expires_in must be positive".into());
+        }
+        if self.email_otp.allowed_attempts == 0 {
+            return bad("email_otp.allowed_attempts must be at least 1".into());
         }
         for (id, p) in &self.social {
             if crate::plugins::social::providers::catalog::find(id).is_none() {

@@ -1,11 +1,14 @@
 //! The HTTP operations, a folder per plugin as better-auth splits them: `core` (email and
 //! password, sessions, the user and the account flows), `organization`, `admin` (with the audit
-//! log), `social` (providers, their flows and tokens), `jwt`, `two_factor`, `passkey`. Each plugin's `mod.rs` names its
+//! log), `social` (providers, their flows and tokens), `jwt`, `two_factor`, `passkey`, `email_otp`,
+//! `magic_link`. Each plugin's `mod.rs` names its
 //! operations (`Apis`), one `…Api` per OpenAPI tag; a new plugin is a folder and a line in
 //! [`Apis`]. Handlers are thin: parse, one call to an actor or the store, a DTO.
 pub mod admin;
 pub mod core;
+pub mod email_otp;
 pub mod jwt;
+pub mod magic_link;
 pub mod organization;
 pub mod passkey;
 pub mod social;
@@ -23,6 +26,8 @@ pub type Apis = (
     jwt::Apis,
     two_factor::Apis,
     passkey::Apis,
+    email_otp::Apis,
+    magic_link::Apis,
 );
 
 /// Every plugin's operations, for the OpenAPI service.
@@ -35,6 +40,8 @@ pub fn apis() -> Apis {
         jwt::apis(),
         two_factor::apis(),
         passkey::apis(),
+        email_otp::apis(),
+        magic_link::apis(),
     )
 }
 
@@ -62,6 +69,10 @@ pub enum Tag {
     TwoFactor,
     /// Passkeys (WebAuthn): registering them, signing in with one, managing them.
     Passkey,
+    /// Codes by mail: sign-in (and sign-up), email verification, password reset.
+    EmailOtp,
+    /// Links by mail that sign in (and sign up).
+    MagicLink,
     /// Health and the error page.
     Meta,
 }

@@ -1136,6 +1136,12 @@ fn every_error_code_has_its_pinned_status() {
         ("AUTHENTICATION_FAILED", 401),
         ("AUTHENTICATION_FAILED", 400),
         ("LAST_SIGN_IN_METHOD", 400),
+        ("INVALID_OTP", 400),
+        ("OTP_EXPIRED", 400),
+        // A mailed code past its tries (the two-factor lock above is 429).
+        ("TOO_MANY_ATTEMPTS", 403),
+        ("MAIL_NOT_CONFIGURED", 400),
+        ("CHANGE_EMAIL_WITH_OTP_DISABLED", 400),
         ("REQUEST_TIMEOUT", 408),
         ("UNSUPPORTED_MEDIA_TYPE", 415),
         ("USER_ALREADY_EXISTS", 422),

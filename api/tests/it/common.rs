@@ -142,7 +142,10 @@ impl H {
         cookie: Option<&str>,
         extra: &[(&str, &str)],
     ) -> Resp {
-        call(&self.ep, method, path, body, cookie, extra).await
+        let r = call(&self.ep, method, path, body, cookie, extra).await;
+        // Mail that leaves after the answer has left when the test reads the outbox.
+        self.state.settled().await;
+        r
     }
 
     pub async fn get(&self, path: &str, cookie: Option<&str>) -> Resp {
@@ -266,6 +269,26 @@ pub fn last_mail(h: &H, kind: &str, to: &str) -> Option<Value> {
     outbox(h)
         .into_iter()
         .rfind(|m| m["kind"] == kind && m["to"] == to)
+}
+
+/// Every message of `kind` to `to`, oldest first.
+pub fn mails(h: &H, kind: &str, to: &str) -> Vec<Value> {
+    outbox(h)
+        .into_iter()
+        .filter(|m| m["kind"] == kind && m["to"] == to)
+        .collect()
+}
+
+/// The message of `kind` to `to` after the first `seen` of them: mail that leaves after the
+/// answer (codes and links by mail) is waited for, up to 10 s.
+pub async fn next_mail(h: &H, kind: &str, to: &str, seen: usize) -> Value {
+    for _ in 0..200 {
+        if let Some(m) = mails(h, kind, to).into_iter().nth(seen) {
+            return m;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("no {kind} mail #{seen} to {to}")
 }
 
 /// The path and query of a link the server mailed (its base URL removed).
@@ -413,6 +436,24 @@ pub fn js_client_dir() -> Option<std::path::PathBuf> {
     None
 }
 
+/// Runs `script` of `api/tests/js-client` with node and `args`; the one JSON object it prints.
+pub async fn run_js_client(js: &std::path::Path, script: &str, args: &[&str]) -> Value {
+    let out = tokio::process::Command::new("node")
+        .arg(script)
+        .args(args)
+        .current_dir(js)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "node {script} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
 /// A request as it arrives from `peer` (the socket's address), with `headers`.
 pub async fn call_from(
     h: &H,
@@ -444,5 +485,7 @@ pub async fn call_from(
         poem::web::RemoteAddr(poem::Addr::SocketAddr(peer)),
         poem::http::uri::Scheme::HTTP,
     ));
-    call_raw(&h.ep, poem::Request::from_parts(parts, body)).await
+    let r = call_raw(&h.ep, poem::Request::from_parts(parts, body)).await;
+    h.state.settled().await;
+    r
 }

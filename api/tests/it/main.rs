@@ -11,6 +11,8 @@ mod common;
 mod compat;
 mod crash;
 mod e2e;
+mod email_otp;
+mod magic_link;
 mod metrics;
 mod migration;
 mod oidc;

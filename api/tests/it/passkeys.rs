@@ -523,25 +523,17 @@ async fn official_client_lists_renames_and_deletes() {
     storage::PasskeyStore::create_passkey(&store, &p, &[])
         .await
         .unwrap();
-    let out = tokio::process::Command::new("node")
-        .arg("passkey-client.mjs")
-        .args([
+    let seen = run_js_client(
+        &js,
+        "passkey-client.mjs",
+        &[
             &format!("http://{}", server.addr),
             "http://localhost:3000",
             "pk@js.io",
             PW,
-        ])
-        .current_dir(&js)
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "node failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+        ],
+    )
+    .await;
     assert_eq!(seen["signIn"]["error"], Value::Null, "{seen}");
     assert_eq!(seen["list"]["names"], json!(["Laptop"]), "{seen}");
     for field in [

@@ -209,24 +209,33 @@ impl Pair {
     }
 
     /// The token of the one reset mail for `email` not in `seen` (both processes share the
-    /// outbox folder, and their clocks may tie), which joins `seen`.
-    fn reset_token(
+    /// outbox folder, and their clocks may tie), which joins `seen`; waited for (the mail
+    /// leaves after the answer).
+    async fn reset_token(
         &self,
         email: &str,
         seen: &mut std::collections::HashSet<std::path::PathBuf>,
     ) -> String {
         let dir = self.dir.path().join("outbox");
-        let newest = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "json") && !seen.contains(p))
-            .filter_map(|p| {
-                let m: Value = serde_json::from_str(&std::fs::read_to_string(&p).ok()?).ok()?;
-                (m["kind"] == "reset-password" && m["to"] == email).then_some((p, m))
-            })
-            .max_by(|x, y| x.0.cmp(&y.0))
-            .expect("a reset mail");
+        let mut newest = None;
+        for _ in 0..200 {
+            newest = std::fs::read_dir(&dir)
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "json") && !seen.contains(p))
+                .filter_map(|p| {
+                    let m: Value = serde_json::from_str(&std::fs::read_to_string(&p).ok()?).ok()?;
+                    (m["kind"] == "reset-password" && m["to"] == email).then_some((p, m))
+                })
+                .max_by(|x, y| x.0.cmp(&y.0));
+            if newest.is_some() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let newest = newest.expect("a reset mail");
         seen.insert(newest.0.clone());
         let link = newest.1["link"].as_str().unwrap().to_owned();
         let after = link.split("/reset-password/").nth(1).unwrap();
@@ -590,7 +599,7 @@ async fn a_reset_token_is_consumed_once(backend: Backend) {
             )
             .await;
         assert_eq!(r.status, 200, "{}", r.body);
-        let token = p.reset_token(email, &mut seen);
+        let token = p.reset_token(email, &mut seen).await;
         let password = format!("new-password-{trial}");
         let body = json!({"token": token, "newPassword": password});
         let (ra, rb) = tokio::join!(

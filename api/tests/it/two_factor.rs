@@ -829,25 +829,17 @@ async fn official_client_signs_in_with_two_factor() {
     };
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path());
-    let out = tokio::process::Command::new("node")
-        .arg("two-factor-client.mjs")
-        .args([
+    let seen = run_js_client(
+        &js,
+        "two-factor-client.mjs",
+        &[
             &format!("http://{}", server.addr),
             "http://localhost:3000",
             "two@js.io",
             PW,
-        ])
-        .current_dir(&js)
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "node failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+        ],
+    )
+    .await;
     assert_eq!(seen["signUp"]["twoFactorEnabled"], false, "{seen}");
     assert_eq!(
         seen["enable"],

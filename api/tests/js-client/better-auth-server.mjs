@@ -9,7 +9,7 @@ import http from "node:http";
 import { betterAuth } from "better-auth";
 import { toNodeHandler } from "better-auth/node";
 import { memoryAdapter } from "better-auth/adapters/memory";
-import { organization, admin, jwt, twoFactor } from "better-auth/plugins";
+import { organization, admin, jwt, twoFactor, emailOTP, magicLink } from "better-auth/plugins";
 import { defaultAc, defaultRoles } from "better-auth/plugins/organization/access";
 import { passkey } from "@better-auth/passkey";
 
@@ -117,6 +117,9 @@ server.listen(0, "127.0.0.1", () => {
       jwt(),
       // Codes by mail: kept as a mail of kind "two-factor-otp" whose url is the code.
       twoFactor({ otpOptions: { sendOTP: async ({ user, otp }) => remember("two-factor-otp", user.email, otp) } }),
+      // Codes and links by mail: a code is kept as a mail of kind "email-otp" whose url is it.
+      emailOTP({ sendVerificationOTP: async ({ email, otp }) => remember("email-otp", email, otp) }),
+      magicLink({ sendMagicLink: async ({ email, url }) => remember("magic-link", email, url) }),
       // The relying party of the base URL (its host, its origin), as Gatehouse derives it.
       passkey({ rpID: new URL(base).hostname, rpName: "Gatehouse", origin: new URL(base).origin }),
     ],

@@ -4,34 +4,11 @@
 // it first, and the Chromium end-to-end test goes through the browser). Prints one JSON
 // object with what it saw.
 //   node passkey-client.mjs <server-url> <base-url> <email> <password>
-import { createAuthClient } from "better-auth/client";
 import { passkeyClient } from "@better-auth/passkey/client";
+import { browserClient } from "./client.mjs";
 
 const [url, base, email, password] = process.argv.slice(2);
-const origin = new URL(base).origin;
-
-const jar = new Map();
-const keep = (res) => {
-  for (const c of res.headers.getSetCookie?.() ?? []) {
-    const [pair] = c.split(";");
-    const at = pair.indexOf("=");
-    const name = pair.slice(0, at);
-    const value = pair.slice(at + 1);
-    if (value === "" || /Max-Age=0/i.test(c)) jar.delete(name);
-    else jar.set(name, value);
-  }
-};
-const client = createAuthClient({
-  baseURL: url,
-  plugins: [passkeyClient()],
-  fetchOptions: {
-    headers: { origin },
-    onRequest: (ctx) => {
-      if (jar.size) ctx.headers.set("cookie", [...jar].map(([k, v]) => `${k}=${v}`).join("; "));
-    },
-    onResponse: (ctx) => keep(ctx.response),
-  },
-});
+const [client] = browserClient(url, base, [passkeyClient()]);
 
 const out = {};
 const signIn = await client.signIn.email({ email, password });

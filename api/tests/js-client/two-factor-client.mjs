@@ -4,42 +4,18 @@
 // session. Prints one JSON object with what it saw.
 //   node two-factor-client.mjs <server-url> <base-url> <email> <password>
 import { createHmac } from "node:crypto";
-import { createAuthClient } from "better-auth/client";
 import { twoFactorClient } from "better-auth/client/plugins";
+import { browserClient } from "./client.mjs";
 
 const [url, base, email, password] = process.argv.slice(2);
-const origin = new URL(base).origin;
-
-// A cookie jar of one site: each Set-Cookie replaces its name; an empty value clears it.
-const jar = new Map();
-const keep = (res) => {
-  for (const c of res.headers.getSetCookie?.() ?? []) {
-    const [pair] = c.split(";");
-    const at = pair.indexOf("=");
-    const name = pair.slice(0, at);
-    const value = pair.slice(at + 1);
-    if (value === "" || /Max-Age=0/i.test(c)) jar.delete(name);
-    else jar.set(name, value);
-  }
-};
 let redirected = 0;
-const client = createAuthClient({
-  baseURL: url,
-  plugins: [
-    twoFactorClient({
-      onTwoFactorRedirect: () => {
-        redirected += 1;
-      },
-    }),
-  ],
-  fetchOptions: {
-    headers: { origin },
-    onRequest: (ctx) => {
-      if (jar.size) ctx.headers.set("cookie", [...jar].map(([k, v]) => `${k}=${v}`).join("; "));
+const [client, jar] = browserClient(url, base, [
+  twoFactorClient({
+    onTwoFactorRedirect: () => {
+      redirected += 1;
     },
-    onResponse: (ctx) => keep(ctx.response),
-  },
-});
+  }),
+]);
 
 /** The code an authenticator app shows for a base32 `secret`, `offset` steps from now. */
 function totp(secret, offset = 0) {

@@ -92,7 +92,7 @@ impl Credentials {
             .collect();
         // The store's unique email decides a race between two sign-ups of one address.
         s.actors
-            .sign_up(&user, &account, &s.mail.mailing(ctx, &mail))
+            .sign_up(&user, Some(&account), &s.mail.mailing(ctx, &mail))
             .await?;
         tracing::info!(user = %user.id, "user signed up");
         s.mail.deliver(&mail).await;

@@ -5,6 +5,7 @@
 mod account;
 mod auth;
 mod credentials;
+pub(crate) mod mailbox;
 pub mod meta;
 mod sessions;
 mod user;

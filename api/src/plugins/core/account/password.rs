@@ -381,25 +381,28 @@ async fn request_reset(
     let redirect = state
         .origins
         .redirect_target(text(&body.redirect_to), Code::InvalidRedirecturl)?;
-    let redirect = redirect.as_deref();
     // Counted for every address asked about, known or not: the limit tells nothing.
     state
         .limiter
         .limit_mail(req, &email, state.clock.now(), &state.audit)
         .await?;
-    let user = state.reader.get_user_by_email(&email).await?;
-    match user {
-        Some(user) => {
+    // After the answer, the same for every address (see `Mail::after_answer`).
+    let redirect = redirect.unwrap_or_else(|| "/".to_owned());
+    let state = state.clone();
+    state
+        .mail
+        .clone()
+        .after_answer("password reset", async move {
+            let Some(user) = state.reader.get_user_by_email(&email).await? else {
+                return Ok(());
+            };
             let lifetime =
                 Duration::seconds(state.config.limits.reset_password_token_expires_in as i64);
             let token = storage::random_string(24);
             let link = format!(
                 "{}?callbackURL={}",
                 state.links.api_url(&format!("/reset-password/{token}")),
-                percent_encoding::utf8_percent_encode(
-                    redirect.unwrap_or("/"),
-                    crate::http::URI_COMPONENT
-                )
+                percent_encoding::utf8_percent_encode(&redirect, crate::http::URI_COMPONENT)
             );
             let job = MailJob::new(
                 MailKind::ResetPassword,
@@ -419,12 +422,8 @@ async fn request_reset(
                 .issue_reset_token(&token, lifetime)
                 .await?;
             state.mail.deliver(&[job]).await;
-        }
-        None => {
-            // The same store round trips as for a real user, so timing reveals nothing.
-            state.actors.reset_token_decoy(Duration::seconds(1)).await?;
-        }
-    }
+            Ok(())
+        });
     Ok(Json(ResetRequested {
         status: true,
         message: "If this email exists in our system, check your email for the reset link".into(),

@@ -1,6 +1,7 @@
-//! Email verification: mail a link, follow it. Following a link proves the mailbox (and, without
-//! the account's session, revokes the sessions made before the proof); a link that confirms an
-//! email change is applied once, by the signed-in owner.
+//! Email verification: mail a link, follow it. Following a link verifies the address (and, with
+//! `email_verification.revoke_sessions_on_foreign_link`, opened without the account's session,
+//! revokes the sessions made before it); a link that confirms an email change is applied once,
+//! by the signed-in owner.
 use super::*;
 use crate::audit::{action, Event, Origin};
 use crate::dto::{StatusResponse, Text, UserDto};
@@ -76,14 +77,19 @@ impl VerificationApi {
             .limiter
             .limit_mail(req, &email, state.clock.now(), &state.audit)
             .await?;
-        if let Some(user) = state.reader.get_user_by_email(&email).await? {
-            if !user.email_verified {
-                state
-                    .account_mail
-                    .send_verification(&user, MailKind::VerifyEmail, &user.email, cb.as_deref())
-                    .await?;
+        // After the answer, the same for every address (see `Mail::after_answer`).
+        let state = state.clone();
+        state.mail.clone().after_answer("verification", async move {
+            if let Some(user) = state.reader.get_user_by_email(&email).await? {
+                if !user.email_verified {
+                    state
+                        .account_mail
+                        .send_verification(&user, MailKind::VerifyEmail, &user.email, cb.as_deref())
+                        .await?;
+                }
             }
-        }
+            Ok(())
+        });
         Ok(Json(StatusResponse { status: true }))
     }
 
@@ -187,9 +193,9 @@ impl VerificationApi {
         } else if user.email_verified {
             (user, false)
         } else {
-            // Whoever follows the link proves the mailbox. Without this user's session, the
-            // sessions made before the proof may be someone else's (who signed up with this
-            // address): they are revoked.
+            // Whoever follows the link verifies the address. Opened on another device it
+            // revokes nothing unless configured to: a code or link sign-in is the proof that
+            // ends a pre-registrant's sessions.
             let ev = Event::new(action::EMAIL_VERIFIED, &Origin::of(req))
                 .user(&user.id)
                 .target(user.email.clone())
@@ -200,7 +206,13 @@ impl VerificationApi {
             };
             let (verified, revoked) = actor
                 .with(state.audit.noted(ev))
-                .verify_email(!own_session)
+                .verify_email(
+                    !own_session
+                        && state
+                            .config
+                            .email_verification
+                            .revoke_sessions_on_foreign_link,
+                )
                 .await?;
             if revoked {
                 state.sessions.note_revocation(&verified.id);

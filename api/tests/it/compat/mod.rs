@@ -6,6 +6,8 @@
 //! difference Gatehouse keeps on purpose is listed in `DELIBERATE` with its reason (README,
 //! "Differences from better-auth"); any other fails the test, and so does a listed one that
 //! no longer happens. Skipped without the npm packages unless `REQUIRE_JS_CLIENT=1`.
+mod by_mail;
+
 use crate::common::Server;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -326,42 +328,60 @@ impl Side {
         }
     }
 
-    /// The path (under the API) of the newest link of `kind` mailed to `to` and not followed
-    /// yet, waiting for it (mail is written in the background).
-    async fn mailed_link(&mut self, kind: &str, to: &str) -> String {
-        for _ in 0..100 {
-            let links: Vec<String> = match &self.mail {
-                Mail::Outbox(dir) => crate::common::outbox_in(dir)
+    /// What each mail of `kind` to `to` carries, oldest first: its link, or for a code
+    /// (`email-otp`) the code (the first word of Gatehouse's subject; better-auth's `url`).
+    async fn mailed(&self, kind: &str, to: &str) -> Vec<String> {
+        match &self.mail {
+            Mail::Outbox(dir) => crate::common::outbox_in(dir)
+                .into_iter()
+                .filter(|m| m["kind"] == kind && m["to"] == to)
+                .filter_map(|m| match kind {
+                    "email-otp" => Some(m["subject"].as_str()?.split(' ').next()?.to_owned()),
+                    _ => m["link"].as_str().map(str::to_owned),
+                })
+                .collect(),
+            Mail::Route(url) => {
+                let all: Value = self
+                    .http
+                    .get(format!("{url}?to={to}"))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                all.as_array()
                     .into_iter()
-                    .filter(|m| m["kind"] == kind && m["to"] == to)
-                    .filter_map(|m| m["link"].as_str().map(str::to_owned))
-                    .collect(),
-                Mail::Route(url) => {
-                    let all: Value = self
-                        .http
-                        .get(format!("{url}?to={to}"))
-                        .send()
-                        .await
-                        .unwrap()
-                        .json()
-                        .await
-                        .unwrap();
-                    all.as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter(|m| m["kind"] == kind)
-                        .filter_map(|m| m["url"].as_str().map(str::to_owned))
-                        .collect()
-                }
-            };
-            if let Some(link) = links.iter().rev().find(|l| !self.followed.contains(*l)) {
-                self.followed.insert(link.clone());
-                let rest = link.split_once("/api/auth").map(|(_, r)| r).unwrap_or(link);
-                return rest.to_owned();
+                    .flatten()
+                    .filter(|m| m["kind"] == kind)
+                    .filter_map(|m| m["url"].as_str().map(str::to_owned))
+                    .collect()
+            }
+        }
+    }
+
+    /// The newest link (or code) of `kind` mailed to `to` and not used yet, waiting for it
+    /// (mail is written in the background); it counts as used from now.
+    async fn unused_mail(&mut self, kind: &str, to: &str) -> String {
+        for _ in 0..100 {
+            let all = self.mailed(kind, to).await;
+            if let Some(m) = all.iter().rev().find(|l| !self.followed.contains(*l)) {
+                self.followed.insert(m.clone());
+                return m.clone();
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
         panic!("{}: no {kind} mail to {to}", self.name);
+    }
+
+    /// The path (under the API) of the newest link of `kind` mailed to `to` not followed yet.
+    async fn mailed_link(&mut self, kind: &str, to: &str) -> String {
+        let link = self.unused_mail(kind, to).await;
+        let rest = link
+            .split_once("/api/auth")
+            .map(|(_, r)| r)
+            .unwrap_or(&link);
+        rest.to_owned()
     }
 
     fn fill(&self, text: &str) -> String {
@@ -406,8 +426,18 @@ impl Side {
     }
 
     async fn send(&mut self, step: &Step) -> Seen {
-        if let Some(email) = step.path.strip_prefix("@promote:") {
+        let out_of_band = if let Some(email) = step.path.strip_prefix("@promote:") {
             self.make_admin(email).await;
+            true
+        } else if let Some(rest) = step.path.strip_prefix("@code:") {
+            let (name, to) = rest.split_once(':').unwrap();
+            let code = self.unused_mail("email-otp", to).await;
+            self.saved.insert(name.to_owned(), code);
+            true
+        } else {
+            false
+        };
+        if out_of_band {
             return Seen {
                 status: 200,
                 code: None,
@@ -803,7 +833,20 @@ fn scenario() -> Vec<Step> {
             "/send-verification-email",
             Some(json!({"email": "ann@compat.io"})),
         ),
-        follow("verify-email", ann, "verify-email", "ann@compat.io"),
+        // Opened on another device (the phone): the first browser stays signed in.
+        follow(
+            "verify-email",
+            Some("ann-phone"),
+            "verify-email",
+            "ann@compat.io",
+        ),
+        step(
+            "get-session-after-verifying-elsewhere",
+            ann,
+            "GET",
+            "/get-session",
+            None,
+        ),
         Step {
             save: vec![("reset", "location:token")],
             ..follow("reset-link", None, "reset-password", "ann@compat.io")
@@ -1674,6 +1717,7 @@ fn scenario() -> Vec<Step> {
     ];
     s.extend(two_factor_steps(pw));
     s.extend(passkey_steps(pw));
+    s.extend(by_mail::steps(pw));
     s.retain(|st| !st.label.is_empty());
     s
 }
