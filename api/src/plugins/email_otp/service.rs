@@ -1,9 +1,10 @@
 //! Codes by mail. One code per address and purpose lives at a time, as a single-use row
 //! `email-otp:{purpose}:{email}` holding a keyed hash of the code (never the code); a new code
-//! replaces it. Every try is counted in the store (`email-otp-tries:{row id}`, so every
-//! process sees it) before the code is compared in constant time; past `allowed_attempts`
-//! tries the code answers `TOO_MANY_ATTEMPTS` until it expires. Using a code takes its row:
-//! of concurrent uses, one wins.
+//! replaces it. Every try claims one of the code's numbered try rows
+//! (`email-otp-try:{row id}:{n}`, written only if absent, so every process sees it and
+//! concurrent tries never share one) before the code is compared in constant time; with every
+//! try taken the code answers `TOO_MANY_ATTEMPTS` until it expires. Using a code takes its
+//! row: of concurrent uses, one wins.
 //!
 //! Asking for a code answers at once, the same for every address: looking the address up,
 //! storing the code and mailing it happen after the answer (its mail stored with an event
@@ -156,16 +157,7 @@ impl EmailOtp {
             self.take_row(&identifier, &row.id).await?;
             return Err(Code::OtpExpired.into());
         }
-        let allowed = self.0.config.allowed_attempts;
-        let tries = storage::RateLimitStore::hit(
-            &*self.0.actors.store(),
-            &format!("email-otp-tries:{}", row.id.0),
-            chrono::Duration::seconds(self.0.config.expires_in as i64),
-            allowed + 1,
-            now,
-        )
-        .await?;
-        if tries.count > allowed {
+        if !self.claim_try(&row).await? {
             return Err(Code::OtpTooManyAttempts.into());
         }
         let given = self.digest(&row.id, code);
@@ -179,6 +171,30 @@ impl EmailOtp {
             true => Ok(()),
             false => Err(Code::InvalidOtp.into()),
         }
+    }
+
+    /// Counts a try of the code `row`: one of its `allowed_attempts` numbered slots, each a
+    /// row written only if absent (so of concurrent tries, in one process or several, each
+    /// slot goes to one); `false` when every slot is taken.
+    async fn claim_try(&self, row: &Verification) -> ApiResult<bool> {
+        let now = self.0.clock.now();
+        for n in 1..=self.0.config.allowed_attempts {
+            let slot = Verification {
+                id: VerificationId::generate(),
+                identifier: format!("email-otp-try:{}:{n}", row.id.0),
+                // Not empty: a partitioned store keeps a lookup by value.
+                value: row.id.0.clone(),
+                expires_at: row.expires_at,
+                created_at: now,
+                updated_at: now,
+            };
+            match self.0.actors.put_state(&slot).await {
+                Ok(()) => return Ok(true),
+                Err(actors::ActorError::Conflict(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(false)
     }
 
     /// Takes the code row `id` (once: of concurrent takers, one gets it); a newer code that
