@@ -40,7 +40,7 @@ pub use social::{SocialSignIn, SocialUser};
 pub use user::{
     Accepted, BanChange, LinkMode, Linked, MailSignIn, NewSession, PasswordChange, ProviderAccount,
     ProviderTokens, ResetOutcome, SignedIn, UserHandle, UserPatch, CHANGE_EMAIL_PREFIX,
-    RESET_PASSWORD_PREFIX, TRUST_DEVICE_PREFIX,
+    RESET_PASSWORD_PREFIX, TRUST_DEVICE_PREFIX, UNPROVEN_PASSWORD_PREFIX,
 };
 pub use views::{Answers, ViewCacheConfig};
 

@@ -168,7 +168,7 @@ export const redirectErrors: Record<string, string> = {
   email_not_found: "The provider did not share an email address with us.",
   email_not_verified: "The provider has not verified this email address.",
   email_does_not_match: "The provider account uses another email address than yours.",
-  account_not_linked: "An account with this email exists: sign in with your password, then link the provider from your account page.",
+  account_not_linked: "An account with this email exists: sign in with its password or with a code by mail, then link the provider from your account page.",
   account_already_linked_to_different_user: "That provider account is already linked to another user.",
   unable_to_create_user: "The account could not be created.",
   unable_to_create_session: "You could not be signed in. Try again.",

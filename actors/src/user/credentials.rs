@@ -179,6 +179,8 @@ impl UserActor {
         );
         self.set_password(user, hash, PasswordChange::Upsert, &events)
             .await?;
+        // The mailbox's owner chose this password.
+        self.password_proven(user).await?;
         if unproven {
             self.update_user(
                 user,

@@ -84,6 +84,11 @@ pub struct UserPatch {
 pub const RESET_PASSWORD_PREFIX: &str = "reset-password:";
 /// The identifier prefix of email-change confirmations (`change-email:{id}`).
 pub const CHANGE_EMAIL_PREFIX: &str = "change-email:";
+/// The marker of a password no proof of the mailbox followed (`unproven-password:{user}`): set
+/// when an address with a password was verified without the account's session (whoever set
+/// the password may not own the address); while it stands, a social sign-in is not linked to
+/// the account implicitly. A code or link sign-in or a password reset removes it.
+pub const UNPROVEN_PASSWORD_PREFIX: &str = "unproven-password:";
 
 /// An accepted invitation: the invitation, the new member, and the session now active in its
 /// organization.
@@ -145,6 +150,7 @@ pub(crate) enum UserMsg {
         reply: Reply<ResetOutcome>,
     },
     VerifyEmail {
+        elsewhere: bool,
         revoke_sessions: bool,
         reply: Reply<(User, bool)>,
     },
@@ -302,10 +308,14 @@ impl Actor for UserActor {
                 let _ = reply.send(r);
             }
             UserMsg::VerifyEmail {
+                elsewhere,
                 revoke_sessions,
                 reply,
             } => {
-                let _ = reply.send(self.verify_email(&state.id, revoke_sessions, ctx).await);
+                let r = self
+                    .verify_email(&state.id, elsewhere, revoke_sessions, ctx)
+                    .await;
+                let _ = reply.send(r);
             }
             UserMsg::ConfirmEmailChange {
                 id,

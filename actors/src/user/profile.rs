@@ -44,18 +44,23 @@ impl UserActor {
         Ok(store.delete_user(user, &events).await?)
     }
 
-    /// Marks the address verified (a no-op when it is). `revoke_sessions`: the link was
-    /// followed without this user's session, so the sessions made before the proof — possibly
-    /// by someone who signed up with another's address — are revoked. Returns the user and
+    /// Marks the address verified (a no-op when it is). `elsewhere`: the link (or code) was
+    /// used without this user's session, so a password set before it was not followed by
+    /// its owner's proof: it is marked unproven (see [`UNPROVEN_PASSWORD_PREFIX`]).
+    /// `revoke_sessions`: the sessions made before are revoked too. Returns the user and
     /// whether sessions were revoked.
     pub(super) async fn verify_email(
         &self,
         user: &UserId,
+        elsewhere: bool,
         revoke_sessions: bool,
         ctx: &Ctx,
     ) -> Result<(User, bool), ActorError> {
         let store = &self.shared.store;
         let u = store.get_user(user).await?.ok_or(ActorError::NotFound)?;
+        if elsewhere && !u.email_verified && self.has_password(user).await? {
+            self.mark_password_unproven(user).await?;
+        }
         if u.email_verified {
             let events = self.request(
                 user,
@@ -206,10 +211,16 @@ impl UserHandle {
         self.call(|r| UserMsg::UpdateUser(patch.clone(), r)).await
     }
 
-    /// Marks the address verified; `revoke_sessions` when the link was followed without this
-    /// user's session. Answers the user and whether sessions were revoked.
-    pub async fn verify_email(&self, revoke_sessions: bool) -> Result<(User, bool), ActorError> {
+    /// Marks the address verified; `elsewhere` when the link or code was used without this
+    /// user's session (a password set before is then unproven), `revoke_sessions` to end the
+    /// earlier sessions too. Answers the user and whether sessions were revoked.
+    pub async fn verify_email(
+        &self,
+        elsewhere: bool,
+        revoke_sessions: bool,
+    ) -> Result<(User, bool), ActorError> {
         self.call(|reply| UserMsg::VerifyEmail {
+            elsewhere,
             revoke_sessions,
             reply,
         })

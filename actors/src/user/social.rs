@@ -165,6 +165,8 @@ impl UserActor {
                 if !(trusted || acc.email_verified)
                     || !user.email_verified
                     || user.email != acc.email
+                    // A password no proof of the mailbox followed: not the owner's account.
+                    || self.password_unproven(id).await?
                 {
                     return Err(ActorError::Refused(Rule::AccountNotLinked));
                 }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 const PW: &str = "first-password-1";
 
 /// Asks for a code and answers it, read from the outbox.
-async fn code(h: &H, email: &str, purpose: &str) -> String {
+pub(crate) async fn code(h: &H, email: &str, purpose: &str) -> String {
     let seen = mails(h, "email-otp", email).len();
     let r = h
         .post(

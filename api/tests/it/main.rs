@@ -13,6 +13,7 @@ mod crash;
 mod e2e;
 mod email_otp;
 mod magic_link;
+mod mailbox_proof;
 mod metrics;
 mod migration;
 mod oidc;

@@ -324,7 +324,7 @@ async fn provider_endpoint(
 }
 
 /// The fake providers, listening on a free port.
-struct Fake {
+pub(crate) struct Fake {
     base: String,
     log: Log,
     _server: tokio::task::JoinHandle<()>,
@@ -373,7 +373,7 @@ fn configure(c: &mut Config, fake: &str) {
     c.account.provider_timeout_ms = 1_000;
 }
 
-async fn social_harness() -> (H, Fake) {
+pub(crate) async fn social_harness() -> (H, Fake) {
     let fake = fake_providers().await;
     let base = fake.base.clone();
     let h = harness_with(|c| configure(c, &base)).await;
@@ -411,7 +411,7 @@ pub(crate) async fn start(h: &H, path: &str, body: Value, cookie: Option<&str>) 
     Flow { query, cookie }
 }
 
-async fn sign_in_start(h: &H, provider: &str) -> Flow {
+pub(crate) async fn sign_in_start(h: &H, provider: &str) -> Flow {
     start(
         h,
         "/api/auth/sign-in/social",
@@ -421,7 +421,7 @@ async fn sign_in_start(h: &H, provider: &str) -> Flow {
     .await
 }
 
-async fn callback(h: &H, provider: &str, flow: &Flow, code: &str) -> Resp {
+pub(crate) async fn callback(h: &H, provider: &str, flow: &Flow, code: &str) -> Resp {
     let code = match flow.query.get("nonce") {
         Some(n) => format!("{code}.{n}"),
         None => code.to_owned(),

@@ -277,6 +277,13 @@ impl EmailOtpApi {
             .get_user_by_email(&email)
             .await?
             .ok_or(Code::UserNotFound)?;
+        // Used in the account's own session, or elsewhere (a password set before is then
+        // unproven: see `actors::UNPROVEN_PASSWORD_PREFIX`).
+        let own = state
+            .sessions
+            .resolve_session(req, cookies, crate::session::ResolveOptions::default())
+            .await?
+            .is_some_and(|me| me.user.id == user.id);
         let ev = Event::new(action::EMAIL_VERIFIED, &Origin::of(req))
             .user(&user.id)
             .target(email)
@@ -286,7 +293,7 @@ impl EmailOtpApi {
             .actors
             .user(user.id.clone())
             .with(state.audit.noted(ev))
-            .verify_email(false)
+            .verify_email(!own, false)
             .await?;
         let token = if state
             .config

@@ -207,6 +207,7 @@ impl VerificationApi {
             let (verified, revoked) = actor
                 .with(state.audit.noted(ev))
                 .verify_email(
+                    !own_session,
                     !own_session
                         && state
                             .config
