@@ -3071,6 +3071,8 @@ export interface components {
         PageSettings: {
             /** @description The name the server signs its mail with (`mail.app_name`). */
             appName: string;
+            /** @description Codes and links by mail are offered (the server sends mail). */
+            byMail: boolean;
             emailVerification: components["schemas"]["EmailVerificationSettings"];
             password: components["schemas"]["PasswordRules"];
         };

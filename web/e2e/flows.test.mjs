@@ -69,8 +69,8 @@ function startGatehouse(env) {
   });
 }
 
-/** The link of the newest unread mail of `kind` to `to`, waiting for it. */
-async function mailLink(kind, to) {
+/** The newest unread mail of `kind` to `to`, waiting for it (mail leaves after the answer). */
+async function mail(kind, to) {
   const outbox = join(dataDir, "outbox");
   for (let i = 0; i < 100; i++) {
     const files = existsSync(outbox) ? readdirSync(outbox).filter((f) => f.includes(`-${kind}-`) && !seen.has(f)).sort() : [];
@@ -78,12 +78,22 @@ async function mailLink(kind, to) {
       const m = JSON.parse(readFileSync(join(outbox, f), "utf8"));
       if (m.to === to) {
         seen.add(f);
-        return m.link;
+        return m;
       }
     }
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`no ${kind} mail to ${to}`);
+}
+
+/** The link of the newest unread mail of `kind` to `to`. */
+async function mailLink(kind, to) {
+  return (await mail(kind, to)).link;
+}
+
+/** The code of the newest unread `email-otp` mail to `to` (its subject's first word). */
+async function mailCode(to) {
+  return (await mail("email-otp", to)).subject.split(" ")[0];
 }
 
 async function shot(page, name) {
@@ -223,6 +233,75 @@ test("account: sign up, verify, sign out and in, change password, another browse
   await page.goto(`${base}/error?error=please_restart_the_process`);
   await page.getByText(/Please start again/).waitFor();
   await shot(page, "error-page");
+  assert.deepEqual([...a.errors, ...b.errors], []);
+  await a.context.close();
+  await b.context.close();
+});
+
+test("by mail: sign up by code, sign in by link on a phone, reset by code", async () => {
+  const a = await newPage();
+  const { page } = a;
+  await page.goto(`${base}/sign-up`);
+  await page.getByLabel("Name").fill("Otto");
+  await page.getByLabel("Email").fill("otto@example.com");
+  await page.getByRole("button", { name: "Email me a code" }).click();
+  await page.getByText(/We emailed a 6-digit code to/).waitFor();
+  await shot(page, "sign-up-by-code");
+  await page.getByLabel("Code from the email").fill(await mailCode("otto@example.com"));
+  await page.getByRole("button", { name: "Create account" }).click();
+  await page.getByRole("heading", { name: "Your account" }).waitFor();
+  // The code proved the address.
+  await page.getByText("verified", { exact: true }).waitFor();
+
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByRole("heading", { name: "Sign in" }).waitFor();
+  await page.getByLabel("Email").fill("otto@example.com");
+  await page.getByRole("button", { name: "Email me a link" }).click();
+  await page.getByText(/we sent a sign-in link to otto@example.com/).waitFor();
+  await shot(page, "sign-in-link-sent");
+  // Opened on the phone: signed in there.
+  const b = await newPage({ viewport: { width: 390, height: 844 } });
+  const link = await mailLink("magic-link", "otto@example.com");
+  await b.page.goto(link);
+  await b.page.getByRole("heading", { name: "Your account" }).waitFor();
+  await b.page.getByText("otto@example.com").first().waitFor();
+  await shot(b.page, "signed-in-by-link-phone");
+  // A link works once.
+  await b.page.goto(link);
+  await b.page.getByText("This link is invalid or was already used.").waitFor();
+
+  // A code that is wrong three times is dead; a new one signs in.
+  await page.goto(`${base}/sign-in`);
+  await page.getByLabel("Email").fill("otto@example.com");
+  await page.getByRole("button", { name: "Email me a code" }).click();
+  const code = await mailCode("otto@example.com");
+  const wrong = code === "000000" ? "111111" : "000000";
+  for (let i = 0; i < 3; i++) {
+    await page.getByLabel("Code from the email").fill(wrong);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.getByText(/That code is not right/).waitFor();
+  }
+  await page.getByLabel("Code from the email").fill(code);
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await page.getByText(/this one no longer works/).waitFor();
+  await shot(page, "sign-in-code-dead");
+  await page.getByRole("button", { name: "Email me a new code" }).click();
+  await page.getByText(/We sent a new code/).waitFor();
+  await page.getByLabel("Code from the email").fill(await mailCode("otto@example.com"));
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await page.getByRole("heading", { name: "Your account" }).waitFor();
+
+  // No password yet: one is set by a code.
+  await page.getByRole("button", { name: "Sign out", exact: true }).click();
+  await page.goto(`${base}/forgot-password?email=otto%40example.com`);
+  await page.getByRole("button", { name: "Email me a code instead" }).click();
+  await page.getByLabel("Code from the email").fill(await mailCode("otto@example.com"));
+  await page.getByLabel("New password", { exact: true }).fill("otto-password-1");
+  await page.getByLabel("Repeat the new password", { exact: true }).fill("otto-password-1");
+  await shot(page, "reset-by-code");
+  await page.getByRole("button", { name: "Set the new password" }).click();
+  await page.getByText("Your password was changed.").waitFor();
+  await signIn(page, "otto@example.com", "otto-password-1");
   assert.deepEqual([...a.errors, ...b.errors], []);
   await a.context.close();
   await b.context.close();

@@ -1,5 +1,6 @@
 // What the pages need to know of the server's configuration (GET /page-settings): the app's
-// name, whether a sign-up mails a verification link, the password rules. Until it answers
+// name, whether a sign-up mails a verification link, the password rules, whether codes and
+// links by mail are offered. Until it answers
 // (or if it cannot), the server's defaults.
 import { useQuery } from "@tanstack/react-query";
 import { api, unwrap, type Schemas } from "./api";
@@ -11,6 +12,7 @@ export const DEFAULT_SETTINGS: PageSettings = {
   appName: "Gatehouse",
   emailVerification: { sendOnSignUp: false, required: false },
   password: { minLength: 8, maxLength: 128 },
+  byMail: false,
 };
 
 export function usePageSettings(): PageSettings {

@@ -1822,9 +1822,10 @@ async fn page_settings_follow_the_configuration() {
             .expect(200)
             .json(),
         json!({"appName": "Gatehouse", "emailVerification": {"sendOnSignUp": false, "required": false},
-               "password": {"minLength": 8, "maxLength": 128}})
+               "password": {"minLength": 8, "maxLength": 128}, "byMail": true})
     );
     let h = harness_with(|c| {
+        c.mail.transport = gatehouse_api::config::MailTransport::None;
         c.mail.app_name = "Acme".into();
         c.email_verification.send_on_sign_up = true;
         c.email_verification.require_email_verification = true;
@@ -1837,6 +1838,6 @@ async fn page_settings_follow_the_configuration() {
             .expect(200)
             .json(),
         json!({"appName": "Acme", "emailVerification": {"sendOnSignUp": true, "required": true},
-               "password": {"minLength": 12, "maxLength": 128}})
+               "password": {"minLength": 12, "maxLength": 128}, "byMail": false})
     );
 }

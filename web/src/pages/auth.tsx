@@ -1,10 +1,12 @@
-// Signed-out pages: sign-in, sign-up, forgot and reset password, the email-verification
-// result, and the error page of `?error=` redirects.
+// Signed-out pages: sign-in, sign-up, the email-verification result, and the error page of
+// `?error=` redirects. Their ways by mail (a code, a link) are in `bymail.tsx`, the forgotten
+// password's pages in `password.tsx`.
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { Link, Navigate, useNavigate, useSearchParams } from "react-router";
 import { api, ApiError, unwrap } from "../api";
 import { PasskeySignIn } from "../components/passkey";
+import { CodeSignIn, LinkSent, MailButtons, type Sent } from "./bymail";
 import { isChallenge, SecondStep, type Challenge } from "../components/twofactor";
 import { ErrorBox, Field, Notice, PasswordField, Submit } from "../components/ui";
 import { describeRedirectError } from "../errors";
@@ -96,6 +98,8 @@ export function SignIn() {
   const [password, setPassword] = useState("");
   const [rememberMe, setRememberMe] = useState(true);
   const [touched, setTouched] = useState(false);
+  const [emailChecked, setEmailChecked] = useState(false);
+  const [sent, setSent] = useState<Sent | null>(null);
   const navigate = useNavigate();
   const changed = useSessionChanged();
   const [challenge, setChallenge] = useState<Challenge | null>(null);
@@ -111,7 +115,7 @@ export function SignIn() {
       else await done();
     },
   });
-  const emailError = touched ? emailProblem(email) : null;
+  const emailError = touched || emailChecked ? emailProblem(email) : null;
   const passwordError = touched && !password ? "Enter your password." : null;
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -139,6 +143,19 @@ export function SignIn() {
         </div>
       </main>
     );
+  if (sent)
+    return (
+      <main className="narrow">
+        <div className="card">
+          <h1>Sign in</h1>
+          {sent.kind === "code" ? (
+            <CodeSignIn email={sent.email} onDone={done} onChallenge={setChallenge} onCancel={() => setSent(null)} />
+          ) : (
+            <LinkSent email={sent.email} onCancel={() => setSent(null)} />
+          )}
+        </div>
+      </main>
+    );
   return (
     <main className="narrow">
       <div className="card">
@@ -156,6 +173,15 @@ export function SignIn() {
         {unverified && <ResendVerification email={email.trim()} />}
         <div className="stack">
           <div className="divider">or</div>
+          <MailButtons
+            email={email}
+            redirectTo={redirectTo}
+            onSent={setSent}
+            check={() => {
+              setEmailChecked(true);
+              return !emailProblem(email);
+            }}
+          />
           <PasskeySignIn onDone={done} />
         </div>
         <SocialButtons redirectTo={redirectTo} />
@@ -209,6 +235,9 @@ export function SignUp() {
   const [email, setEmail] = useState(params.get("email") ?? "");
   const [password, setPassword] = useState("");
   const [touched, setTouched] = useState(false);
+  const [byMail, setByMail] = useState(false);
+  const [sent, setSent] = useState<Sent | null>(null);
+  const [challenge, setChallenge] = useState<Challenge | null>(null);
   const navigate = useNavigate();
   const changed = useSessionChanged();
   const settings = usePageSettings();
@@ -228,10 +257,30 @@ export function SignUp() {
     },
   });
   const errors = {
-    name: touched && !name.trim() ? "Enter your name." : null,
-    email: touched ? emailProblem(email) : null,
+    name: touched || byMail ? (!name.trim() ? "Enter your name." : null) : null,
+    email: touched || byMail ? emailProblem(email) : null,
     password: touched ? newPasswordProblem(password, rules) : null,
   };
+  const done = async () => {
+    await changed();
+    navigate(redirectTo, { replace: true });
+  };
+  // A new account by a code: a user with two-factor sign-in on is no new account (the
+  // address had one): its second step is the sign-in page's.
+  if (challenge) return <Navigate to={withRedirect("/sign-in", params.get("redirectTo"), { email })} replace />;
+  if (sent)
+    return (
+      <main className="narrow">
+        <div className="card">
+          <h1>Create an account</h1>
+          {sent.kind === "code" ? (
+            <CodeSignIn email={sent.email} name={name} onDone={done} onChallenge={setChallenge} onCancel={() => setSent(null)} />
+          ) : (
+            <LinkSent email={sent.email} onCancel={() => setSent(null)} />
+          )}
+        </div>
+      </main>
+    );
   const submit = (e: FormEvent) => {
     e.preventDefault();
     setTouched(true);
@@ -253,111 +302,25 @@ export function SignUp() {
             <Submit pending={signUp.isPending}>Create account</Submit>
           </form>
         )}
+        {!signUp.isSuccess && settings.byMail && (
+          <div className="stack">
+            <div className="divider">or, without a password</div>
+            <MailButtons
+              email={email}
+              name={name}
+              redirectTo={redirectTo}
+              onSent={setSent}
+              check={() => {
+                setByMail(true);
+                return !!name.trim() && !emailProblem(email);
+              }}
+            />
+          </div>
+        )}
         <SocialButtons redirectTo={redirectTo} />
         <p className="muted">
           Already have an account? <Link to={withRedirect("/sign-in", params.get("redirectTo"), email ? { email } : {})}>Sign in</Link>
         </p>
-      </div>
-    </main>
-  );
-}
-
-export function ForgotPassword() {
-  const [params] = useSearchParams();
-  const [email, setEmail] = useState(params.get("email") ?? "");
-  const [touched, setTouched] = useState(false);
-  const request = useMutation({
-    mutationFn: () => unwrap(api.POST("/request-password-reset", { body: { email: email.trim(), redirectTo: "/reset-password" } })),
-  });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    setTouched(true);
-    if (emailProblem(email)) return;
-    request.mutate();
-  };
-  return (
-    <main className="narrow">
-      <div className="card">
-        <h1>Forgot your password?</h1>
-        {request.isSuccess ? (
-          <Notice>If an account uses {email.trim()}, we sent it a link to choose a new password. It works for one hour.</Notice>
-        ) : (
-          <form onSubmit={submit} noValidate>
-            <p className="muted">Enter your email address and we will send you a link to choose a new password.</p>
-            <Field label="Email" name="email" type="email" autoComplete="email" value={email} onChange={setEmail} error={touched ? emailProblem(email) : null} />
-            <ErrorBox error={request.error} />
-            <Submit pending={request.isPending}>Send the link</Submit>
-          </form>
-        )}
-        <p className="muted">
-          <Link to="/sign-in">Back to sign-in</Link>
-        </p>
-      </div>
-    </main>
-  );
-}
-
-export function ResetPassword() {
-  const [params] = useSearchParams();
-  const token = params.get("token");
-  const linkError = params.get("error");
-  const [password, setPassword] = useState("");
-  const [confirm, setConfirm] = useState("");
-  const [touched, setTouched] = useState(false);
-  const rules = usePageSettings().password;
-  const reset = useMutation({
-    mutationFn: () => unwrap(api.POST("/reset-password", { body: { newPassword: password, token: token ?? "" } })),
-  });
-  const errors = {
-    password: touched ? newPasswordProblem(password, rules) : null,
-    confirm: touched && confirm !== password ? "The two passwords differ." : null,
-  };
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    setTouched(true);
-    if (newPasswordProblem(password, rules) || confirm !== password) return;
-    reset.mutate();
-  };
-  let body;
-  if (linkError || !token) {
-    body = (
-      <>
-        <div role="alert" className="alert">
-          {linkError ? describeRedirectError(linkError) : "This page needs the link from the email."}
-        </div>
-        <p>
-          <Link to="/forgot-password">Ask for a new link</Link>
-        </p>
-      </>
-    );
-  } else if (reset.isSuccess) {
-    body = (
-      <>
-        <Notice>
-          {reset.data?.sessionsRevoked
-            ? "Your password was changed, and every device signed in to your account was signed out."
-            : "Your password was changed. Devices already signed in stay signed in: sign them out from your account page if you did not expect them."}
-        </Notice>
-        <p>
-          <Link to="/sign-in">Sign in with your new password</Link>
-        </p>
-      </>
-    );
-  } else {
-    body = (
-      <form onSubmit={submit} noValidate>
-        <PasswordField label="New password" name="new-password" autoComplete="new-password" value={password} onChange={setPassword} error={errors.password} hint={passwordHint(rules)} />
-        <PasswordField label="Repeat the new password" name="confirm-password" autoComplete="new-password" value={confirm} onChange={setConfirm} error={errors.confirm} />
-        <ErrorBox error={reset.error} />
-        <Submit pending={reset.isPending}>Set the new password</Submit>
-      </form>
-    );
-  }
-  return (
-    <main className="narrow">
-      <div className="card">
-        <h1>Choose a new password</h1>
-        {body}
       </div>
     </main>
   );

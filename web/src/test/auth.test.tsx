@@ -2,7 +2,8 @@ import { screen, waitFor } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { beforeEach, expect, it, vi } from "vitest";
 import { Account } from "../pages/account";
-import { ForgotPassword, ResetPassword, SignIn, SignUp, TwoFactorPage, VerifyEmail } from "../pages/auth";
+import { SignIn, SignUp, TwoFactorPage, VerifyEmail } from "../pages/auth";
+import { ForgotPassword, ResetPassword } from "../pages/password";
 import { deferred, mockServer, renderAt, session, user } from "./helpers";
 
 beforeEach(() => {

@@ -22,6 +22,8 @@ struct PageSettings {
     app_name: String,
     email_verification: EmailVerificationSettings,
     password: PasswordRules,
+    /// Codes and links by mail are offered (the server sends mail).
+    by_mail: bool,
 }
 
 #[derive(Debug, Object)]
@@ -68,6 +70,7 @@ impl MetaApi {
                 min_length: c.password.min_length as u64,
                 max_length: c.password.max_length as u64,
             },
+            by_mail: state.mail.enabled(),
         })
     }
 
