@@ -505,6 +505,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/email-otp/change-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change the address with a code
+         * @description From a fresh session (`SESSION_NOT_FRESH` after `session.fresh_age`): uses the code
+         *     mailed to `newEmail`, makes it the account's address (verified) and replaces the
+         *     session with a new one. An address taken meanwhile → 422 `USER_ALREADY_EXISTS`.
+         */
+        post: operations["changeEmailEmailOtp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/email-otp/check-verification-otp": {
         parameters: {
             query?: never;
@@ -521,6 +543,29 @@ export interface paths {
          *     `USER_NOT_FOUND`.
          */
         post: operations["checkVerificationOtp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/email-otp/request-email-change": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for a code to change the address
+         * @description Signed in: mails a `change-email` code to `newEmail` (an address in use by another
+         *     account gets none, and the answer is the same). With
+         *     `email_otp.change_email_verify_current`, `otp` must be the current address's
+         *     `email-verification` code (it is used). Off unless `email_otp.change_email`.
+         */
+        post: operations["requestEmailChangeEmailOtp"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2689,6 +2734,11 @@ export interface components {
             callbackURL?: string | null;
             newEmail: string;
         };
+        /** ChangeEmailOtpBody */
+        ChangeEmailOtpBody: {
+            newEmail: string;
+            otp: string;
+        };
         /** ChangePasswordBody */
         ChangePasswordBody: {
             currentPassword: string;
@@ -2821,7 +2871,7 @@ export interface components {
              * @description Stable machine-readable code, e.g. `INVALID_EMAIL_OR_PASSWORD`.
              * @enum {string}
              */
-            code: "ACCESS_TOKEN_NOT_FOUND" | "ACCOUNT_NOT_FOUND" | "ADMIN_SESSION_NOT_FOUND" | "AUTHENTICATION_FAILED" | "BANNED_USER" | "CHALLENGE_NOT_FOUND" | "CHANGE_EMAIL_IS_DISABLED" | "CHANGE_EMAIL_WITH_OTP_DISABLED" | "COULDNT_UPDATE_YOUR_EMAIL" | "CREDENTIAL_ACCOUNT_NOT_FOUND" | "DELETE_USER_IS_DISABLED" | "EMAIL_ALREADY_VERIFIED" | "EMAIL_CAN_NOT_BE_UPDATED" | "EMAIL_IS_THE_SAME" | "EMAIL_MISMATCH" | "EMAIL_NOT_VERIFIED" | "EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION" | "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION" | "FAILED_TO_CREATE_SESSION" | "FAILED_TO_CREATE_USER" | "FAILED_TO_GET_ACCESS_TOKEN" | "FAILED_TO_GET_SESSION" | "FAILED_TO_GET_USER_INFO" | "FAILED_TO_REFRESH_ACCESS_TOKEN" | "FAILED_TO_UNLINK_LAST_ACCOUNT" | "FAILED_TO_VERIFY_REGISTRATION" | "FIELD_NOT_ALLOWED" | "FORBIDDEN" | "ID_TOKEN_NOT_SUPPORTED" | "INTERNAL_SERVER_ERROR" | "INVALID_BACKUP_CODE" | "INVALID_CALLBACK_URL" | "INVALID_CODE" | "INVALID_EMAIL" | "INVALID_EMAIL_OR_PASSWORD" | "INVALID_ERROR_CALLBACK_URL" | "INVALID_JSON" | "INVALID_NEW_USER_CALLBACK_URL" | "INVALID_ORIGIN" | "INVALID_OTP" | "INVALID_PASSWORD" | "INVALID_PERMISSION_CHECK" | "INVALID_REDIRECT_URL" | "INVALID_TOKEN" | "INVALID_TWO_FACTOR_COOKIE" | "INVITATION_LIMIT_REACHED" | "INVITATION_NOT_FOUND" | "INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION" | "LAST_SIGN_IN_METHOD" | "LINKING_DIFFERENT_EMAILS_NOT_ALLOWED" | "LINKING_NOT_ALLOWED" | "MAIL_NOT_CONFIGURED" | "MEMBER_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "METHOD_NOT_ALLOWED_DEFER_SESSION_REQUIRED" | "MISSING_OR_NULL_ORIGIN" | "NOT_FOUND" | "NOT_IMPERSONATING" | "NO_ACTIVE_ORGANIZATION" | "NO_DATA_TO_UPDATE" | "NO_FIELDS_TO_UPDATE" | "OAUTH_LINK_ERROR" | "ORGANIZATION_ALREADY_EXISTS" | "ORGANIZATION_MEMBERSHIP_LIMIT_REACHED" | "ORGANIZATION_NOT_FOUND" | "ORGANIZATION_SLUG_ALREADY_TAKEN" | "OTP_EXPIRED" | "OTP_NOT_ENABLED" | "PASSKEY_NOT_FOUND" | "PASSWORD_CANNOT_BE_UPDATED_VIA_UPDATE_USER" | "PASSWORD_TOO_LONG" | "PASSWORD_TOO_SHORT" | "PAYLOAD_TOO_LARGE" | "PREVIOUSLY_REGISTERED" | "PROVIDER_NOT_CONFIGURED" | "PROVIDER_NOT_FOUND" | "PROVIDER_NOT_SUPPORTED" | "REFRESH_TOKEN_NOT_FOUND" | "REQUEST_TIMEOUT" | "RESET_PASSWORD_ISNT_ENABLED" | "ROLE_IS_ASSIGNED_TO_MEMBERS" | "ROLE_NAME_IS_ALREADY_TAKEN" | "ROLE_NOT_FOUND" | "SERVER_CREDENTIAL_REQUIRED" | "SERVICE_UNAVAILABLE" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_FRESH" | "SLUG_IS_TAKEN" | "SOCIAL_ACCOUNT_ALREADY_LINKED" | "TEAM_ALREADY_EXISTS" | "TEAM_NOT_FOUND" | "TOKEN_EXPIRED" | "TOKEN_REFRESH_NOT_SUPPORTED" | "TOO_MANY_ATTEMPTS" | "TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE" | "TOO_MANY_REQUESTS" | "TOTP_NOT_ENABLED" | "TWO_FACTOR_NOT_ENABLED" | "UNABLE_TO_REMOVE_LAST_TEAM" | "UNAUTHORIZED" | "UNSUPPORTED_MEDIA_TYPE" | "USER_ALREADY_EXISTS" | "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL" | "USER_ALREADY_HAS_PASSWORD" | "USER_EMAIL_NOT_FOUND" | "USER_ID_CANNOT_BE_UPDATED" | "USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION" | "USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_TEAM" | "USER_NOT_FOUND" | "VALIDATION_ERROR" | "VERIFICATION_EMAIL_ISNT_ENABLED" | "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS" | "YOU_ARE_NOT_ALLOWED_TO_CANCEL_THIS_INVITATION" | "YOU_ARE_NOT_ALLOWED_TO_CHANGE_USERS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_NEW_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_TEAMS_IN_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_GET_USER" | "YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_READ_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_READ_THE_AUDIT_LOG" | "YOU_ARE_NOT_ALLOWED_TO_REGISTER_THIS_PASSKEY" | "YOU_ARE_NOT_ALLOWED_TO_REMOVE_A_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_SET_NON_EXISTENT_VALUE" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_EMAIL" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_PASSWORD" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_USERS" | "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION" | "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION" | "YOU_CANNOT_BAN_YOURSELF" | "YOU_CANNOT_IMPERSONATE_ADMINS" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_WITHOUT_AN_OWNER" | "YOU_CANNOT_REMOVE_YOURSELF" | "YOU_HAVE_REACHED_THE_MAXIMUM_NUMBER_OF_ORGANIZATIONS";
+            code: "ACCESS_TOKEN_NOT_FOUND" | "ACCOUNT_NOT_FOUND" | "ADMIN_SESSION_NOT_FOUND" | "AUTHENTICATION_FAILED" | "BANNED_USER" | "CHALLENGE_NOT_FOUND" | "CHANGE_EMAIL_IS_DISABLED" | "CHANGE_EMAIL_WITH_OTP_DISABLED" | "COULDNT_UPDATE_YOUR_EMAIL" | "CREDENTIAL_ACCOUNT_NOT_FOUND" | "DELETE_USER_IS_DISABLED" | "EMAIL_ALREADY_VERIFIED" | "EMAIL_CAN_NOT_BE_UPDATED" | "EMAIL_IS_THE_SAME" | "EMAIL_MISMATCH" | "EMAIL_NOT_VERIFIED" | "EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION" | "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION" | "FAILED_TO_CREATE_SESSION" | "FAILED_TO_CREATE_USER" | "FAILED_TO_GET_ACCESS_TOKEN" | "FAILED_TO_GET_SESSION" | "FAILED_TO_GET_USER_INFO" | "FAILED_TO_REFRESH_ACCESS_TOKEN" | "FAILED_TO_UNLINK_LAST_ACCOUNT" | "FAILED_TO_VERIFY_REGISTRATION" | "FIELD_NOT_ALLOWED" | "FORBIDDEN" | "ID_TOKEN_NOT_SUPPORTED" | "INTERNAL_SERVER_ERROR" | "INVALID_BACKUP_CODE" | "INVALID_CALLBACK_URL" | "INVALID_CODE" | "INVALID_EMAIL" | "INVALID_EMAIL_OR_PASSWORD" | "INVALID_ERROR_CALLBACK_URL" | "INVALID_JSON" | "INVALID_NEW_USER_CALLBACK_URL" | "INVALID_ORIGIN" | "INVALID_OTP" | "INVALID_OTP_TYPE" | "INVALID_PASSWORD" | "INVALID_PERMISSION_CHECK" | "INVALID_REDIRECT_URL" | "INVALID_TOKEN" | "INVALID_TWO_FACTOR_COOKIE" | "INVITATION_LIMIT_REACHED" | "INVITATION_NOT_FOUND" | "INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION" | "LAST_SIGN_IN_METHOD" | "LINKING_DIFFERENT_EMAILS_NOT_ALLOWED" | "LINKING_NOT_ALLOWED" | "MAIL_NOT_CONFIGURED" | "MEMBER_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "METHOD_NOT_ALLOWED_DEFER_SESSION_REQUIRED" | "MISSING_OR_NULL_ORIGIN" | "NOT_FOUND" | "NOT_IMPERSONATING" | "NO_ACTIVE_ORGANIZATION" | "NO_DATA_TO_UPDATE" | "NO_FIELDS_TO_UPDATE" | "OAUTH_LINK_ERROR" | "ORGANIZATION_ALREADY_EXISTS" | "ORGANIZATION_MEMBERSHIP_LIMIT_REACHED" | "ORGANIZATION_NOT_FOUND" | "ORGANIZATION_SLUG_ALREADY_TAKEN" | "OTP_EXPIRED" | "OTP_NOT_ENABLED" | "OTP_REQUIRED" | "PASSKEY_NOT_FOUND" | "PASSWORD_CANNOT_BE_UPDATED_VIA_UPDATE_USER" | "PASSWORD_TOO_LONG" | "PASSWORD_TOO_SHORT" | "PAYLOAD_TOO_LARGE" | "PREVIOUSLY_REGISTERED" | "PROVIDER_NOT_CONFIGURED" | "PROVIDER_NOT_FOUND" | "PROVIDER_NOT_SUPPORTED" | "REFRESH_TOKEN_NOT_FOUND" | "REQUEST_TIMEOUT" | "RESET_PASSWORD_ISNT_ENABLED" | "ROLE_IS_ASSIGNED_TO_MEMBERS" | "ROLE_NAME_IS_ALREADY_TAKEN" | "ROLE_NOT_FOUND" | "SERVER_CREDENTIAL_REQUIRED" | "SERVICE_UNAVAILABLE" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_FRESH" | "SLUG_IS_TAKEN" | "SOCIAL_ACCOUNT_ALREADY_LINKED" | "TEAM_ALREADY_EXISTS" | "TEAM_NOT_FOUND" | "TOKEN_EXPIRED" | "TOKEN_REFRESH_NOT_SUPPORTED" | "TOO_MANY_ATTEMPTS" | "TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE" | "TOO_MANY_REQUESTS" | "TOTP_NOT_ENABLED" | "TWO_FACTOR_NOT_ENABLED" | "UNABLE_TO_REMOVE_LAST_TEAM" | "UNAUTHORIZED" | "UNSUPPORTED_MEDIA_TYPE" | "USER_ALREADY_EXISTS" | "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL" | "USER_ALREADY_HAS_PASSWORD" | "USER_EMAIL_NOT_FOUND" | "USER_ID_CANNOT_BE_UPDATED" | "USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION" | "USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_TEAM" | "USER_NOT_FOUND" | "VALIDATION_ERROR" | "VERIFICATION_EMAIL_ISNT_ENABLED" | "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS" | "YOU_ARE_NOT_ALLOWED_TO_CANCEL_THIS_INVITATION" | "YOU_ARE_NOT_ALLOWED_TO_CHANGE_USERS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_NEW_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_TEAMS_IN_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_GET_USER" | "YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_READ_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_READ_THE_AUDIT_LOG" | "YOU_ARE_NOT_ALLOWED_TO_REGISTER_THIS_PASSKEY" | "YOU_ARE_NOT_ALLOWED_TO_REMOVE_A_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_SET_NON_EXISTENT_VALUE" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_EMAIL" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_PASSWORD" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_USERS" | "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION" | "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION" | "YOU_CANNOT_BAN_YOURSELF" | "YOU_CANNOT_IMPERSONATE_ADMINS" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_WITHOUT_AN_OWNER" | "YOU_CANNOT_REMOVE_YOURSELF" | "YOU_HAVE_REACHED_THE_MAXIMUM_NUMBER_OF_ORGANIZATIONS";
             /** @description For validation failures: what was wrong with which field. */
             details?: string[] | null;
             /** @description Human-readable message. */
@@ -3263,6 +3313,15 @@ export interface components {
         /** Removed */
         Removed: {
             message: string;
+        };
+        /** RequestEmailChangeOtpBody */
+        RequestEmailChangeOtpBody: {
+            newEmail: string;
+            /**
+             * @description The current address's `email-verification` code (with
+             *     `email_otp.change_email_verify_current`).
+             */
+            otp?: string | null;
         };
         /** ResetPasswordBody */
         ResetPasswordBody: {
@@ -4716,6 +4775,47 @@ export interface operations {
             };
         };
     };
+    changeEmailEmailOtp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["ChangeEmailOtpBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["EmailOtpSuccess"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     checkVerificationOtp: {
         parameters: {
             query?: never;
@@ -4726,6 +4826,47 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json; charset=utf-8": components["schemas"]["CheckVerificationOtpBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["EmailOtpSuccess"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    requestEmailChangeEmailOtp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["RequestEmailChangeOtpBody"];
             };
         };
         responses: {

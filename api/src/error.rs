@@ -180,6 +180,8 @@ codes! {
     OtpTooManyAttempts => ("TOO_MANY_ATTEMPTS", FORBIDDEN, "Too many attempts"),
     MailNotConfigured => ("MAIL_NOT_CONFIGURED", BAD_REQUEST, "This server sends no mail: codes and links by mail are off"),
     ChangeEmailOtpDisabled => ("CHANGE_EMAIL_WITH_OTP_DISABLED", BAD_REQUEST, "Change email with OTP is disabled"),
+    InvalidOtpType => ("INVALID_OTP_TYPE", BAD_REQUEST, "Invalid OTP type"),
+    CurrentEmailOtpRequired => ("OTP_REQUIRED", BAD_REQUEST, "OTP is required to verify current email"),
     InvalidTwoFactorCookie => ("INVALID_TWO_FACTOR_COOKIE", UNAUTHORIZED, "Invalid two factor cookie"),
     TooManyAttemptsRequestNewCode => ("TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE", BAD_REQUEST, "Too many attempts. Please request a new code."),
     TotpNotEnabled => ("TOTP_NOT_ENABLED", BAD_REQUEST, "TOTP not enabled"),

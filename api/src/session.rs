@@ -226,6 +226,38 @@ impl Sessions {
         Ok(authed)
     }
 
+    /// A new session in place of the caller's `old` one, after a change a session made before
+    /// must not outlive (the second factor, the email address); an administrator's
+    /// impersonation keeps its own session.
+    pub(crate) async fn rotate(
+        &self,
+        req: &Request,
+        cookies: &PendingCookies,
+        old: &Authed,
+        user: User,
+    ) -> ApiResult<Authed> {
+        if old.session.impersonated_by.is_some() {
+            return Ok(Authed {
+                session: old.session.clone(),
+                user,
+            });
+        }
+        let new = self
+            .start_session(
+                req,
+                cookies,
+                user,
+                !self.dont_remember(req),
+                Default::default(),
+            )
+            .await?;
+        self.actors
+            .user(old.user.id.clone())
+            .revoke_known_session(&old.session)
+            .await?;
+        Ok(new)
+    }
+
     /// What a session made for this request records.
     pub(crate) fn new_session(req: &Request, remember_me: bool) -> NewSession {
         NewSession {

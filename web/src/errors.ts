@@ -11,6 +11,8 @@ export const messages: Record<ErrorCode | ClientErrorCode, string> = {
   AUTHENTICATION_FAILED: "The passkey could not be checked. Try again, or sign in another way.",
   BANNED_USER: "This account has been banned. Contact support if you think this is a mistake.",
   CHANGE_EMAIL_WITH_OTP_DISABLED: "Changing the email address with a code is turned off.",
+  INVALID_OTP_TYPE: "This kind of code cannot be asked for here.",
+  OTP_REQUIRED: "Enter the code we emailed to your current address first.",
   INVALID_OTP: "That code is not right, or it was already used. Check the latest email, or ask for a new code.",
   MAIL_NOT_CONFIGURED: "This server sends no email, so codes and links by email are off. Sign in another way.",
   OTP_EXPIRED: "This code has expired. Ask for a new one.",

@@ -12,6 +12,11 @@ pub struct EmailOtpConfig {
     /// `/sign-in/email-otp` signs in existing users only: an unknown address is not signed
     /// up (and is mailed no code).
     pub disable_sign_up: bool,
+    /// `/email-otp/request-email-change` and `/email-otp/change-email`: a signed-in user
+    /// changes their address by a code mailed to the new one (off by default, as in 1.7).
+    pub change_email: bool,
+    /// The change also needs an `email-verification` code mailed to the current address.
+    pub change_email_verify_current: bool,
 }
 
 impl Default for EmailOtpConfig {
@@ -20,6 +25,8 @@ impl Default for EmailOtpConfig {
             expires_in: 300,
             allowed_attempts: 3,
             disable_sign_up: false,
+            change_email: false,
+            change_email_verify_current: false,
         }
     }
 }

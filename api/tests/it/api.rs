@@ -1142,6 +1142,8 @@ fn every_error_code_has_its_pinned_status() {
         ("TOO_MANY_ATTEMPTS", 403),
         ("MAIL_NOT_CONFIGURED", 400),
         ("CHANGE_EMAIL_WITH_OTP_DISABLED", 400),
+        ("INVALID_OTP_TYPE", 400),
+        ("OTP_REQUIRED", 400),
         ("REQUEST_TIMEOUT", 408),
         ("UNSUPPORTED_MEDIA_TYPE", 415),
         ("USER_ALREADY_EXISTS", 422),

@@ -165,7 +165,7 @@ async fn a_check_does_not_use_the_code_and_bad_input_is_refused() {
         )
         .await
         .expect(400);
-    assert_eq!(r.code(), "CHANGE_EMAIL_WITH_OTP_DISABLED");
+    assert_eq!(r.code(), "INVALID_OTP_TYPE");
 }
 
 #[tokio::test]

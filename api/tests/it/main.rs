@@ -11,6 +11,7 @@ mod common;
 mod compat;
 mod crash;
 mod e2e;
+mod email_change_otp;
 mod email_otp;
 mod magic_link;
 mod mailbox_proof;

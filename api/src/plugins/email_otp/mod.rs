@@ -2,15 +2,16 @@
 //! in (signing up a new address unless `email_otp.disable_sign_up`), to verify the address,
 //! or to reset the password. The codes are in `service.rs`; a sign-in by code proves the
 //! mailbox (`core/mailbox.rs`).
+mod change;
 mod service;
 
 pub use service::{EmailOtp, Inner as EmailOtpInner, Purpose};
 
 /// The email-OTP plugin's operations.
-pub type Apis = EmailOtpApi;
+pub type Apis = (EmailOtpApi, change::ChangeEmailOtpApi);
 
 pub fn apis() -> Apis {
-    EmailOtpApi
+    (EmailOtpApi, change::ChangeEmailOtpApi)
 }
 
 use crate::audit::{action, Event, Origin};
@@ -48,8 +49,8 @@ struct CheckBody {
 
 #[derive(Debug, Object)]
 #[oai(rename = "EmailOtpSuccess")]
-struct Success {
-    success: bool,
+pub(super) struct Success {
+    pub(super) success: bool,
 }
 
 #[derive(Debug, Object)]
@@ -120,7 +121,7 @@ struct ResetPasswordBody {
 }
 
 /// The address of a request body: `INVALID_EMAIL` unless it is one.
-fn address(raw: &Text) -> ApiResult<String> {
+pub(super) fn address(raw: &Text) -> ApiResult<String> {
     crate::plugins::normalize_email(&raw.0).ok_or_else(|| Code::InvalidEmail.into())
 }
 
@@ -136,7 +137,8 @@ async fn ask_code(
         return Err(Code::MailNotConfigured.into());
     }
     if purpose == Purpose::ChangeEmail {
-        return Err(Code::ChangeEmailOtpDisabled.into());
+        // Asked for with `/email-otp/request-email-change` only (it names the new address).
+        return Err(Code::InvalidOtpType.into());
     }
     state
         .limiter

@@ -108,13 +108,19 @@ impl EmailOtp {
 
     /// Stores a new code in place of any and mails it.
     pub async fn send_now(&self, p: Purpose, email: &str, name: &str) -> ApiResult<()> {
+        self.send_to(p, email, email, name).await
+    }
+
+    /// As [`EmailOtp::send_now`], for a code kept under `key` (an email change's code is the
+    /// user's and the new address's: `{user id}:{new address}`) and mailed to `to`.
+    pub async fn send_to(&self, p: Purpose, key: &str, to: &str, name: &str) -> ApiResult<()> {
         let code = format!("{:06}", rand::random::<u32>() % 1_000_000);
         let now = self.0.clock.now();
         let id = VerificationId::generate();
         let row = Verification {
             value: self.digest(&id, &code),
             id,
-            identifier: Self::identifier(p, email),
+            identifier: Self::identifier(p, key),
             expires_at: now + chrono::Duration::seconds(self.0.config.expires_in as i64),
             created_at: now,
             updated_at: now,
@@ -133,7 +139,7 @@ impl EmailOtp {
         let minutes = (self.0.config.expires_in.div_ceil(60)).to_string();
         let job = MailJob::new(
             MailKind::EmailOtp,
-            email,
+            to,
             String::new(),
             &[
                 ("name", name),
@@ -145,10 +151,11 @@ impl EmailOtp {
         self.0.mail.mail_alone(&[job]).await
     }
 
-    /// Checks (or uses) the code for `email`: `INVALID_OTP` when it is not the current one,
-    /// `OTP_EXPIRED`, `TOO_MANY_ATTEMPTS` past the allowed tries.
-    pub async fn verify(&self, p: Purpose, email: &str, code: &str, how: Use) -> ApiResult<()> {
-        let identifier = Self::identifier(p, email);
+    /// Checks (or uses) the code kept under `key` (the address; see [`EmailOtp::send_to`]):
+    /// `INVALID_OTP` when it is not the current one, `OTP_EXPIRED`, `TOO_MANY_ATTEMPTS` past
+    /// the allowed tries.
+    pub async fn verify(&self, p: Purpose, key: &str, code: &str, how: Use) -> ApiResult<()> {
+        let identifier = Self::identifier(p, key);
         let now = self.0.clock.now();
         let Some(row) = self.0.actors.reader().get_verification(&identifier).await? else {
             return Err(Code::InvalidOtp.into());

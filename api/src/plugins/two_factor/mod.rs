@@ -120,40 +120,6 @@ async fn caller_with_password(
     }
 }
 
-/// A new session in place of the caller's after their second factor changed (as 1.7 does): a
-/// session made before the change does not outlive it.
-async fn rotate(
-    state: &AppState,
-    req: &Request,
-    cookies: &PendingCookies,
-    old: &Authed,
-    user: storage::User,
-) -> ApiResult<Authed> {
-    if old.session.impersonated_by.is_some() {
-        // An administrator's impersonation keeps its own session.
-        return Ok(Authed {
-            session: old.session.clone(),
-            user,
-        });
-    }
-    let new = state
-        .sessions
-        .start_session(
-            req,
-            cookies,
-            user,
-            !state.sessions.dont_remember(req),
-            Default::default(),
-        )
-        .await?;
-    state
-        .actors
-        .user(old.user.id.clone())
-        .revoke_known_session(&old.session)
-        .await?;
-    Ok(new)
-}
-
 fn event(authed: &Authed, req: &Request, action: &'static str) -> Event {
     Event::new(action, &Origin::of(req))
         .own(&authed.user.id)
@@ -200,7 +166,7 @@ impl TwoFactorApi {
                 .get_user(&authed.user.id)
                 .await?
                 .ok_or(Code::Unauthorized)?;
-            rotate(&state, req, cookies, &authed, user).await?;
+            state.sessions.rotate(req, cookies, &authed, user).await?;
             return Ok(Json(EnableResponse {
                 method: "otp".into(),
                 totp_uri: None,
@@ -248,7 +214,7 @@ impl TwoFactorApi {
             )
             .disable_two_factor()
             .await?;
-        rotate(&state, req, cookies, &authed, user).await?;
+        state.sessions.rotate(req, cookies, &authed, user).await?;
         Ok(Json(StatusResponse { status: true }))
     }
 
@@ -545,7 +511,7 @@ async fn confirm_totp(
         .with(state.audit.noted(ev))
         .use_totp_step(step)
         .await?;
-    let now = rotate(state, req, cookies, &authed, user).await?;
+    let now = state.sessions.rotate(req, cookies, &authed, user).await?;
     Ok(Json(SignedIn {
         token: now.session.token.clone(),
         user: UserDto::from(&now.user),

@@ -55,6 +55,18 @@ pub(super) fn steps(pw: &'static str) -> Vec<Step> {
             Some(json!({"email": "otp@compat.io", "otp": "{otp1}"})),
         ),
         send("otp-send-bad-email", "not-an-address", "sign-in"),
+        send(
+            "otp-send-change-email-type",
+            "otp@compat.io",
+            "change-email",
+        ),
+        step(
+            "otp-request-email-change-off",
+            otp,
+            "POST",
+            "/email-otp/request-email-change",
+            Some(json!({"newEmail": "otp2@compat.io"})),
+        ),
         step(
             "otp-request-password-reset",
             None,

@@ -18,6 +18,16 @@ use std::process::{Child, Command, Stdio};
 /// better-auth" lists the same.
 const DELIBERATE: &[(&str, &str, &str)] = &[
     (
+        "otp-send-change-email-type",
+        "status 400 INVALID_OTP_TYPE vs 400 -",
+        "every error is {code, message} (1.7 sends this one without a code)",
+    ),
+    (
+        "otp-request-email-change-off",
+        "status 400 CHANGE_EMAIL_WITH_OTP_DISABLED vs 400 -",
+        "every error is {code, message} (1.7 sends this one without a code)",
+    ),
+    (
         "list-team-members",
         "status 200 - vs 400 USER_IS_NOT_A_MEMBER_OF_THE_TEAM",
         "whoever may manage teams may list their members (1.7 refuses an owner outside the team)",
