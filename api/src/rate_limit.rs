@@ -648,6 +648,17 @@ mod tests {
         );
         assert_eq!(l.rule("/sign-in/social").0, "/sign-in/");
         assert_eq!(l.rule("/organization/create").1.max, 9);
+        // Codes and links by mail: 1.7's 3 (links: 5) per minute, the sign-in routes too.
+        for (path, max) in [
+            ("/email-otp/send-verification-otp", 3),
+            ("/email-otp/reset-password", 3),
+            ("/sign-in/email-otp", 3),
+            ("/forget-password/email-otp", 3),
+            ("/sign-in/magic-link", 5),
+            ("/magic-link/verify", 5),
+        ] {
+            assert_eq!(l.rule(path).1, RateRule { window: 60, max }, "{path}");
+        }
         assert_eq!(
             l.rule("/get-session"),
             (

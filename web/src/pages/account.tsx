@@ -10,6 +10,7 @@ import { ago, describeDevice } from "../ua";
 import { needsReauth, useReauth } from "../components/reauth";
 import { emailProblem, newPasswordProblem, passwordHint, ResendVerification } from "./auth";
 import { usePageSettings } from "../settings";
+import { FirstPassword, VerifyByCode } from "./bymail";
 import { Passkeys } from "./passkeys";
 import { TwoFactor } from "./twofactor";
 
@@ -79,6 +80,7 @@ function Email({ me }: { me: SessionWithUser }) {
             <p className="muted">Verify your address so you can recover your account and accept invitations.</p>
           )}
           <ResendVerification email={me.user.email} again={sent} />
+          <VerifyByCode email={me.user.email} onDone={() => qc.invalidateQueries({ queryKey: SESSION_KEY })} />
         </>
       )}
       <form
@@ -107,7 +109,27 @@ function Email({ me }: { me: SessionWithUser }) {
   );
 }
 
-function Password() {
+function Password({ me }: { me: SessionWithUser }) {
+  const qc = useQueryClient();
+  const accounts = useQuery({ queryKey: ["accounts"], queryFn: () => unwrap(api.GET("/list-accounts")) });
+  if (accounts.data && !accounts.data.some((a) => a.providerId === "credential"))
+    return (
+      <section className="card" aria-labelledby="password-h">
+        <h2 id="password-h">Password</h2>
+        <FirstPassword
+          email={me.user.email}
+          onDone={() => {
+            // A reset may sign the account out everywhere: the session is asked again.
+            qc.invalidateQueries({ queryKey: ["accounts"] });
+            qc.invalidateQueries({ queryKey: SESSION_KEY });
+          }}
+        />
+      </section>
+    );
+  return <ChangePassword />;
+}
+
+function ChangePassword() {
   const [current, setCurrent] = useState("");
   const [next, setNext] = useState("");
   const [revoke, setRevoke] = useState(true);
@@ -344,7 +366,7 @@ export function Account() {
       {/* Kept across the session's reloads, so "Saved." stays after a save. */}
       <Profile me={me} key={me.user.id} />
       <Email me={me} />
-      <Password />
+      <Password me={me} />
       <TwoFactor me={me} />
       <Passkeys me={me} />
       <Sessions me={me} />

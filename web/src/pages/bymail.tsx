@@ -1,7 +1,7 @@
 // Sign-in, sign-up and password reset by a code or a link sent by mail (the email-OTP and
 // magic-link plugins): the "Email me a code" / "Email me a link" buttons of the sign-in and
 // sign-up pages, the code step with its resend, the "check your inbox" of a link, and the
-// reset by code of the forgot-password page. A mailed link lands on the page it was asked
+// reset by code of the forgot-password page, and the account page's verification by code. A mailed link lands on the page it was asked
 // from (the server sets the session and redirects); its errors land on the error page.
 import { useMutation } from "@tanstack/react-query";
 import { useState } from "react";
@@ -156,8 +156,9 @@ export function LinkSent(props: { email: string; onCancel: () => void }) {
   );
 }
 
-/** The forgot-password page's other way: a code by mail, then the new password. */
-export function ResetByCode(props: { email: string; onCancel: () => void }) {
+/** The forgot-password page's other way (and the account page's way to a first password):
+ * a code by mail, then the new password. */
+export function ResetByCode(props: { email: string; onCancel: () => void; onDone?: () => void }) {
   const rules = usePageSettings().password;
   const [code, setCode] = useState("");
   const [password, setPassword] = useState("");
@@ -166,6 +167,7 @@ export function ResetByCode(props: { email: string; onCancel: () => void }) {
   const reset = useMutation({
     mutationFn: () =>
       unwrap(api.POST("/email-otp/reset-password", { body: { email: props.email, otp: code.trim(), password } })),
+    onSuccess: () => props.onDone?.(),
   });
   const resend = useMutation({
     mutationFn: () => unwrap(api.POST("/email-otp/request-password-reset", { body: { email: props.email } })),
@@ -213,5 +215,82 @@ export function ResetByCode(props: { email: string; onCancel: () => void }) {
         </button>
       </p>
     </form>
+  );
+}
+
+/** The account page's other way to verify the address: a code by mail, typed here. */
+export function VerifyByCode(props: { email: string; onDone: () => void }) {
+  const settings = usePageSettings();
+  const [code, setCode] = useState("");
+  const [touched, setTouched] = useState(false);
+  const send = useMutation({
+    mutationFn: () => unwrap(api.POST("/email-otp/send-verification-otp", { body: { email: props.email, type: "email-verification" } })),
+  });
+  const verify = useMutation({
+    mutationFn: () => unwrap(api.POST("/email-otp/verify-email", { body: { email: props.email, otp: code.trim() } })),
+    onSuccess: () => props.onDone(),
+  });
+  if (!settings.byMail) return null;
+  if (!send.isSuccess)
+    return (
+      <div className="stack">
+        <button type="button" className="link" disabled={send.isPending} onClick={() => send.mutate()}>
+          Verify with a code instead
+        </button>
+        <ErrorBox error={send.error} />
+      </div>
+    );
+  return (
+    <form
+      aria-label="Verify with a code"
+      onSubmit={(e) => {
+        e.preventDefault();
+        setTouched(true);
+        if (code.trim()) verify.mutate();
+      }}
+      noValidate
+    >
+      <p className="muted">We emailed a 6-digit code to {props.email}. It works once, for 5 minutes.</p>
+      <Field
+        label="Verification code"
+        name="otp"
+        autoComplete="one-time-code"
+        value={code}
+        onChange={setCode}
+        error={touched && !code.trim() ? "Enter the 6-digit code." : null}
+      />
+      <CodeError error={verify.error} />
+      <div className="row">
+        <Submit pending={verify.isPending}>Verify</Submit>
+        <button type="button" className="link" disabled={send.isPending} onClick={() => send.mutate()}>
+          Email me a new code
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** The account page's password card for an account without one: a first password by code. */
+export function FirstPassword(props: { email: string; onDone: () => void }) {
+  const settings = usePageSettings();
+  const ask = useMutation({
+    mutationFn: () => unwrap(api.POST("/email-otp/request-password-reset", { body: { email: props.email } })),
+  });
+  if (ask.isSuccess) return <ResetByCode email={props.email} onCancel={() => ask.reset()} onDone={props.onDone} />;
+  return (
+    <div className="stack">
+      <p className="muted">
+        You sign in without a password (a code or link by email, a passkey or a provider).
+        {settings.byMail ? " To set one, we email you a code." : ""}
+      </p>
+      {settings.byMail && (
+        <div>
+          <button type="button" className="secondary" disabled={ask.isPending} onClick={() => ask.mutate()}>
+            Set a password
+          </button>
+        </div>
+      )}
+      <ErrorBox error={ask.error} />
+    </div>
   );
 }

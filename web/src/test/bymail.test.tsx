@@ -1,6 +1,7 @@
 import { screen } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { beforeEach, expect, it, vi } from "vitest";
+import { Account } from "../pages/account";
 import { SignIn, SignUp } from "../pages/auth";
 import { ForgotPassword } from "../pages/password";
 import { mockServer, renderAt, session, user } from "./helpers";
@@ -131,4 +132,37 @@ it("forgot password by code: the code and the new password together", async () =
     otp: "123456",
     password: "a-new-password-1",
   });
+});
+
+it("account: an unverified address can be verified by a code; no password yet, one is set by a code", async () => {
+  let verified = false;
+  const { sent } = mockServer({
+    "GET /page-settings": settings(true),
+    "GET /get-session": () => ({ body: { ...session, user: { ...user, emailVerified: verified } } }),
+    "GET /list-sessions": () => ({ body: [session.session] }),
+    "GET /list-accounts": () => ({ body: [] }),
+    "GET /social-providers": () => ({ body: [] }),
+    "POST /email-otp/send-verification-otp": () => ({ body: { success: true } }),
+    "POST /email-otp/verify-email": () => {
+      verified = true;
+      return { body: { status: true, token: null, user: { ...user, emailVerified: true } } };
+    },
+    "POST /email-otp/request-password-reset": () => ({ body: { success: true } }),
+    "POST /email-otp/reset-password": () => ({ body: { success: true } }),
+  });
+  renderAt("/account", [{ path: "/account", element: <Account /> }]);
+  await userEvent.click(await screen.findByRole("button", { name: "Verify with a code instead" }));
+  await userEvent.type(await screen.findByLabelText("Verification code"), "123456");
+  await userEvent.click(screen.getByRole("button", { name: "Verify" }));
+  expect(await screen.findByText("verified", { exact: true })).toBeInTheDocument();
+  expect(sent.find((s) => s.path === "/email-otp/verify-email")?.body).toEqual({ email: user.email, otp: "123456" });
+
+  expect(screen.queryByLabelText("Current password")).toBeNull();
+  await userEvent.click(screen.getByRole("button", { name: "Set a password" }));
+  await userEvent.type(await screen.findByLabelText("Code from the email"), "654321");
+  await userEvent.type(screen.getByLabelText("New password", { selector: "input" }), "a-first-password-1");
+  await userEvent.type(screen.getByLabelText("Repeat the new password", { selector: "input" }), "a-first-password-1");
+  await userEvent.click(screen.getByRole("button", { name: "Set the new password" }));
+  expect(await screen.findByText("Your password was changed.")).toBeInTheDocument();
+  expect(sent.find((s) => s.path === "/email-otp/request-password-reset")?.body).toEqual({ email: user.email });
 });
