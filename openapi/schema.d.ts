@@ -1688,7 +1688,8 @@ export interface paths {
          * Settings of the hosted pages
          * @description What a sign-up or password form should tell the person before they submit (a Gatehouse
          *     extension): the app's name, whether a sign-up mails a verification link, the password
-         *     rules. Nothing secret.
+         *     rules, whether codes and links by mail are offered, and the tenant's look (`[ui]`).
+         *     Nothing secret.
          */
         get: operations["pageSettings"];
         put?: never;
@@ -3124,7 +3125,14 @@ export interface components {
             /** @description Codes and links by mail are offered (the server sends mail). */
             byMail: boolean;
             emailVerification: components["schemas"]["EmailVerificationSettings"];
+            /** @description Where a sign-in with no `redirectTo` leads: a path here or a URL of a trusted origin. */
+            homeUrl?: string | null;
+            /** @description The tenant's look and help (`[ui]`); absent when not configured. */
+            logoUrl?: string | null;
             password: components["schemas"]["PasswordRules"];
+            /** @description The accent colour, `#rgb` or `#rrggbb`. */
+            primaryColor?: string | null;
+            supportEmail?: string | null;
         };
         /**
          * Passkey

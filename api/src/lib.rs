@@ -321,6 +321,7 @@ pub async fn preflight(config: &Config) -> Result<Prepared, StartError> {
     let hasher = crypto::PasswordHasher::new(&config.password)?
         .with_metrics(metrics.hash_queue.clone(), metrics.hash_seconds.clone());
     let mailer = mail::Mailer::from_config(&config.mail, &config.data_dir)?
+        .named(config.app_name())
         .with_metrics(metrics.mails.clone());
     let proxies = config
         .trusted_proxies
@@ -476,7 +477,7 @@ impl AppState {
                 sealer: crypto::Sealer::new(secret.expose(), "gatehouse totp secrets v1", "gt1."),
                 cookies: cookies.clone(),
                 config: config.two_factor.clone(),
-                app_name: config.mail.app_name.clone(),
+                app_name: config.app_name().to_owned(),
                 mail: mail.clone(),
             });
         let passkeys = plugins::passkey::PasskeyFlow::new(
@@ -486,7 +487,7 @@ impl AppState {
             cookies.clone(),
             &config.base_url,
             &config.origins_besides_base(),
-            &config.mail.app_name,
+            config.app_name(),
         )
         .map_err(StartError::Config)?;
         let email_otp = plugins::email_otp::EmailOtp::new(plugins::email_otp::EmailOtpInner {

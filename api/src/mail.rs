@@ -285,6 +285,12 @@ impl Mailer {
         })
     }
 
+    /// Signs the mail with `app_name` (`{{app_name}}`: `ui.app_name` when set).
+    pub fn named(mut self, app_name: &str) -> Self {
+        app_name.clone_into(&mut self.app_name);
+        self
+    }
+
     /// Whether any sender is configured (`mail.transport` is not `none`).
     pub fn enabled(&self) -> bool {
         !matches!(self.transport, Transport::Disabled)

@@ -317,6 +317,19 @@ fn print(label: &str, s: &Stats) {
     }
 }
 
+/// A seeding error, said plainly when the server's rate limiter refused it (a 429).
+fn limited(url: &str, e: String) -> String {
+    if e.contains("429") {
+        format!(
+            "{url}: seeding the users was refused by the server's rate limiter ({e}; it lets \
+             one address sign up 3 times per 10 s): run the server with \
+             GATEHOUSE_RATE_LIMIT__ENABLED=false for the benchmark"
+        )
+    } else {
+        e
+    }
+}
+
 async fn prepare(url: &str, args: &Args, run_id: &str) -> Result<Arc<Target>, String> {
     let mut t = connect(url, args, run_id).await?;
     let ok = t.send(false, "/ok", None, None).await;
@@ -326,7 +339,9 @@ async fn prepare(url: &str, args: &Args, run_id: &str) -> Result<Arc<Target>, St
     let n = args.users.unwrap_or(args.concurrency);
     if !matches!(args.scenario, Scenario::Ok) && n > 0 {
         let seeded = Instant::now();
-        seed(&mut t, n, &args.password, args.concurrency).await?;
+        seed(&mut t, n, &args.password, args.concurrency)
+            .await
+            .map_err(|e| limited(url, e))?;
         eprintln!(
             "seeded {n} users on {url} in {:.1}s",
             seeded.elapsed().as_secs_f64()

@@ -73,6 +73,28 @@ async fn a_newer_schema_is_refused() {
     }
 }
 
+/// A keyspace asking more replicas than the datacenter has nodes (the default 3 on a one-node
+/// cluster) is not made: every quorum request would fail later. The error says what to set.
+#[tokio::test]
+async fn more_replicas_than_nodes_are_refused_with_what_to_set() {
+    let Some((mut opts, _drop)) = throwaway_keyspace("gh_test") else {
+        return;
+    };
+    opts.replication = "{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}".into();
+    let err = ScyllaStore::migrate(&opts).await.err().expect("refused");
+    let text = err.to_string();
+    assert!(text.contains("scylla.replication"), "{text}");
+    assert!(text.contains("1 node"), "{text}");
+    // What it says to set works.
+    let dc = text
+        .split('"')
+        .nth(1)
+        .expect("the datacenter's name")
+        .to_owned();
+    opts.replication = format!("{{'class': 'NetworkTopologyStrategy', '{dc}': 1}}");
+    migrated(&opts).await;
+}
+
 #[tokio::test]
 async fn an_unreachable_cluster_is_unavailable_not_a_panic() {
     let mut opts = ScyllaOptions::new(vec!["127.0.0.1:1".into()], "gh_none");

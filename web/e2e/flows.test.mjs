@@ -307,6 +307,49 @@ test("by mail: sign up by code, sign in by link on a phone, reset by code", asyn
   await b.context.close();
 });
 
+test("branded: the tenant's name, logo, colour and help on a phone; a sign-up lands on its home", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "gatehouse-e2e-brand-"));
+  const [child, url] = await startGatehouse({
+    ...serverEnv(),
+    GATEHOUSE_DATA_DIR: dir,
+    GATEHOUSE_UI__APP_NAME: "Acme Cloud",
+    GATEHOUSE_UI__LOGO_URL: "/favicon.svg",
+    GATEHOUSE_UI__PRIMARY_COLOR: "#0a7d33",
+    GATEHOUSE_UI__SUPPORT_EMAIL: "help@acme.example",
+    GATEHOUSE_UI__HOME_URL: "/organizations",
+  });
+  try {
+    const { context, page, errors } = await newPage({ viewport: { width: 390, height: 844 } });
+    await page.goto(`${url}/sign-in`);
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    const brand = page.getByRole("link", { name: "Acme Cloud" });
+    assert.equal(await brand.locator("img").getAttribute("src"), "/favicon.svg");
+    assert.equal(await brand.locator("img").evaluate((img) => img.naturalWidth > 0), true);
+    await page.waitForFunction(() => document.title === "Sign in — Acme Cloud");
+    const button = page.getByRole("button", { name: "Sign in", exact: true });
+    assert.equal(await button.evaluate((b) => getComputedStyle(b).backgroundColor), "rgb(10, 125, 51)");
+    assert.equal(await page.getByRole("link", { name: "help@acme.example" }).getAttribute("href"), "mailto:help@acme.example");
+    assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 390);
+    await shot(page, "branded-sign-in-phone");
+    // The mail carries the tenant's name too.
+    await page.goto(`${url}/sign-up`);
+    await page.getByLabel("Name").fill("Bea");
+    await page.getByLabel("Email").fill("bea@example.com");
+    await page.getByLabel("Password", { exact: true }).fill("bea-password-1");
+    await page.getByRole("button", { name: "Create account" }).click();
+    await page.waitForURL(/\/organizations$/);
+    await page.getByRole("heading", { name: "Organizations" }).waitFor();
+    await shot(page, "branded-home-phone");
+    const mail = readdirSync(join(dir, "outbox")).find((f) => f.includes("-verify-email-"));
+    assert.match(JSON.parse(readFileSync(join(dir, "outbox", mail), "utf8")).subject, /Acme Cloud/);
+    assert.deepEqual(errors, []);
+    await context.close();
+  } finally {
+    child.kill("SIGTERM");
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 /** The code an authenticator app shows for a base32 `secret`, `offset` steps from now. */
 function totp(secret, offset = 0) {
   const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";

@@ -5,6 +5,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, Route, Routes, useNavigate } from "react-router";
 import { useFocusFirstInvalid, useFocusOnNavigation, usePageTitle } from "./components/a11y";
 import { api, unwrap } from "./api";
+import { Logo, SupportLine, useBrandColor } from "./brand";
 import { ErrorBox } from "./components/ui";
 import { Account } from "./pages/account";
 import { Admin } from "./pages/admin";
@@ -81,6 +82,7 @@ function Header({ app }: { app: string }) {
   return (
     <header className="top">
       <Link to="/" className="brand">
+        <Logo />
         {app}
       </Link>
       {user ? (
@@ -109,6 +111,7 @@ function Header({ app }: { app: string }) {
 export function App() {
   const app = usePageSettings().appName;
   usePageTitle(app);
+  useBrandColor();
   useFocusOnNavigation();
   useFocusFirstInvalid();
   return (
@@ -140,6 +143,9 @@ export function App() {
           }
         />
       </Routes>
+      <footer className="page-foot">
+        <SupportLine />
+      </footer>
     </>
   );
 }

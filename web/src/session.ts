@@ -12,11 +12,15 @@ export function useSession() {
   });
 }
 
-/** Forgets every cached answer after the session changed (sign-in, sign-out, switching). */
+/** Answers that are the server's, not the user's: kept when the session changes. */
+const SERVER_WIDE = new Set<unknown>(["page-settings", "social-providers"]);
+
+/** Forgets every cached answer after the session changed (sign-in, sign-out, switching), but
+ * the server's own settings. */
 export function useSessionChanged() {
   const qc = useQueryClient();
   return async () => {
-    qc.removeQueries({ predicate: (q) => q.queryKey[0] !== SESSION_KEY[0] });
+    qc.removeQueries({ predicate: (q) => q.queryKey[0] !== SESSION_KEY[0] && !SERVER_WIDE.has(q.queryKey[0]) });
     await qc.invalidateQueries({ queryKey: SESSION_KEY });
   };
 }

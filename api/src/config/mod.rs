@@ -21,6 +21,7 @@ mod store;
 #[cfg(test)]
 mod tests;
 mod two_factor;
+mod ui;
 
 pub use by_mail::*;
 pub use limits::*;
@@ -30,6 +31,7 @@ pub use session::*;
 pub use social::*;
 pub use store::*;
 pub use two_factor::*;
+pub use ui::*;
 
 /// A secret value: never printed by `Debug` or `Display`, and redacted when serialized. Any
 /// scalar is taken as its text (`password = 12345678` in TOML is the string "12345678"), so no
@@ -139,6 +141,8 @@ pub struct Config {
     pub email_otp: EmailOtpConfig,
     /// The magic-link plugin: sign-in by a mailed link.
     pub magic_link: MagicLinkConfig,
+    /// The hosted pages as the tenant's own: name, logo, colour, help, home.
+    pub ui: UiConfig,
     /// Where the data lives: `sqlite` (a file in `data_dir`; one machine) or `scylla` (a
     /// ScyllaDB or Cassandra cluster shared by any number of Gatehouse processes).
     pub store: StoreKind,
@@ -180,6 +184,7 @@ impl Default for Config {
             two_factor: TwoFactorConfig::default(),
             email_otp: EmailOtpConfig::default(),
             magic_link: MagicLinkConfig::default(),
+            ui: UiConfig::default(),
             store: StoreKind::Sqlite,
             scylla: ScyllaConfig::default(),
             social: BTreeMap::new(),
@@ -260,6 +265,14 @@ impl Config {
         Ok(loaded)
     }
 
+    /// The name the pages and mail use: `ui.app_name`, else `mail.app_name`.
+    pub fn app_name(&self) -> &str {
+        match self.ui.app_name.trim() {
+            "" => &self.mail.app_name,
+            name => name,
+        }
+    }
+
     /// Once the listener is bound: a derived base URL takes the port really chosen (`:0`).
     pub fn bound_to(&mut self, local: std::net::SocketAddr) {
         if self.base_url_derived {
@@ -325,6 +338,9 @@ impl Config {
         }
         if self.email_otp.expires_in == 0 || self.magic_link.expires_in == 0 {
             return bad("email_otp.expires_in and magic_link.expires_in must be positive".into());
+        }
+        if let Err(e) = self.ui.check(&self.base_url, &self.trusted_origins) {
+            return bad(e);
         }
         if self.email_otp.allowed_attempts == 0 {
             return bad("email_otp.allowed_attempts must be at least 1".into());

@@ -324,3 +324,37 @@ fn what_serve_would_refuse_is_refused_at_load() {
         assert!(Config::load(None, env(&bad)).is_err(), "{bad:?}");
     }
 }
+
+#[test]
+fn the_tenants_look_is_checked_at_load() {
+    let c = Config::load(
+        None,
+        env(&[
+            ("GATEHOUSE_UI__APP_NAME", "Acme"),
+            (
+                "GATEHOUSE_UI__LOGO_URL",
+                "https://cdn.acme.example/logo.svg",
+            ),
+            ("GATEHOUSE_UI__PRIMARY_COLOR", "#0a7d33"),
+            ("GATEHOUSE_UI__SUPPORT_EMAIL", "help@acme.example"),
+            ("GATEHOUSE_TRUSTED_ORIGINS", "https://app.acme.example"),
+            ("GATEHOUSE_UI__HOME_URL", "https://app.acme.example/welcome"),
+        ]),
+    )
+    .unwrap()
+    .config;
+    assert_eq!(c.app_name(), "Acme");
+    assert_eq!(Config::default().app_name(), "Gatehouse");
+    for bad in [
+        [("GATEHOUSE_UI__PRIMARY_COLOR", "red")],
+        [("GATEHOUSE_UI__PRIMARY_COLOR", "#12345")],
+        [("GATEHOUSE_UI__LOGO_URL", "http://cdn.example/logo.svg")],
+        [("GATEHOUSE_UI__LOGO_URL", "//cdn.example/logo.svg")],
+        [("GATEHOUSE_UI__SUPPORT_EMAIL", "not-an-address")],
+        [("GATEHOUSE_UI__HOME_URL", "https://evil.example/")],
+        [("GATEHOUSE_UI__HOME_URL", "//evil.example/")],
+    ] {
+        let err = Config::load(None, env(&bad)).unwrap_err().to_string();
+        assert!(err.contains("ui."), "{bad:?}: {err}");
+    }
+}

@@ -1842,4 +1842,43 @@ async fn page_settings_follow_the_configuration() {
         json!({"appName": "Acme", "emailVerification": {"sendOnSignUp": true, "required": true},
                "password": {"minLength": 12, "maxLength": 128}, "byMail": false})
     );
+    // The tenant's look: its name wins over mail.app_name, in the pages and in mail.
+    let h = harness_with(|c| {
+        c.ui.app_name = "Acme".into();
+        c.ui.logo_url = "/favicon.svg".into();
+        c.ui.primary_color = "#0a7d33".into();
+        c.ui.support_email = "help@acme.example".into();
+        c.ui.home_url = "/organizations".into();
+    })
+    .await;
+    let s = h
+        .get("/api/auth/page-settings", None)
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        (&s["appName"], &s["logoUrl"], &s["primaryColor"]),
+        (&json!("Acme"), &json!("/favicon.svg"), &json!("#0a7d33"))
+    );
+    assert_eq!(
+        (&s["supportEmail"], &s["homeUrl"]),
+        (&json!("help@acme.example"), &json!("/organizations"))
+    );
+    h.post(
+        "/api/auth/request-password-reset",
+        json!({"email": "nobody@example.com"}),
+        None,
+    )
+    .await
+    .expect(200);
+    h.sign_up("ann@example.com", "a-good-password").await;
+    h.post(
+        "/api/auth/request-password-reset",
+        json!({"email": "ann@example.com"}),
+        None,
+    )
+    .await
+    .expect(200);
+    let mail = last_mail(&h, "reset-password", "ann@example.com").unwrap();
+    assert_eq!(mail["subject"], "Reset your Acme password");
 }

@@ -5,6 +5,9 @@
 // questions and compares the answers. Written from better-auth's documented options.
 //
 //   node better-auth-server.mjs        → prints "listening on 127.0.0.1:<port>" when ready
+//   PORT=3300 JWT_PLUGIN=0 node better-auth-server.mjs
+//                                      → on that port, without the jwt plugin (get-session then
+//                                        signs no JWT): the benchmark's side by side (bench/README)
 import http from "node:http";
 import { betterAuth } from "better-auth";
 import { toNodeHandler } from "better-auth/node";
@@ -71,7 +74,7 @@ globalThis.fetch = async (input, init = {}) => {
 };
 
 const server = http.createServer();
-server.listen(0, "127.0.0.1", () => {
+server.listen(Number(process.env.PORT || 0), "127.0.0.1", () => {
   const { port } = server.address();
   const base = `http://localhost:${port}`;
   const auth = betterAuth({
@@ -114,7 +117,7 @@ server.listen(0, "127.0.0.1", () => {
         sendInvitationEmail: async ({ email, id }) => remember("invitation", email, id),
       }),
       admin(),
-      jwt(),
+      ...(process.env.JWT_PLUGIN === "0" ? [] : [jwt()]),
       // Codes by mail: kept as a mail of kind "two-factor-otp" whose url is the code.
       twoFactor({ otpOptions: { sendOTP: async ({ user, otp }) => remember("two-factor-otp", user.email, otp) } }),
       // Codes and links by mail: a code is kept as a mail of kind "email-otp" whose url is it.

@@ -171,8 +171,71 @@ pub(super) async fn current(store: &ScyllaStore) -> StoreResult<i32> {
         .unwrap_or(0) as i32)
 }
 
+/// The replicas `replication` asks of datacenter `dc`: its own entry, else the
+/// `replication_factor` every datacenter gets (`None`: the map names neither).
+pub(crate) fn replicas_asked(replication: &str, dc: &str) -> Option<u32> {
+    let entries: Vec<(String, String)> = replication
+        .trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .split(',')
+        .filter_map(|e| {
+            let (k, v) = e.split_once(':')?;
+            let unquote = |x: &str| x.trim().trim_matches('\'').trim_matches('"').to_owned();
+            Some((unquote(k), unquote(v)))
+        })
+        .collect();
+    let of = |key: &str| {
+        entries
+            .iter()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| v.parse().ok())
+    };
+    of(dc).or_else(|| of("replication_factor"))
+}
+
+/// Refuses to create a keyspace whose replication asks a datacenter for more replicas than it
+/// has nodes: every quorum read and write would then fail (the server would stop at its first
+/// request). Says what to set instead.
+async fn check_replication(store: &ScyllaStore, replication: &str) -> StoreResult<()> {
+    let mut nodes: std::collections::BTreeMap<String, u32> = Default::default();
+    for query in [
+        "SELECT data_center FROM system.local",
+        "SELECT data_center FROM system.peers",
+    ] {
+        for r in store.rows(query, vec![]).await? {
+            if let Some(dc) = Cols(&r).otext(0) {
+                *nodes.entry(dc).or_default() += 1;
+            }
+        }
+    }
+    for (dc, n) in &nodes {
+        if let Some(asked) = replicas_asked(replication, dc) {
+            if asked > *n {
+                return Err(StoreError::Internal(format!(
+                    "scylla.replication asks datacenter {dc:?} for {asked} replicas, but it has \
+                     {n} node(s): quorum reads and writes could never succeed. Set \
+                     scylla.replication = \"{{'class': 'NetworkTopologyStrategy', '{dc}': {n}}}\" \
+                     (GATEHOUSE_SCYLLA__REPLICATION), or add nodes"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Creates the keyspace if needed and applies the migrations this database has not had.
 pub(super) async fn migrate(store: &ScyllaStore, replication: &str) -> StoreResult<()> {
+    let keyspace_exists = store
+        .row(
+            "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?",
+            vec![text(&store.ks)],
+        )
+        .await?
+        .is_some();
+    if !keyspace_exists {
+        check_replication(store, replication).await?;
+    }
     let tablets = store
         .row(
             "SELECT supported_features FROM system.local WHERE key = 'local'",
@@ -233,4 +296,21 @@ pub(super) async fn migrate(store: &ScyllaStore, replication: &str) -> StoreResu
 fn already_there(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
     m.contains("already exist") || m.contains("conflicts with an existing column")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replicas_asked;
+
+    #[test]
+    fn the_replicas_a_replication_map_asks_of_a_datacenter() {
+        let default = "{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}";
+        assert_eq!(replicas_asked(default, "datacenter1"), Some(3));
+        let per_dc = "{'class': 'NetworkTopologyStrategy', 'dc1': 1, 'dc2': 3}";
+        assert_eq!(replicas_asked(per_dc, "dc1"), Some(1));
+        assert_eq!(replicas_asked(per_dc, "dc2"), Some(3));
+        assert_eq!(replicas_asked(per_dc, "dc3"), None);
+        let simple = "{'class': 'SimpleStrategy', 'replication_factor': 1}";
+        assert_eq!(replicas_asked(simple, "anything"), Some(1));
+    }
 }

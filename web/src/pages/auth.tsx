@@ -10,6 +10,7 @@ import { CodeSignIn, LinkSent, MailButtons, type Sent } from "./bymail";
 import { isChallenge, SecondStep, type Challenge } from "../components/twofactor";
 import { ErrorBox, Field, Notice, PasswordField, Submit } from "../components/ui";
 import { describeRedirectError } from "../errors";
+import { useAfterSignIn, SupportLine } from "../brand";
 import { safeRedirect, withRedirect } from "../redirect";
 import { useSession, useSessionChanged } from "../session";
 import { DEFAULT_SETTINGS, usePageSettings, type PasswordRules } from "../settings";
@@ -100,12 +101,15 @@ export function SignIn() {
   const [touched, setTouched] = useState(false);
   const [emailChecked, setEmailChecked] = useState(false);
   const [sent, setSent] = useState<Sent | null>(null);
-  const navigate = useNavigate();
   const changed = useSessionChanged();
   const [challenge, setChallenge] = useState<Challenge | null>(null);
+  // Where a provider's or a link's sign-in comes back to: redirectTo, else the tenant's home.
+  const home = usePageSettings().homeUrl;
+  const comeBack = params.get("redirectTo") ? redirectTo : (home ?? redirectTo);
+  const land = useAfterSignIn(params.get("redirectTo"));
   const done = async () => {
     await changed();
-    navigate(redirectTo, { replace: true });
+    land();
   };
   const signIn = useMutation({
     mutationFn: () => unwrap(api.POST("/sign-in/email", { body: { email: email.trim(), password, rememberMe } })),
@@ -125,7 +129,7 @@ export function SignIn() {
   };
   const unverified = signIn.error instanceof ApiError && signIn.error.code === "EMAIL_NOT_VERIFIED";
   // Already signed in (a bookmarked or shared link): on to where the page would lead.
-  if (session.data && !signIn.isPending) return <Navigate to={redirectTo} replace />;
+  if (session.data && !signIn.isPending) return <Navigate to={comeBack.startsWith("/") ? safeRedirect(comeBack) : redirectTo} replace />;
   if (challenge)
     return (
       <main className="narrow">
@@ -175,7 +179,7 @@ export function SignIn() {
           <div className="divider">or</div>
           <MailButtons
             email={email}
-            redirectTo={redirectTo}
+            redirectTo={comeBack}
             onSent={setSent}
             check={() => {
               setEmailChecked(true);
@@ -184,7 +188,7 @@ export function SignIn() {
           />
           <PasskeySignIn onDone={done} />
         </div>
-        <SocialButtons redirectTo={redirectTo} />
+        <SocialButtons redirectTo={comeBack} />
         <p className="muted">
           <Link to={withRedirect("/forgot-password", null, email ? { email } : {})}>Forgot your password?</Link>
           {" · "}
@@ -238,10 +242,10 @@ export function SignUp() {
   const [byMail, setByMail] = useState(false);
   const [sent, setSent] = useState<Sent | null>(null);
   const [challenge, setChallenge] = useState<Challenge | null>(null);
-  const navigate = useNavigate();
   const changed = useSessionChanged();
   const settings = usePageSettings();
   const rules = settings.password;
+  const comeBack = params.get("redirectTo") ? redirectTo : (settings.homeUrl ?? redirectTo);
   const signUp = useMutation({
     mutationFn: () =>
       unwrap(
@@ -253,7 +257,7 @@ export function SignUp() {
       if (!data.token) return; // verification required first: the page says so
       await changed();
       // The account page says "check your inbox" when a link went out with the sign-up.
-      navigate(redirectTo, { replace: true, state: { verificationSent: settings.emailVerification.sendOnSignUp && !data.user.emailVerified } });
+      land({ verificationSent: settings.emailVerification.sendOnSignUp && !data.user.emailVerified });
     },
   });
   const errors = {
@@ -261,9 +265,10 @@ export function SignUp() {
     email: touched || byMail ? emailProblem(email) : null,
     password: touched ? newPasswordProblem(password, rules) : null,
   };
+  const land = useAfterSignIn(params.get("redirectTo"));
   const done = async () => {
     await changed();
-    navigate(redirectTo, { replace: true });
+    land();
   };
   // A new account by a code: a user with two-factor sign-in on is no new account (the
   // address had one): its second step is the sign-in page's.
@@ -308,7 +313,7 @@ export function SignUp() {
             <MailButtons
               email={email}
               name={name}
-              redirectTo={redirectTo}
+              redirectTo={comeBack}
               onSent={setSent}
               check={() => {
                 setByMail(true);
@@ -317,7 +322,7 @@ export function SignUp() {
             />
           </div>
         )}
-        <SocialButtons redirectTo={redirectTo} />
+        <SocialButtons redirectTo={comeBack} />
         <p className="muted">
           Already have an account? <Link to={withRedirect("/sign-in", params.get("redirectTo"), email ? { email } : {})}>Sign in</Link>
         </p>
@@ -379,6 +384,7 @@ export function ErrorPage() {
         <p>
           <Link to="/">Back to the start</Link>
         </p>
+        <SupportLine />
       </div>
     </main>
   );

@@ -24,6 +24,17 @@ struct PageSettings {
     password: PasswordRules,
     /// Codes and links by mail are offered (the server sends mail).
     by_mail: bool,
+    /// The tenant's look and help (`[ui]`); absent when not configured.
+    #[oai(skip_serializing_if_is_none)]
+    logo_url: Option<String>,
+    /// The accent colour, `#rgb` or `#rrggbb`.
+    #[oai(skip_serializing_if_is_none)]
+    primary_color: Option<String>,
+    #[oai(skip_serializing_if_is_none)]
+    support_email: Option<String>,
+    /// Where a sign-in with no `redirectTo` leads: a path here or a URL of a trusted origin.
+    #[oai(skip_serializing_if_is_none)]
+    home_url: Option<String>,
 }
 
 #[derive(Debug, Object)]
@@ -56,12 +67,14 @@ impl MetaApi {
     ///
     /// What a sign-up or password form should tell the person before they submit (a Gatehouse
     /// extension): the app's name, whether a sign-up mails a verification link, the password
-    /// rules. Nothing secret.
+    /// rules, whether codes and links by mail are offered, and the tenant's look (`[ui]`).
+    /// Nothing secret.
     #[oai(path = "/page-settings", method = "get", operation_id = "pageSettings")]
     async fn page_settings(&self, state: Data<&AppState>) -> Json<PageSettings> {
         let c = &state.config;
+        let set = |v: &str| Some(v.trim().to_owned()).filter(|v| !v.is_empty());
         Json(PageSettings {
-            app_name: c.mail.app_name.clone(),
+            app_name: c.app_name().to_owned(),
             email_verification: EmailVerificationSettings {
                 send_on_sign_up: c.email_verification.send_on_sign_up,
                 required: c.email_verification.require_email_verification,
@@ -71,6 +84,10 @@ impl MetaApi {
                 max_length: c.password.max_length as u64,
             },
             by_mail: state.mail.enabled(),
+            logo_url: set(&c.ui.logo_url),
+            primary_color: set(&c.ui.primary_color),
+            support_email: set(&c.ui.support_email),
+            home_url: set(&c.ui.home_url),
         })
     }
 
