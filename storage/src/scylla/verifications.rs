@@ -33,6 +33,9 @@ impl ScyllaStore {
     }
 
     async fn unindex_verification(&self, v: &Verification) -> StoreResult<()> {
+        if v.value.is_empty() {
+            return Ok(());
+        }
         self.exec(
             &format!(
                 "DELETE FROM {} WHERE value = ? AND identifier = ?",
@@ -166,6 +169,10 @@ impl ScyllaStore {
             .await?;
         if !created {
             return Err(StoreError::Conflict("identifier"));
+        }
+        if v.value.is_empty() {
+            // No owner to find it by (the lookup's partition key may not be empty).
+            return Ok(());
         }
         self.exec(
             &format!(

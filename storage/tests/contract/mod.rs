@@ -411,6 +411,25 @@ pub async fn verifications_are_single_use(s: S) {
         assert!(left.expires_at <= t);
     }
     assert!(!s.delete_verification("never-issued").await.unwrap());
+
+    // A value without an owner (an empty one) is kept, read and taken like any other.
+    let ownerless = Verification {
+        id: VerificationId::generate(),
+        identifier: format!("marker:{}", random_string(12)),
+        value: String::new(),
+        ..v.clone()
+    };
+    s.create_verification(&ownerless, &[]).await.unwrap();
+    assert_eq!(
+        s.get_verification(&ownerless.identifier).await.unwrap(),
+        Some(ownerless.clone())
+    );
+    assert_eq!(
+        s.consume_verification(&ownerless.identifier).await.unwrap(),
+        Some(ownerless.clone())
+    );
+    s.create_verification(&ownerless, &[]).await.unwrap();
+    assert!(s.delete_verification(&ownerless.identifier).await.unwrap());
 }
 
 pub async fn verifications_of_one_owner_are_deleted_by_prefix(s: S) {
