@@ -1303,7 +1303,14 @@ async fn cli_bootstraps_an_admin_and_rotates_keys() {
     assert_eq!(before["keys"].as_array().unwrap().len(), 1);
     let (ok, _, said) = cli(&["keys", "rotate"], None);
     assert!(ok && said.starts_with("new signing key "), "{said}");
-    let new_kid = said.trim_start_matches("new signing key ").to_owned();
+    // The first line (a consumer of the running server's store may log after it).
+    let new_kid = said
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("new signing key ")
+        .trim()
+        .to_owned();
     let stored = storage::sqlite::SqliteStore::open(dir.path().join("gatehouse.db"))
         .await
         .unwrap();
