@@ -2,6 +2,7 @@
 //! new address (none to an address in use), the current address's code first when
 //! configured, a fresh session, the new address verified and the session replaced.
 use crate::common::*;
+use crate::email_otp::code_of;
 use chrono::Duration;
 use serde_json::{json, Value};
 
@@ -23,10 +24,6 @@ async fn change(h: &H, cookie: &str, new_email: &str, otp: &str) -> Resp {
         Some(cookie),
     )
     .await
-}
-
-fn code_of(mail: &Value) -> String {
-    mail["subject"].as_str().unwrap()[..6].to_owned()
 }
 
 #[tokio::test]

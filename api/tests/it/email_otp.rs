@@ -25,7 +25,8 @@ pub(crate) async fn code(h: &H, email: &str, purpose: &str) -> String {
     code_of(&next_mail(h, "email-otp", email, seen).await)
 }
 
-fn code_of(mail: &Value) -> String {
+/// The code of a mailed `email-otp` (its subject's first word, also in the text).
+pub(crate) fn code_of(mail: &Value) -> String {
     let subject = mail["subject"].as_str().unwrap();
     let code = subject.split(' ').next().unwrap().to_owned();
     assert_eq!(code.len(), 6, "{subject}");

@@ -212,35 +212,14 @@ impl Pair {
     }
 
     /// The token of the one reset mail for `email` not in `seen` (both processes share the
-    /// outbox folder, and their clocks may tie), which joins `seen`; waited for (the mail
-    /// leaves after the answer).
+    /// outbox folder, and their clocks may tie), which joins `seen`.
     async fn reset_token(
         &self,
         email: &str,
         seen: &mut std::collections::HashSet<std::path::PathBuf>,
     ) -> String {
-        let dir = self.dir.path().join("outbox");
-        let mut newest = None;
-        for _ in 0..200 {
-            newest = std::fs::read_dir(&dir)
-                .into_iter()
-                .flatten()
-                .filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "json") && !seen.contains(p))
-                .filter_map(|p| {
-                    let m: Value = serde_json::from_str(&std::fs::read_to_string(&p).ok()?).ok()?;
-                    (m["kind"] == "reset-password" && m["to"] == email).then_some((p, m))
-                })
-                .max_by(|x, y| x.0.cmp(&y.0));
-            if newest.is_some() {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        let newest = newest.expect("a reset mail");
-        seen.insert(newest.0.clone());
-        let link = newest.1["link"].as_str().unwrap().to_owned();
+        let mail = self.new_mail("reset-password", email, seen).await;
+        let link = mail["link"].as_str().unwrap().to_owned();
         let after = link.split("/reset-password/").nth(1).unwrap();
         after.split('?').next().unwrap().to_owned()
     }
