@@ -386,6 +386,161 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api-key/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create an API key
+         * @description The key in full, this once (only its SHA-256 is kept), with its record. From a
+         *     session: the caller's own key, or with `organizationId` the organization's (members
+         *     allowed `apiKey:create`; its permissions default to the maker's and may not exceed
+         *     them). With the server key: any user's (`userId`), with quotas, rate limits and
+         *     permissions; from a session those are refused with `SERVER_ONLY_PROPERTY`.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api-key/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete an API key
+         * @description One of the caller's keys, or their organization's (`apiKey:delete`). It stops
+         *     working at once in this process and within a second in every other.
+         */
+        post: operations["deleteApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api-key/delete-all-expired-api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete every expired API key (server key only)
+         * @description Housekeeping for the server (`Authorization: Bearer <server_key>`): expired keys
+         *     stop working by themselves; this removes their records.
+         */
+        post: operations["deleteAllExpiredApiKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api-key/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an API key
+         * @description One of the caller's keys, or of their organization's (`apiKey:read`); never the key
+         *     itself. `KEY_NOT_FOUND` for any other id.
+         */
+        get: operations["getApiKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api-key/list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List API keys
+         * @description The caller's own keys, or with `organizationId` that organization's
+         *     (`apiKey:read`), oldest first; `limit`/`offset` page them, `sortBy` (`createdAt`,
+         *     `name`, `expiresAt`, `lastRequest`) and `sortDirection` order them.
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api-key/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Update an API key
+         * @description Name, `enabled` and `expiresIn` (`null`: never) from a session, on the caller's own
+         *     keys or their organization's (`apiKey:update`); quotas, rate limits and permissions
+         *     with the server key only (`SERVER_ONLY_PROPERTY`). `NO_VALUES_TO_UPDATE` when nothing
+         *     is asked.
+         */
+        post: operations["updateApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api-key/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Verify an API key (server key only)
+         * @description Whether `key` works now (counting this as one of its uses, as a request with it
+         *     would), and, with `permissions`, whether the key holds every one of them: `{valid,
+         *     error: {message, code}, key}` — 200 either way. Needs `Authorization: Bearer
+         *     <server_key>`.
+         */
+        post: operations["verifyApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/callback/{id}": {
         parameters: {
             query?: never;
@@ -2653,6 +2808,82 @@ export interface components {
             user: components["schemas"]["User"];
         };
         /**
+         * ApiKey
+         * @description An API key as listed: never the key itself, its first characters (`start`) instead.
+         */
+        ApiKey: {
+            /** @description `default`. */
+            configId: string;
+            createdAt: string;
+            enabled: boolean;
+            expiresAt?: string | null;
+            id: string;
+            lastRefillAt?: string | null;
+            lastRequest?: string | null;
+            metadata?: unknown;
+            name?: string | null;
+            /** @description The owning organization, if any. A Gatehouse addition. */
+            organizationId?: string | null;
+            permissions?: {
+                [key: string]: string[];
+            } | null;
+            prefix?: string | null;
+            rateLimitEnabled: boolean;
+            /** Format: int64 */
+            rateLimitMax?: number | null;
+            /**
+             * Format: int64
+             * @description Milliseconds.
+             */
+            rateLimitTimeWindow?: number | null;
+            /** @description The owner: the organization's id for an organization's key, else the user's. */
+            referenceId: string;
+            /** Format: int64 */
+            refillAmount?: number | null;
+            /**
+             * Format: int64
+             * @description Milliseconds between refills of `remaining`.
+             */
+            refillInterval?: number | null;
+            /**
+             * Format: int64
+             * @description Uses left (`null`: unlimited).
+             */
+            remaining?: number | null;
+            /**
+             * Format: int64
+             * @description Requests in the current rate-limit window.
+             */
+            requestCount: number;
+            /** @description The key's first characters, to tell keys apart. */
+            start?: string | null;
+            updatedAt: string;
+            /** @description Who made the key (whom it acts as). A Gatehouse addition. */
+            userId: string;
+        };
+        /** ApiKeyError */
+        ApiKeyError: {
+            code: string;
+            message: string;
+        };
+        /** ApiKeyList */
+        ApiKeyList: {
+            apiKeys: components["schemas"]["ApiKey"][];
+            /** Format: uint64 */
+            limit?: number | null;
+            /** Format: uint64 */
+            offset?: number | null;
+            /**
+             * Format: uint64
+             * @description Keys before paging.
+             */
+            total: number;
+        };
+        /** ApiKeySuccess */
+        ApiKeySuccess: {
+            success: boolean;
+        };
+        /**
          * AuditEvent
          * @description One security event.
          */
@@ -2661,7 +2892,7 @@ export interface components {
              * @description `user.sign-in`, `member.role-changed`… (README, "Audit log", lists them).
              * @enum {string}
              */
-            action: "user.sign-up" | "user.sign-in" | "user.sign-out" | "session.revoked" | "password.changed" | "password.reset" | "password.set" | "email.change-requested" | "email.changed" | "email.verified" | "account.linked" | "account.unlinked" | "user.deleted" | "organization.created" | "organization.updated" | "organization.deleted" | "member.added" | "member.removed" | "member.role-changed" | "invitation.created" | "invitation.accepted" | "invitation.rejected" | "invitation.canceled" | "role.created" | "role.updated" | "role.deleted" | "rate-limit.hit" | "admin.user-created" | "admin.user-updated" | "admin.role-set" | "admin.user-banned" | "admin.user-unbanned" | "admin.sessions-revoked" | "admin.user-removed" | "admin.password-set" | "admin.impersonation-started" | "admin.impersonation-stopped" | "admin.two-factor-disabled" | "two-factor.enrolled" | "two-factor.disabled" | "two-factor.backup-codes-regenerated" | "two-factor.challenge" | "two-factor.device-trusted" | "passkey.registered" | "passkey.sign-in" | "passkey.renamed" | "passkey.deleted" | "passkey.clone-suspected";
+            action: "user.sign-up" | "user.sign-in" | "user.sign-out" | "session.revoked" | "password.changed" | "password.reset" | "password.set" | "email.change-requested" | "email.changed" | "email.verified" | "account.linked" | "account.unlinked" | "user.deleted" | "organization.created" | "organization.updated" | "organization.deleted" | "member.added" | "member.removed" | "member.role-changed" | "invitation.created" | "invitation.accepted" | "invitation.rejected" | "invitation.canceled" | "role.created" | "role.updated" | "role.deleted" | "rate-limit.hit" | "admin.user-created" | "admin.user-updated" | "admin.role-set" | "admin.user-banned" | "admin.user-unbanned" | "admin.sessions-revoked" | "admin.user-removed" | "admin.password-set" | "admin.impersonation-started" | "admin.impersonation-stopped" | "admin.two-factor-disabled" | "two-factor.enrolled" | "two-factor.disabled" | "two-factor.backup-codes-regenerated" | "two-factor.challenge" | "two-factor.device-trusted" | "passkey.registered" | "passkey.sign-in" | "passkey.renamed" | "passkey.deleted" | "passkey.clone-suspected" | "api-key.created" | "api-key.updated" | "api-key.deleted" | "api-key.first-use" | "api-key.refused";
             /** @description Who acted (absent: the server key or an anonymous client). */
             actorId?: string | null;
             /** @description ISO 8601 date-time. */
@@ -2758,6 +2989,54 @@ export interface components {
             otp: string;
             type: components["schemas"]["EmailOtpType"];
         };
+        /** CreateApiKeyBody */
+        CreateApiKeyBody: {
+            /** @description better-auth's configuration id; only `default` is known here. */
+            configId?: string | null;
+            /**
+             * Format: int64
+             * @description Seconds until the key stops working (1–365 days); `null` or absent: never.
+             */
+            expiresIn?: number | null;
+            /** @description An object kept with the key (when `api_key.enable_metadata` is on). */
+            metadata?: unknown;
+            /** @description 1–32 characters. */
+            name?: string | null;
+            /**
+             * @description An organization the key belongs to: it acts there only (members allowed
+             *     `apiKey:create`).
+             */
+            organizationId?: string | null;
+            /**
+             * @description The key's permissions. From a session: an organization's key only, within the
+             *     maker's; any with the server key.
+             */
+            permissions?: {
+                [key: string]: string[];
+            } | null;
+            /** @description Letters, digits, `_` and `-`, put before the random part. */
+            prefix?: string | null;
+            /** @description Server key only: the key's rate limit. */
+            rateLimitEnabled?: boolean | null;
+            /** Format: int64 */
+            rateLimitMax?: number | null;
+            /** Format: int64 */
+            rateLimitTimeWindow?: number | null;
+            /**
+             * Format: int64
+             * @description Server key only: `remaining` is set back to this every `refillInterval` ms.
+             */
+            refillAmount?: number | null;
+            /** Format: int64 */
+            refillInterval?: number | null;
+            /**
+             * Format: int64
+             * @description Server key only: uses allowed (`null`: unlimited).
+             */
+            remaining?: number | null;
+            /** @description Server key only: the user the key is made for (without a session). */
+            userId?: string | null;
+        };
         /** CreateBody */
         CreateBody: {
             keepCurrentActiveOrganization?: boolean | null;
@@ -2790,6 +3069,65 @@ export interface components {
             organizationId?: string | null;
         };
         /**
+         * CreatedApiKey
+         * @description A new key: the key in full (shown this once) and its record.
+         */
+        CreatedApiKey: {
+            /** @description `default`. */
+            configId: string;
+            createdAt: string;
+            enabled: boolean;
+            expiresAt?: string | null;
+            id: string;
+            /**
+             * @description The key: send it in the `x-api-key` header. It is not stored and cannot be shown
+             *     again.
+             */
+            key: string;
+            lastRefillAt?: string | null;
+            lastRequest?: string | null;
+            metadata?: unknown;
+            name?: string | null;
+            /** @description The owning organization, if any. A Gatehouse addition. */
+            organizationId?: string | null;
+            permissions?: {
+                [key: string]: string[];
+            } | null;
+            prefix?: string | null;
+            rateLimitEnabled: boolean;
+            /** Format: int64 */
+            rateLimitMax?: number | null;
+            /**
+             * Format: int64
+             * @description Milliseconds.
+             */
+            rateLimitTimeWindow?: number | null;
+            /** @description The owner: the organization's id for an organization's key, else the user's. */
+            referenceId: string;
+            /** Format: int64 */
+            refillAmount?: number | null;
+            /**
+             * Format: int64
+             * @description Milliseconds between refills of `remaining`.
+             */
+            refillInterval?: number | null;
+            /**
+             * Format: int64
+             * @description Uses left (`null`: unlimited).
+             */
+            remaining?: number | null;
+            /**
+             * Format: int64
+             * @description Requests in the current rate-limit window.
+             */
+            requestCount: number;
+            /** @description The key's first characters, to tell keys apart. */
+            start?: string | null;
+            updatedAt: string;
+            /** @description Who made the key (whom it acts as). A Gatehouse addition. */
+            userId: string;
+        };
+        /**
          * CreatedOrganizationRole
          * @description A created role, and the permissions it was given (as better-auth 1.7 answers).
          */
@@ -2800,6 +3138,11 @@ export interface components {
                 [key: string]: string[];
             };
             success: boolean;
+        };
+        /** DeleteApiKeyBody */
+        DeleteApiKeyBody: {
+            configId?: string | null;
+            keyId: string;
         };
         /** DeleteRoleBody */
         DeleteRoleBody: {
@@ -2815,6 +3158,16 @@ export interface components {
         /** DeleteUserResponse */
         DeleteUserResponse: {
             message: string;
+            success: boolean;
+        };
+        /** DeletedExpiredApiKeys */
+        DeletedExpiredApiKeys: {
+            /**
+             * Format: uint64
+             * @description How many keys went. A Gatehouse addition.
+             */
+            deleted: number;
+            error?: string | null;
             success: boolean;
         };
         /**
@@ -2872,7 +3225,7 @@ export interface components {
              * @description Stable machine-readable code, e.g. `INVALID_EMAIL_OR_PASSWORD`.
              * @enum {string}
              */
-            code: "ACCESS_TOKEN_NOT_FOUND" | "ACCOUNT_NOT_FOUND" | "ADMIN_SESSION_NOT_FOUND" | "AUTHENTICATION_FAILED" | "BANNED_USER" | "CHALLENGE_NOT_FOUND" | "CHANGE_EMAIL_IS_DISABLED" | "CHANGE_EMAIL_WITH_OTP_DISABLED" | "COULDNT_UPDATE_YOUR_EMAIL" | "CREDENTIAL_ACCOUNT_NOT_FOUND" | "DELETE_USER_IS_DISABLED" | "EMAIL_ALREADY_VERIFIED" | "EMAIL_CAN_NOT_BE_UPDATED" | "EMAIL_IS_THE_SAME" | "EMAIL_MISMATCH" | "EMAIL_NOT_VERIFIED" | "EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION" | "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION" | "FAILED_TO_CREATE_SESSION" | "FAILED_TO_CREATE_USER" | "FAILED_TO_GET_ACCESS_TOKEN" | "FAILED_TO_GET_SESSION" | "FAILED_TO_GET_USER_INFO" | "FAILED_TO_REFRESH_ACCESS_TOKEN" | "FAILED_TO_UNLINK_LAST_ACCOUNT" | "FAILED_TO_VERIFY_REGISTRATION" | "FIELD_NOT_ALLOWED" | "FORBIDDEN" | "ID_TOKEN_NOT_SUPPORTED" | "INTERNAL_SERVER_ERROR" | "INVALID_BACKUP_CODE" | "INVALID_CALLBACK_URL" | "INVALID_CODE" | "INVALID_EMAIL" | "INVALID_EMAIL_OR_PASSWORD" | "INVALID_ERROR_CALLBACK_URL" | "INVALID_JSON" | "INVALID_NEW_USER_CALLBACK_URL" | "INVALID_ORIGIN" | "INVALID_OTP" | "INVALID_OTP_TYPE" | "INVALID_PASSWORD" | "INVALID_PERMISSION_CHECK" | "INVALID_REDIRECT_URL" | "INVALID_TOKEN" | "INVALID_TWO_FACTOR_COOKIE" | "INVITATION_LIMIT_REACHED" | "INVITATION_NOT_FOUND" | "INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION" | "LAST_SIGN_IN_METHOD" | "LINKING_DIFFERENT_EMAILS_NOT_ALLOWED" | "LINKING_NOT_ALLOWED" | "MAIL_NOT_CONFIGURED" | "MEMBER_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "METHOD_NOT_ALLOWED_DEFER_SESSION_REQUIRED" | "MISSING_OR_NULL_ORIGIN" | "NOT_FOUND" | "NOT_IMPERSONATING" | "NO_ACTIVE_ORGANIZATION" | "NO_DATA_TO_UPDATE" | "NO_FIELDS_TO_UPDATE" | "OAUTH_LINK_ERROR" | "ORGANIZATION_ALREADY_EXISTS" | "ORGANIZATION_MEMBERSHIP_LIMIT_REACHED" | "ORGANIZATION_NOT_FOUND" | "ORGANIZATION_SLUG_ALREADY_TAKEN" | "OTP_EXPIRED" | "OTP_NOT_ENABLED" | "OTP_REQUIRED" | "PASSKEY_NOT_FOUND" | "PASSWORD_CANNOT_BE_UPDATED_VIA_UPDATE_USER" | "PASSWORD_TOO_LONG" | "PASSWORD_TOO_SHORT" | "PAYLOAD_TOO_LARGE" | "PREVIOUSLY_REGISTERED" | "PROVIDER_NOT_CONFIGURED" | "PROVIDER_NOT_FOUND" | "PROVIDER_NOT_SUPPORTED" | "REFRESH_TOKEN_NOT_FOUND" | "REQUEST_TIMEOUT" | "RESET_PASSWORD_ISNT_ENABLED" | "ROLE_IS_ASSIGNED_TO_MEMBERS" | "ROLE_NAME_IS_ALREADY_TAKEN" | "ROLE_NOT_FOUND" | "SERVER_CREDENTIAL_REQUIRED" | "SERVICE_UNAVAILABLE" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_FRESH" | "SLUG_IS_TAKEN" | "SOCIAL_ACCOUNT_ALREADY_LINKED" | "TEAM_ALREADY_EXISTS" | "TEAM_NOT_FOUND" | "TOKEN_EXPIRED" | "TOKEN_REFRESH_NOT_SUPPORTED" | "TOO_MANY_ATTEMPTS" | "TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE" | "TOO_MANY_REQUESTS" | "TOTP_NOT_ENABLED" | "TWO_FACTOR_NOT_ENABLED" | "UNABLE_TO_REMOVE_LAST_TEAM" | "UNAUTHORIZED" | "UNSUPPORTED_MEDIA_TYPE" | "USER_ALREADY_EXISTS" | "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL" | "USER_ALREADY_HAS_PASSWORD" | "USER_EMAIL_NOT_FOUND" | "USER_ID_CANNOT_BE_UPDATED" | "USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION" | "USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_TEAM" | "USER_NOT_FOUND" | "VALIDATION_ERROR" | "VERIFICATION_EMAIL_ISNT_ENABLED" | "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS" | "YOU_ARE_NOT_ALLOWED_TO_CANCEL_THIS_INVITATION" | "YOU_ARE_NOT_ALLOWED_TO_CHANGE_USERS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_NEW_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_TEAMS_IN_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_GET_USER" | "YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_READ_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_READ_THE_AUDIT_LOG" | "YOU_ARE_NOT_ALLOWED_TO_REGISTER_THIS_PASSKEY" | "YOU_ARE_NOT_ALLOWED_TO_REMOVE_A_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_SET_NON_EXISTENT_VALUE" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_EMAIL" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_PASSWORD" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_USERS" | "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION" | "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION" | "YOU_CANNOT_BAN_YOURSELF" | "YOU_CANNOT_IMPERSONATE_ADMINS" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_WITHOUT_AN_OWNER" | "YOU_CANNOT_REMOVE_YOURSELF" | "YOU_HAVE_REACHED_THE_MAXIMUM_NUMBER_OF_ORGANIZATIONS";
+            code: "ACCESS_TOKEN_NOT_FOUND" | "ACCOUNT_NOT_FOUND" | "ADMIN_SESSION_NOT_FOUND" | "AUTHENTICATION_FAILED" | "BANNED_USER" | "CHALLENGE_NOT_FOUND" | "CHANGE_EMAIL_IS_DISABLED" | "CHANGE_EMAIL_WITH_OTP_DISABLED" | "COULDNT_UPDATE_YOUR_EMAIL" | "CREDENTIAL_ACCOUNT_NOT_FOUND" | "DELETE_USER_IS_DISABLED" | "EMAIL_ALREADY_VERIFIED" | "EMAIL_CAN_NOT_BE_UPDATED" | "EMAIL_IS_THE_SAME" | "EMAIL_MISMATCH" | "EMAIL_NOT_VERIFIED" | "EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION" | "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION" | "EXPIRES_IN_IS_TOO_LARGE" | "EXPIRES_IN_IS_TOO_SMALL" | "FAILED_TO_CREATE_SESSION" | "FAILED_TO_CREATE_USER" | "FAILED_TO_GET_ACCESS_TOKEN" | "FAILED_TO_GET_SESSION" | "FAILED_TO_GET_USER_INFO" | "FAILED_TO_REFRESH_ACCESS_TOKEN" | "FAILED_TO_UNLINK_LAST_ACCOUNT" | "FAILED_TO_VERIFY_REGISTRATION" | "FIELD_NOT_ALLOWED" | "FORBIDDEN" | "ID_TOKEN_NOT_SUPPORTED" | "INSUFFICIENT_API_KEY_PERMISSIONS" | "INTERNAL_SERVER_ERROR" | "INVALID_API_KEY" | "INVALID_BACKUP_CODE" | "INVALID_CALLBACK_URL" | "INVALID_CODE" | "INVALID_EMAIL" | "INVALID_EMAIL_OR_PASSWORD" | "INVALID_ERROR_CALLBACK_URL" | "INVALID_JSON" | "INVALID_METADATA_TYPE" | "INVALID_NAME_LENGTH" | "INVALID_NEW_USER_CALLBACK_URL" | "INVALID_ORIGIN" | "INVALID_OTP" | "INVALID_OTP_TYPE" | "INVALID_PASSWORD" | "INVALID_PERMISSION_CHECK" | "INVALID_PREFIX_LENGTH" | "INVALID_REDIRECT_URL" | "INVALID_REFERENCE_ID_FROM_API_KEY" | "INVALID_REMAINING" | "INVALID_TOKEN" | "INVALID_TWO_FACTOR_COOKIE" | "INVITATION_LIMIT_REACHED" | "INVITATION_NOT_FOUND" | "INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION" | "KEY_DISABLED" | "KEY_DISABLED_EXPIRATION" | "KEY_EXPIRED" | "KEY_NOT_FOUND" | "LAST_SIGN_IN_METHOD" | "LINKING_DIFFERENT_EMAILS_NOT_ALLOWED" | "LINKING_NOT_ALLOWED" | "MAIL_NOT_CONFIGURED" | "MEMBER_NOT_FOUND" | "METADATA_DISABLED" | "METHOD_NOT_ALLOWED" | "METHOD_NOT_ALLOWED_DEFER_SESSION_REQUIRED" | "MISSING_OR_NULL_ORIGIN" | "NAME_REQUIRED" | "NOT_FOUND" | "NOT_IMPERSONATING" | "NO_ACTIVE_ORGANIZATION" | "NO_DATA_TO_UPDATE" | "NO_FIELDS_TO_UPDATE" | "NO_VALUES_TO_UPDATE" | "OAUTH_LINK_ERROR" | "ORGANIZATION_ALREADY_EXISTS" | "ORGANIZATION_MEMBERSHIP_LIMIT_REACHED" | "ORGANIZATION_NOT_FOUND" | "ORGANIZATION_SLUG_ALREADY_TAKEN" | "OTP_EXPIRED" | "OTP_NOT_ENABLED" | "OTP_REQUIRED" | "PASSKEY_NOT_FOUND" | "PASSWORD_CANNOT_BE_UPDATED_VIA_UPDATE_USER" | "PASSWORD_TOO_LONG" | "PASSWORD_TOO_SHORT" | "PAYLOAD_TOO_LARGE" | "PREVIOUSLY_REGISTERED" | "PROVIDER_NOT_CONFIGURED" | "PROVIDER_NOT_FOUND" | "PROVIDER_NOT_SUPPORTED" | "RATE_LIMITED" | "REFILL_AMOUNT_AND_INTERVAL_REQUIRED" | "REFILL_INTERVAL_AND_AMOUNT_REQUIRED" | "REFRESH_TOKEN_NOT_FOUND" | "REQUEST_TIMEOUT" | "RESET_PASSWORD_ISNT_ENABLED" | "ROLE_IS_ASSIGNED_TO_MEMBERS" | "ROLE_NAME_IS_ALREADY_TAKEN" | "ROLE_NOT_FOUND" | "SERVER_CREDENTIAL_REQUIRED" | "SERVER_ONLY_PROPERTY" | "SERVICE_UNAVAILABLE" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_FRESH" | "SLUG_IS_TAKEN" | "SOCIAL_ACCOUNT_ALREADY_LINKED" | "TEAM_ALREADY_EXISTS" | "TEAM_NOT_FOUND" | "TOKEN_EXPIRED" | "TOKEN_REFRESH_NOT_SUPPORTED" | "TOO_MANY_ATTEMPTS" | "TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE" | "TOO_MANY_REQUESTS" | "TOTP_NOT_ENABLED" | "TWO_FACTOR_NOT_ENABLED" | "UNABLE_TO_REMOVE_LAST_TEAM" | "UNAUTHORIZED" | "UNAUTHORIZED_SESSION" | "UNSUPPORTED_MEDIA_TYPE" | "USAGE_EXCEEDED" | "USER_ALREADY_EXISTS" | "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL" | "USER_ALREADY_HAS_PASSWORD" | "USER_BANNED" | "USER_EMAIL_NOT_FOUND" | "USER_ID_CANNOT_BE_UPDATED" | "USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION" | "USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_TEAM" | "USER_NOT_FOUND" | "USER_NOT_MEMBER_OF_ORGANIZATION" | "VALIDATION_ERROR" | "VERIFICATION_EMAIL_ISNT_ENABLED" | "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS" | "YOU_ARE_NOT_ALLOWED_TO_CANCEL_THIS_INVITATION" | "YOU_ARE_NOT_ALLOWED_TO_CHANGE_USERS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_NEW_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_TEAMS_IN_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_GET_USER" | "YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_READ_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_READ_THE_AUDIT_LOG" | "YOU_ARE_NOT_ALLOWED_TO_REGISTER_THIS_PASSKEY" | "YOU_ARE_NOT_ALLOWED_TO_REMOVE_A_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_SET_NON_EXISTENT_VALUE" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_EMAIL" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_PASSWORD" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_USERS" | "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION" | "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION" | "YOU_CANNOT_BAN_YOURSELF" | "YOU_CANNOT_IMPERSONATE_ADMINS" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_WITHOUT_AN_OWNER" | "YOU_CANNOT_REMOVE_YOURSELF" | "YOU_HAVE_REACHED_THE_MAXIMUM_NUMBER_OF_ORGANIZATIONS";
             /** @description For validation failures: what was wrong with which field. */
             details?: string[] | null;
             /** @description Human-readable message. */
@@ -3670,6 +4023,38 @@ export interface components {
             /** @description The provider (spec); with it, `accountId` may also be the provider's id of the account. */
             providerId?: string | null;
         };
+        /** UpdateApiKeyBody */
+        UpdateApiKeyBody: {
+            configId?: string | null;
+            enabled?: boolean | null;
+            /**
+             * Format: int64
+             * @description Seconds from now; `null`: never expires.
+             */
+            expiresIn?: number | null;
+            keyId: string;
+            metadata?: unknown;
+            name?: string | null;
+            permissions?: {
+                [key: string]: string[];
+            } | null;
+            rateLimitEnabled?: boolean | null;
+            /** Format: int64 */
+            rateLimitMax?: number | null;
+            /** Format: int64 */
+            rateLimitTimeWindow?: number | null;
+            /** Format: int64 */
+            refillAmount?: number | null;
+            /** Format: int64 */
+            refillInterval?: number | null;
+            /**
+             * Format: int64
+             * @description Server key only.
+             */
+            remaining?: number | null;
+            /** @description Server key only: the key's maker (without a session). */
+            userId?: string | null;
+        };
         /** UpdateBody */
         UpdateBody: {
             data: components["schemas"]["UpdateData"];
@@ -3758,6 +4143,21 @@ export interface components {
             /** @description pending, accepted, rejected or canceled. */
             status: string;
             teamId?: string | null;
+        };
+        /** VerifiedApiKey */
+        VerifiedApiKey: {
+            error?: components["schemas"]["ApiKeyError"] | null;
+            key?: components["schemas"]["ApiKey"] | null;
+            valid: boolean;
+        };
+        /** VerifyApiKeyBody */
+        VerifyApiKeyBody: {
+            configId?: string | null;
+            key: string;
+            /** @description Every listed permission must be the key's. */
+            permissions?: {
+                [key: string]: string[];
+            } | null;
         };
         /** VerifyEmailOtpBody */
         VerifyEmailOtpBody: {
@@ -4512,6 +4912,291 @@ export interface operations {
                 };
                 content: {
                     "application/json; charset=utf-8": components["schemas"]["User"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["CreateApiKeyBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["CreatedApiKey"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["DeleteApiKeyBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["ApiKeySuccess"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteAllExpiredApiKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["DeletedExpiredApiKeys"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiKey: {
+        parameters: {
+            query: {
+                id: string;
+                configId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["ApiKey"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: {
+                organizationId?: string;
+                limit?: number;
+                offset?: number;
+                sortBy?: string;
+                sortDirection?: components["schemas"]["SortDirection"];
+                configId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["ApiKeyList"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["UpdateApiKeyBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["ApiKey"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    verifyApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["VerifyApiKeyBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["VerifiedApiKey"];
                 };
             };
             /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */

@@ -256,6 +256,15 @@ pub(crate) mod data {
         })
     }
 
+    /// An API key without its hash: what the key's listing shows.
+    pub(crate) fn api_key(k: &storage::ApiKey) -> serde_json::Value {
+        serde_json::json!({
+            "id": k.id, "name": k.name, "start": k.start, "prefix": k.prefix,
+            "userId": k.user_id, "referenceId": k.reference_id(), "enabled": k.enabled,
+            "expiresAt": k.expires_at, "createdAt": k.created_at,
+        })
+    }
+
     pub(crate) fn org(o: &Organization) -> serde_json::Value {
         serde_json::json!({
             "id": o.id, "name": o.name, "slug": o.slug, "logo": o.logo,

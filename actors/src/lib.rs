@@ -38,9 +38,9 @@ pub use policies::Standing;
 pub use reader::{CachedView, Reader};
 pub use social::{SocialSignIn, SocialUser};
 pub use user::{
-    Accepted, BanChange, LinkMode, Linked, MailSignIn, NewSession, PasswordChange, ProviderAccount,
-    ProviderTokens, ResetOutcome, SignedIn, UserHandle, UserPatch, CHANGE_EMAIL_PREFIX,
-    RESET_PASSWORD_PREFIX, TRUST_DEVICE_PREFIX, UNPROVEN_PASSWORD_PREFIX,
+    take_use, Accepted, BanChange, KeyEdit, LinkMode, Linked, MailSignIn, NewSession,
+    PasswordChange, ProviderAccount, ProviderTokens, ResetOutcome, SignedIn, UserHandle, UserPatch,
+    CHANGE_EMAIL_PREFIX, RESET_PASSWORD_PREFIX, TRUST_DEVICE_PREFIX, UNPROVEN_PASSWORD_PREFIX,
 };
 pub use views::{Answers, ViewCacheConfig};
 
@@ -82,6 +82,16 @@ pub enum Rule {
     PasskeyNotFound,
     /// Passkeys: another use of the passkey was recorded since this one was checked.
     PasskeyUsedMeanwhile,
+    /// API keys: no key of the user (or organization) has that id.
+    ApiKeyNotFound,
+    ApiKeyDisabled,
+    ApiKeyExpired,
+    /// The key's `remaining` uses are spent.
+    ApiKeyUsageExceeded,
+    /// The key's rate limit is reached; the window frees up in `retry_in_ms`.
+    ApiKeyRateLimited {
+        retry_in_ms: i64,
+    },
     /// No linked account matches.
     AccountNotFound,
     /// The user has a password already (set-password).
@@ -419,6 +429,15 @@ impl Actors {
             .request(ctx, &Facts::default())
             .done();
         Ok(self.shared.store.append_events(&events).await?)
+    }
+
+    /// Deletes every API key expired by `now` (no owner decides: an expired key is dead
+    /// whoever made it); how many.
+    pub async fn delete_expired_api_keys(
+        &self,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<u64, ActorError> {
+        Ok(self.shared.store.delete_expired_api_keys(now).await?)
     }
 
     /// Housekeeping: deletes audit events from before `before` (the retention); how many.

@@ -38,6 +38,11 @@ reads! {
     /// The user's passkeys, oldest first.
     list_passkeys(user: &UserId) -> Vec<Passkey>;
     get_passkey_by_credential(credential_id: &str) -> Option<Passkey>;
+    get_api_key(id: &ApiKeyId) -> Option<ApiKey>;
+    /// The key whose SHA-256 is `key_hash`.
+    find_api_key(key_hash: &str) -> Option<ApiKey>;
+    /// The keys of a user (their own) or of an organization, oldest first.
+    list_api_keys(reference: &str) -> Vec<ApiKey>;
     get_session(token: &str) -> Option<Session>;
     /// The session and its user (`None`: gone) in one round trip where the store can.
     get_session_with_user(token: &str) -> Option<(Session, Option<User>)>;

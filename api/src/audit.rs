@@ -57,6 +57,13 @@ pub mod action {
     pub const PASSKEY_DELETED: &str = "passkey.deleted";
     /// An assertion whose signature counter went back: the authenticator may be cloned.
     pub const PASSKEY_CLONE_SUSPECTED: &str = "passkey.clone-suspected";
+    pub const API_KEY_CREATED: &str = "api-key.created";
+    pub const API_KEY_UPDATED: &str = "api-key.updated";
+    pub const API_KEY_DELETED: &str = "api-key.deleted";
+    /// A key's first use (later uses are counted in metrics, not kept one by one).
+    pub const API_KEY_FIRST_USE: &str = "api-key.first-use";
+    /// A request with a key that was refused (unknown, disabled, expired, used up, limited).
+    pub const API_KEY_REFUSED: &str = "api-key.refused";
 
     /// Every action, for the documentation and the read routes' filter.
     pub const ALL: &[&str] = &[
@@ -108,6 +115,11 @@ pub mod action {
         PASSKEY_RENAMED,
         PASSKEY_DELETED,
         PASSKEY_CLONE_SUSPECTED,
+        API_KEY_CREATED,
+        API_KEY_UPDATED,
+        API_KEY_DELETED,
+        API_KEY_FIRST_USE,
+        API_KEY_REFUSED,
     ];
 }
 

@@ -457,17 +457,27 @@ impl AppState {
         );
         let shared_config = Arc::new(config.clone());
         let cookies = http::CookieNames::new(&config.cookie_prefix, config.is_https());
+        let audit = audit::Audit::new(
+            &config.audit,
+            actors.clone(),
+            metrics.audit_failures.clone(),
+        );
+        let keys = plugins::api_key::ApiKeys::new(plugins::api_key::ApiKeysInner {
+            config: config.api_key.clone(),
+            session_expires_in: config.session.expires_in,
+            actors: actors.clone(),
+            clock: clock.clone(),
+            audit: audit.clone(),
+            requests: metrics.api_key_requests.clone(),
+            cache: Default::default(),
+        });
         let sessions = session::Sessions::new(
             shared_config.clone(),
             &actors,
             clock.clone(),
             signer.clone(),
             cookies.clone(),
-        );
-        let audit = audit::Audit::new(
-            &config.audit,
-            actors.clone(),
-            metrics.audit_failures.clone(),
+            keys,
         );
         let two_factor =
             plugins::two_factor::TwoFactorFlow::new(plugins::two_factor::TwoFactorInner {

@@ -38,6 +38,8 @@ pub struct Metrics {
     /// Domain events by name, counted by the events consumer ([`EventCounter`]): each event
     /// by one process of a deployment (sum over the processes).
     pub events: IntCounterVec,
+    /// Requests made with an API key, by outcome (`ok`, or the refusal's code).
+    pub api_key_requests: IntCounterVec,
 }
 
 /// The metrics consumer of the event stream: counts domain events by name.
@@ -174,6 +176,13 @@ impl Metrics {
                 ),
                 &["name"],
             )?,
+            api_key_requests: IntCounterVec::new(
+                Opts::new(
+                    "gatehouse_api_key_requests_total",
+                    "Requests made with an API key, by outcome",
+                ),
+                &["outcome"],
+            )?,
             store_errors: store_errors().cloned().ok_or_else(|| {
                 prometheus::Error::Msg("the store error counter could not be made".into())
             })?,
@@ -191,6 +200,7 @@ impl Metrics {
             Box::new(m.store_errors.clone()),
             Box::new(m.audit_failures.clone()),
             Box::new(m.events.clone()),
+            Box::new(m.api_key_requests.clone()),
             Box::new(m.store_calls.clone()),
         ];
         for c in collectors {

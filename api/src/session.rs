@@ -170,6 +170,8 @@ pub struct SessionsInner {
     revocations: Revocations,
     /// Cookie-cache cookies verified lately (see [`VerifiedCookies`]).
     pub verified: VerifiedCookies,
+    /// API keys: a request carrying one acts through it (see `plugins::api_key`).
+    pub keys: crate::plugins::api_key::ApiKeys,
 }
 
 impl std::ops::Deref for Sessions {
@@ -186,6 +188,7 @@ impl Sessions {
         clock: Arc<dyn storage::Clock>,
         signer: crate::crypto::Signer,
         cookies: crate::http::CookieNames,
+        keys: crate::plugins::api_key::ApiKeys,
     ) -> Self {
         Self(Arc::new(SessionsInner {
             config,
@@ -196,6 +199,7 @@ impl Sessions {
             cookies,
             revocations: Revocations::default(),
             verified: VerifiedCookies::default(),
+            keys,
         }))
     }
 
@@ -387,6 +391,9 @@ impl Sessions {
         pending: &PendingCookies,
         opts: ResolveOptions,
     ) -> ApiResult<Option<Authed>> {
+        if let Some(raw) = self.keys.sent(req) {
+            return Ok(Some(self.keys.principal(req, pending, raw).await?.0));
+        }
         let cache = self.config.session.cookie_cache.enabled && !opts.disable_cookie_cache;
         if cache {
             if let Some(hit) = self.cookie_hit(req) {
@@ -564,17 +571,41 @@ pub struct Principal {
     pub dont_remember: bool,
     /// Where the request came from (for audit events).
     pub origin: crate::audit::Origin,
+    /// The organization's API key the request acts through, if it does (a user's own key
+    /// acts as the user, as a session would).
+    pub org_key: Option<OrgKey>,
+}
+
+/// An organization's key acting: its organization, and the permissions it was given.
+#[derive(Clone)]
+pub struct OrgKey {
+    pub org: storage::OrgId,
+    pub permissions: Arc<policy::Permissions>,
 }
 
 impl Principal {
     /// The caller as an organization actor sees them.
     pub fn acting(&self) -> actors::Acting {
-        actors::Acting::User(self.user.id.clone())
+        match &self.org_key {
+            Some(k) => actors::Acting::Key {
+                user: self.user.id.clone(),
+                org: k.org.clone(),
+                permissions: k.permissions.clone(),
+            },
+            None => actors::Acting::User(self.user.id.clone()),
+        }
     }
 
     /// The organization named by `id`, or the session's active one
-    /// (`NO_ACTIVE_ORGANIZATION` when there is none).
+    /// (`NO_ACTIVE_ORGANIZATION` when there is none). An organization's key names its own
+    /// organization, and no other.
     pub fn org_id(&self, id: Option<&str>) -> ApiResult<storage::OrgId> {
+        if let Some(k) = &self.org_key {
+            return match id {
+                Some(id) if id != k.org.0 => Err(Code::OrgApiKeyOutsideOrganization.into()),
+                _ => Ok(k.org.clone()),
+            };
+        }
         match id {
             Some(id) => Ok(storage::OrgId(id.to_owned())),
             None => self
@@ -587,6 +618,7 @@ impl Principal {
 }
 
 pub const SESSION_SCHEME: &str = "sessionCookie";
+pub const API_KEY_SCHEME: &str = "apiKey";
 
 /// What every extractor needs from a request: the application, and the cookies the response
 /// will set (the cookie middleware put them there).
@@ -623,10 +655,27 @@ impl<'a> ApiExtractor<'a> for Principal {
                 openid_connect_url: None,
             },
         );
+        registry.create_security_scheme(
+            API_KEY_SCHEME,
+            MetaSecurityScheme {
+                ty: "apiKey",
+                description: Some(
+                    "An API key (`POST /api-key/create`) in the `x-api-key` header (the name is \
+                     `api_key.header`): the request acts as the key's maker, except on routes \
+                     that need a person's session.",
+                ),
+                name: Some("x-api-key"),
+                key_in: Some("header"),
+                scheme: None,
+                bearer_format: None,
+                flows: None,
+                openid_connect_url: None,
+            },
+        );
     }
 
     fn security_schemes() -> Vec<&'static str> {
-        vec![SESSION_SCHEME]
+        vec![SESSION_SCHEME, API_KEY_SCHEME]
     }
 
     async fn from_request(
@@ -635,6 +684,29 @@ impl<'a> ApiExtractor<'a> for Principal {
         _opts: ExtractParamOptions<()>,
     ) -> poem::Result<Self> {
         let (state, pending) = request_context(req)?;
+        if let Some(raw) = state.sessions.keys.sent(req) {
+            let (a, key) = state.sessions.keys.principal(req, pending, raw).await?;
+            let org_key = match key.organization_id {
+                Some(org) => Some(OrgKey {
+                    org,
+                    permissions: Arc::new(
+                        key.permissions
+                            .as_deref()
+                            .and_then(|p| serde_json::from_str(p).ok())
+                            .unwrap_or_default(),
+                    ),
+                }),
+                None => None,
+            };
+            return Ok(Principal {
+                user: a.user,
+                session: a.session,
+                cookies: pending.clone(),
+                dont_remember: false,
+                origin: crate::audit::Origin::of(req),
+                org_key,
+            });
+        }
         match state
             .sessions
             .resolve_session(req, pending, ResolveOptions::default())
@@ -646,6 +718,7 @@ impl<'a> ApiExtractor<'a> for Principal {
                 cookies: pending.clone(),
                 dont_remember: state.sessions.dont_remember(req),
                 origin: crate::audit::Origin::of(req),
+                org_key: None,
             }),
             None => Err(ApiError::new(Code::Unauthorized).into()),
         }

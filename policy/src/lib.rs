@@ -31,6 +31,7 @@ pub const RESOURCES: &[(&str, &[&str])] = &[
     ("invitation", &["create", "cancel"]),
     ("team", &["create", "update", "delete"]),
     ("ac", &["create", "read", "update", "delete"]),
+    ("apiKey", &["create", "read", "update", "delete"]),
 ];
 
 /// `{resource: [action, …]}`, as better-auth writes permissions.

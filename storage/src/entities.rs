@@ -122,6 +122,73 @@ impl std::fmt::Debug for Passkey {
     }
 }
 
+/// An API key (api-key plugin): a long random secret a tenant's server or script sends
+/// instead of a session. Only its SHA-256 is stored; `start` (its first characters) is what
+/// lists show. A key acts as `user_id`; an organization's key (`organization_id`) acts as
+/// its maker within that organization only, and never beyond its `permissions`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiKey {
+    pub id: ApiKeyId,
+    /// better-auth's configuration id (`default`).
+    pub config_id: String,
+    pub name: Option<String>,
+    pub start: Option<String>,
+    pub prefix: Option<String>,
+    /// SHA-256 of the key, base64url without padding: unique.
+    pub key_hash: String,
+    /// Who made the key, and whom it acts as.
+    pub user_id: UserId,
+    /// The owning organization; `None` for the user's own key.
+    pub organization_id: Option<OrgId>,
+    pub enabled: bool,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// When the key was last used (the rate limit's window starts from it).
+    pub last_request: Option<DateTime<Utc>>,
+    /// Requests in the current rate-limit window.
+    pub request_count: i64,
+    /// Uses left (`None`: unlimited).
+    pub remaining: Option<i64>,
+    pub refill_amount: Option<i64>,
+    /// Milliseconds between refills of `remaining` to `refill_amount`.
+    pub refill_interval: Option<i64>,
+    pub last_refill_at: Option<DateTime<Utc>>,
+    pub rate_limit_enabled: bool,
+    /// The rate limit's window, in milliseconds.
+    pub rate_limit_time_window: Option<i64>,
+    pub rate_limit_max: Option<i64>,
+    /// `{resource: [action]}` as JSON.
+    pub permissions: Option<String>,
+    /// The caller's object, as JSON.
+    pub metadata: Option<String>,
+    /// Bumped by every write; writes compare-and-set it.
+    pub version: u64,
+}
+
+impl ApiKey {
+    /// What the key belongs to: its organization, else its user (better-auth's
+    /// `referenceId`).
+    pub fn reference_id(&self) -> &str {
+        match &self.organization_id {
+            Some(o) => &o.0,
+            None => &self.user_id.0,
+        }
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiKey")
+            .field("id", &self.id)
+            .field("user_id", &self.user_id)
+            .field("organization_id", &self.organization_id)
+            .field("start", &self.start)
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Account {
     pub id: AccountId,

@@ -70,4 +70,5 @@ id_type!(
     RoleId,
     KeyPairId,
     PasskeyId,
+    ApiKeyId,
 );

@@ -532,6 +532,28 @@ pub trait PasskeyStore: Send + Sync {
     ) -> StoreResult<()>;
 }
 
+/// API keys (api-key plugin), found by the hash of the key and listed by what owns them.
+#[async_trait]
+pub trait ApiKeyStore: Send + Sync {
+    /// A new key: `Conflict("api key")` when its id or hash is stored already, `NotFound`
+    /// when its user is gone.
+    async fn create_api_key(&self, k: &ApiKey, events: &[Event]) -> StoreResult<()>;
+    async fn get_api_key(&self, id: &ApiKeyId) -> StoreResult<Option<ApiKey>>;
+    /// The key whose SHA-256 is `key_hash`.
+    async fn find_api_key(&self, key_hash: &str) -> StoreResult<Option<ApiKey>>;
+    /// The keys of `reference` (an organization's id: its keys; a user's id: that user's own
+    /// keys), oldest first.
+    async fn list_api_keys(&self, reference: &str) -> StoreResult<Vec<ApiKey>>;
+    /// Writes `k` over the stored one at version `expected` (`ConcurrentModification` when it
+    /// moved, `NotFound` when it is gone). `k.version` is stored as given.
+    async fn update_api_key(&self, k: &ApiKey, expected: u64, events: &[Event]) -> StoreResult<()>;
+    /// Removes a key; `false` when there was none.
+    async fn delete_api_key(&self, id: &ApiKeyId, events: &[Event]) -> StoreResult<bool>;
+    /// Removes every key expired by `now`; how many. Housekeeping, not a request path (the
+    /// partitioned backend scans for it).
+    async fn delete_expired_api_keys(&self, now: DateTime<Utc>) -> StoreResult<u64>;
+}
+
 /// Signing key pairs (JWT/JWKS).
 #[async_trait]
 pub trait KeyPairStore: Send + Sync {
@@ -590,6 +612,7 @@ pub trait Store:
     + KeyPairStore
     + TwoFactorStore
     + PasskeyStore
+    + ApiKeyStore
     + ScanStore
     + AuditStore
     + EventStore
@@ -610,6 +633,7 @@ impl<T> Store for T where
         + KeyPairStore
         + TwoFactorStore
         + PasskeyStore
+        + ApiKeyStore
         + ScanStore
         + AuditStore
         + EventStore

@@ -87,8 +87,7 @@ impl OrgActor {
             }
             let inviter_id = match (acting, &inviter) {
                 (_, Some(m)) => m.user_id.clone(),
-                (Acting::User(u), None) => u.clone(),
-                (Acting::Server, None) => UserId(String::new()),
+                (acting, None) => acting.user().cloned().unwrap_or(UserId(String::new())),
             };
             if inviter.is_some() {
                 self.check_invitation_caps(state, &inviter_id).await?;

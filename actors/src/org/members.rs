@@ -193,7 +193,7 @@ impl OrgActor {
             let target = self.target(state, member).await?;
             let is_self = matches!(acting, Acting::User(u) if *u == target.user_id);
             if !is_self {
-                if let Acting::User(u) = acting {
+                if let Some(u) = acting.user() {
                     self.member_of(state, u).await?;
                 }
                 if is_owner(&target.role) && org.owner_count <= 1 {

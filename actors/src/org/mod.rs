@@ -44,7 +44,24 @@ pub struct OrgPatch {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Acting {
     User(UserId),
+    /// An organization's API key: its maker, in that organization only, within the key's
+    /// permissions as well as the maker's roles.
+    Key {
+        user: UserId,
+        org: OrgId,
+        permissions: Arc<policy::Permissions>,
+    },
     Server,
+}
+
+impl Acting {
+    /// The user acting (the maker of a key), if a user.
+    pub fn user(&self) -> Option<&UserId> {
+        match self {
+            Acting::User(u) | Acting::Key { user: u, .. } => Some(u),
+            Acting::Server => None,
+        }
+    }
 }
 
 /// The team a change was about, and the team member it added, if it added one.
@@ -529,14 +546,28 @@ impl OrgActor {
         resource: &str,
         action: &str,
     ) -> Result<Option<Member>, ActorError> {
-        let Acting::User(user) = acting else {
+        let Some(user) = acting.user() else {
             return Ok(None);
+        };
+        let within_key = match acting {
+            Acting::Key {
+                org: key_org,
+                permissions,
+                ..
+            } => {
+                key_org == &state.id
+                    && permissions
+                        .get(resource)
+                        .is_some_and(|acts| acts.contains(action))
+            }
+            _ => true,
         };
         let m = self.member_of(state, user).await?;
         let policy = self.policy(state, org).await?;
-        if policy
-            .allows(&m.role, resource, action)
-            .map_err(policy_err)?
+        if within_key
+            && policy
+                .allows(&m.role, resource, action)
+                .map_err(policy_err)?
         {
             Ok(Some(m))
         } else {

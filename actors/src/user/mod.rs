@@ -13,6 +13,7 @@ use storage::{
     TeamId, User, UserId, Verification, VerificationId, CREDENTIAL_PROVIDER,
 };
 
+mod api_keys;
 mod credentials;
 mod mailbox;
 mod membership;
@@ -22,6 +23,7 @@ mod sessions;
 mod social;
 mod two_factor;
 
+pub use api_keys::{take_use, KeyEdit};
 pub use mailbox::MailSignIn;
 pub use social::{LinkMode, Linked, ProviderAccount, ProviderTokens, SignedIn};
 pub use two_factor::TRUST_DEVICE_PREFIX;
@@ -132,6 +134,7 @@ pub(crate) enum UserMsg {
     Social(social::SocialMsg),
     TwoFactor(two_factor::TwoFactorMsg),
     Passkey(passkeys::PasskeyMsg),
+    ApiKey(api_keys::ApiKeyMsg),
     CreateSession(NewSession, Reply<Session>),
     /// A sign-in by a code or link by mail (`mailbox.rs`).
     SignInByMail {
@@ -280,6 +283,7 @@ impl Actor for UserActor {
             UserMsg::Social(m) => self.social(&state.id, m, ctx).await,
             UserMsg::TwoFactor(m) => self.two_factor(&state.id, m, ctx).await,
             UserMsg::Passkey(m) => self.passkeys(&state.id, m, ctx).await,
+            UserMsg::ApiKey(m) => self.api_keys(&state.id, m, ctx).await,
             UserMsg::CreateSession(new, reply) => {
                 let _ = reply.send(self.create_session(&state.id, new, ctx).await);
             }

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+mod api_key;
 mod by_mail;
 mod limits;
 mod mail;
@@ -23,6 +24,7 @@ mod tests;
 mod two_factor;
 mod ui;
 
+pub use api_key::*;
 pub use by_mail::*;
 pub use limits::*;
 pub use mail::*;
@@ -141,6 +143,8 @@ pub struct Config {
     pub email_otp: EmailOtpConfig,
     /// The magic-link plugin: sign-in by a mailed link.
     pub magic_link: MagicLinkConfig,
+    /// The api-key plugin: keys for tenants' servers and scripts.
+    pub api_key: ApiKeyConfig,
     /// The hosted pages as the tenant's own: name, logo, colour, help, home.
     pub ui: UiConfig,
     /// Where the data lives: `sqlite` (a file in `data_dir`; one machine) or `scylla` (a
@@ -184,6 +188,7 @@ impl Default for Config {
             two_factor: TwoFactorConfig::default(),
             email_otp: EmailOtpConfig::default(),
             magic_link: MagicLinkConfig::default(),
+            api_key: ApiKeyConfig::default(),
             ui: UiConfig::default(),
             store: StoreKind::Sqlite,
             scylla: ScyllaConfig::default(),
@@ -340,6 +345,9 @@ impl Config {
             return bad("email_otp.expires_in and magic_link.expires_in must be positive".into());
         }
         if let Err(e) = self.ui.check(&self.base_url, &self.trusted_origins) {
+            return bad(e);
+        }
+        if let Err(e) = self.api_key.check() {
             return bad(e);
         }
         if self.email_otp.allowed_attempts == 0 {

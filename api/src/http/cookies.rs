@@ -145,18 +145,31 @@ impl RequestCookies {
 /// `Set-Cookie` values a handler or extractor wants on the response; the cookie middleware
 /// appends them, so an extractor (e.g. a session refresh) can set cookies too.
 #[derive(Clone, Default)]
-pub struct PendingCookies(Arc<Mutex<Vec<String>>>);
+pub struct PendingCookies(Arc<Mutex<(Vec<String>, bool)>>);
 
 impl PendingCookies {
     pub fn push(&self, cookies: impl IntoIterator<Item = String>) {
         if let Ok(mut v) = self.0.lock() {
-            v.extend(cookies);
+            if !v.1 {
+                v.0.extend(cookies);
+            }
         }
     }
+
+    /// From now on this response sets no cookie: a request made with an API key acts
+    /// through the key, never through a session a cookie would name (the key's session
+    /// exists only for the request).
+    pub fn refuse_all(&self) {
+        if let Ok(mut v) = self.0.lock() {
+            v.0.clear();
+            v.1 = true;
+        }
+    }
+
     pub(super) fn take(&self) -> Vec<String> {
         self.0
             .lock()
-            .map(|mut v| std::mem::take(&mut *v))
+            .map(|mut v| std::mem::take(&mut v.0))
             .unwrap_or_default()
     }
 }

@@ -1,10 +1,11 @@
 //! The HTTP operations, a folder per plugin as better-auth splits them: `core` (email and
 //! password, sessions, the user and the account flows), `organization`, `admin` (with the audit
 //! log), `social` (providers, their flows and tokens), `jwt`, `two_factor`, `passkey`, `email_otp`,
-//! `magic_link`. Each plugin's `mod.rs` names its
+//! `magic_link`, `api_key`. Each plugin's `mod.rs` names its
 //! operations (`Apis`), one `…Api` per OpenAPI tag; a new plugin is a folder and a line in
 //! [`Apis`]. Handlers are thin: parse, one call to an actor or the store, a DTO.
 pub mod admin;
+pub mod api_key;
 pub mod core;
 pub mod email_otp;
 pub mod jwt;
@@ -28,6 +29,7 @@ pub type Apis = (
     passkey::Apis,
     email_otp::Apis,
     magic_link::Apis,
+    api_key::Apis,
 );
 
 /// Every plugin's operations, for the OpenAPI service.
@@ -42,6 +44,7 @@ pub fn apis() -> Apis {
         passkey::apis(),
         email_otp::apis(),
         magic_link::apis(),
+        api_key::apis(),
     )
 }
 
@@ -73,6 +76,8 @@ pub enum Tag {
     EmailOtp,
     /// Links by mail that sign in (and sign up).
     MagicLink,
+    /// API keys for servers and scripts: a user's own, an organization's.
+    ApiKey,
     /// Health and the error page.
     Meta,
 }

@@ -246,6 +246,19 @@ pub async fn call_raw(ep: &poem::endpoint::BoxEndpoint<'static>, req: Request) -
     }
 }
 
+/// The actions in the audit log within a day of the harness's clock.
+pub async fn audit_actions(h: &H) -> Vec<String> {
+    use storage::Clock;
+    let now = h.clock.now();
+    let q = storage::AuditQuery::range(
+        now - chrono::Duration::days(1),
+        now + chrono::Duration::days(1),
+        1000,
+    );
+    let page = h.store.list_audit(&q).await.unwrap();
+    page.items.into_iter().map(|e| e.action).collect()
+}
+
 /// Every message in the outbox, oldest first.
 pub fn outbox(h: &H) -> Vec<Value> {
     outbox_in(&h.state.config.data_dir.join("outbox"))

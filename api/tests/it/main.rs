@@ -5,6 +5,7 @@
 mod account;
 mod admin;
 mod api;
+mod api_keys;
 mod audit;
 mod authenticator;
 mod common;

@@ -10,18 +10,6 @@ use serde_json::{json, Value};
 
 const PW: &str = "first-password-1";
 
-async fn audit_actions(h: &H) -> Vec<String> {
-    use storage::Clock;
-    let now = h.clock.now();
-    let q = storage::AuditQuery::range(
-        now - chrono::Duration::days(1),
-        now + chrono::Duration::days(1),
-        1000,
-    );
-    let page = h.store.list_audit(&q).await.unwrap();
-    page.items.into_iter().map(|e| e.action).collect()
-}
-
 /// Registers `a` for the user signed in with `cookie`: the stored passkey's answer.
 async fn register(h: &H, cookie: &str, a: &mut Authenticator, name: Option<&str>) -> Value {
     let (o, c) = register_options(h, cookie).await;

@@ -173,6 +173,15 @@ fn policy_resources() -> Vec<(String, Vec<String>)> {
                 "delete".into(),
             ],
         ),
+        (
+            "apiKey".into(),
+            vec![
+                "create".into(),
+                "read".into(),
+                "update".into(),
+                "delete".into(),
+            ],
+        ),
     ]
 }
 

@@ -23,6 +23,7 @@
 //!
 //! Files: `schema.rs` (keyspace and tables, versioned), `users.rs` (users, accounts),
 //! `sessions.rs`, `verifications.rs`, `organizations.rs`, `keys.rs`.
+mod api_keys;
 mod audit;
 mod invitations;
 mod keys;

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 
 impl ScyllaStore {
     /// Rows of `cols` from `table`, partitions after `after` (by token) first, at most `limit`.
-    async fn scan(
+    pub(crate) async fn scan(
         &self,
         cols: &str,
         table: &str,

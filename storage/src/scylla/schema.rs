@@ -127,6 +127,23 @@ const MIGRATIONS: &[&[&str]] = &[
         "CREATE TABLE IF NOT EXISTS {ks}.passkeys_by_user (user_id text, credential_id text, \
          PRIMARY KEY (user_id, credential_id))",
     ],
+    // 7: the api-key plugin: a row per key (LWT on its version: uses and changes are
+    // compare-and-set; which decision made each version kept), found by the hash of the key,
+    // listed by what owns it, removed with its maker.
+    &[
+        "CREATE TABLE IF NOT EXISTS {ks}.api_keys (id text PRIMARY KEY, config_id text, \
+         name text, start text, prefix text, key_hash text, user_id text, \
+         organization_id text, enabled boolean, expires_at bigint, created_at bigint, \
+         updated_at bigint, last_request bigint, request_count bigint, remaining bigint, \
+         refill_amount bigint, refill_interval bigint, last_refill_at bigint, \
+         rate_limit_enabled boolean, rate_limit_time_window bigint, rate_limit_max bigint, \
+         permissions text, metadata text, version bigint, decisions map<bigint, text>)",
+        "CREATE TABLE IF NOT EXISTS {ks}.api_keys_by_hash (key_hash text PRIMARY KEY, id text)",
+        "CREATE TABLE IF NOT EXISTS {ks}.api_keys_by_reference (reference_id text, id text, \
+         PRIMARY KEY (reference_id, id))",
+        "CREATE TABLE IF NOT EXISTS {ks}.api_keys_by_user (user_id text, id text, \
+         PRIMARY KEY (user_id, id))",
+    ],
 ];
 
 /// The columns of an audit event besides its place (`at`, `id`).

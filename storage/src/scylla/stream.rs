@@ -98,6 +98,14 @@ pub(crate) enum Probe {
         credential: String,
         version: u64,
     },
+    /// The API key records this decision for `version`.
+    ApiKeyDecision {
+        id: String,
+        version: u64,
+    },
+    ApiKeyGone {
+        id: String,
+    },
 }
 
 /// A decision's row, ready to be written: its key, and the decision id the probe looks for.
@@ -323,6 +331,10 @@ impl ScyllaStore {
                     .await?
                     == Some(decision.into())
             }
+            Probe::ApiKeyDecision { id, version } => {
+                self.decision_of("api_keys", "id", id, *version).await? == Some(decision.into())
+            }
+            Probe::ApiKeyGone { id } => !exists("api_keys", "id", id.clone()).await?,
             Probe::UserExists { user } => exists("users", "id", user.clone()).await?,
             Probe::UserGone { user } => !exists("users", "id", user.clone()).await?,
             Probe::SessionExists { token } => {

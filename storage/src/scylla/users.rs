@@ -554,6 +554,7 @@ impl ScyllaStore {
         )
         .await?;
         self.remove_user_passkeys(id).await?;
+        self.remove_user_api_keys(id).await?;
         self.leave_all_organizations(id).await?;
         Ok(())
     }

@@ -9,6 +9,7 @@
 //! Files: `schema.rs` (migrations), `rows.rs` (columns and row mappers), then one file per
 //! storage trait: `users.rs` (users and accounts), `sessions.rs`, `verifications.rs`,
 //! `organizations.rs`, `keys.rs`.
+mod api_keys;
 mod audit;
 mod invitations;
 mod keys;

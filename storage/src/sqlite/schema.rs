@@ -286,6 +286,38 @@ CREATE TABLE passkeys (
 );
 CREATE INDEX passkeys_user ON passkeys(user_id, created_at);
 "#,
+    // 12: the api-key plugin: keys by the hash of the key, listed by what owns them.
+    r#"
+CREATE TABLE api_keys (
+    id TEXT PRIMARY KEY,
+    config_id TEXT NOT NULL,
+    name TEXT,
+    start TEXT,
+    prefix TEXT,
+    key_hash TEXT NOT NULL UNIQUE,
+    user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    organization_id TEXT,
+    reference_id TEXT NOT NULL,
+    enabled INTEGER NOT NULL,
+    expires_at INTEGER,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    last_request INTEGER,
+    request_count INTEGER NOT NULL,
+    remaining INTEGER,
+    refill_amount INTEGER,
+    refill_interval INTEGER,
+    last_refill_at INTEGER,
+    rate_limit_enabled INTEGER NOT NULL,
+    rate_limit_time_window INTEGER,
+    rate_limit_max INTEGER,
+    permissions TEXT,
+    metadata TEXT,
+    version INTEGER NOT NULL
+);
+CREATE INDEX api_keys_reference ON api_keys(reference_id, created_at);
+CREATE INDEX api_keys_expiry ON api_keys(expires_at) WHERE expires_at IS NOT NULL;
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> StoreResult<()> {

@@ -7,9 +7,12 @@ use futures::future::join_all;
 use std::sync::Arc;
 use storage::*;
 
+mod api_keys;
 mod events;
 mod passkeys;
 mod two_factor;
+#[allow(unused_imports)]
+pub use api_keys::*;
 #[allow(unused_imports)]
 pub use events::*;
 #[allow(unused_imports)]
@@ -1792,6 +1795,9 @@ macro_rules! contract_tests {
             passkeys_register_once_change_and_go,
             concurrent_writes_of_one_passkey_one_wins,
             passkey_writes_carry_their_events,
+            api_keys_are_found_by_hash_listed_by_owner_and_go,
+            concurrent_uses_of_one_api_key_one_wins,
+            api_key_writes_carry_their_events,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {$(

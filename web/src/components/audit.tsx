@@ -63,6 +63,11 @@ export const ACTIONS: Record<AuditAction, string> = {
   "passkey.renamed": "Passkey renamed",
   "passkey.deleted": "Passkey removed",
   "passkey.clone-suspected": "Passkey refused: it may have been copied",
+  "api-key.created": "Made an API key",
+  "api-key.updated": "Changed an API key",
+  "api-key.deleted": "Revoked an API key",
+  "api-key.first-use": "First use of an API key",
+  "api-key.refused": "API key refused",
 };
 
 const KINDS: [string, string][] = [

@@ -11,6 +11,7 @@ import { needsReauth, useReauth } from "../components/reauth";
 import { emailProblem, newPasswordProblem, passwordHint, ResendVerification } from "./auth";
 import { usePageSettings } from "../settings";
 import { FirstPassword, VerifyByCode } from "./bymail";
+import { ApiKeys } from "./apikeys";
 import { Passkeys } from "./passkeys";
 import { TwoFactor } from "./twofactor";
 
@@ -370,6 +371,7 @@ export function Account() {
       <TwoFactor me={me} />
       <Passkeys me={me} />
       <Sessions me={me} />
+      <ApiKeys />
       <LinkedAccounts me={me} />
       <DeleteAccount me={me} />
     </main>

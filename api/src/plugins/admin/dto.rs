@@ -179,7 +179,7 @@ pub(super) enum SearchOperatorParam {
 
 #[derive(Debug, Clone, Copy, Enum)]
 #[oai(rename = "SortDirection", rename_all = "lowercase")]
-pub(super) enum SortDirectionParam {
+pub(crate) enum SortDirectionParam {
     Asc,
     Desc,
 }

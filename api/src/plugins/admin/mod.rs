@@ -1,7 +1,7 @@
 //! The admin plugin's routes under `/admin/`: users, roles, bans, sessions, impersonation.
 //! Handlers parse and answer; who may do what is decided by the actors (the admin policy).
 mod audit;
-mod dto;
+pub(crate) mod dto;
 mod sessions;
 mod users;
 
@@ -17,7 +17,7 @@ pub fn apis() -> Apis {
 use crate::audit::Event;
 use crate::error::{ApiError, Code};
 use crate::http::PendingCookies;
-use crate::session::{Authed, ResolveOptions, SESSION_SCHEME};
+use crate::session::{Authed, ResolveOptions, API_KEY_SCHEME, SESSION_SCHEME};
 use actors::Caller;
 use poem::{Request, RequestBody};
 use poem_openapi::registry::{MetaSecurityScheme, Registry};
@@ -69,7 +69,7 @@ impl<'a> ApiExtractor<'a> for AdminCaller {
     }
 
     fn security_schemes() -> Vec<&'static str> {
-        vec![SESSION_SCHEME, SERVER_KEY_SCHEME]
+        vec![SESSION_SCHEME, API_KEY_SCHEME, SERVER_KEY_SCHEME]
     }
 
     async fn from_request(

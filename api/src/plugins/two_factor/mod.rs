@@ -318,7 +318,10 @@ impl TwoFactorApi {
         if let Err(e) = used {
             let e = ApiError::from(e);
             if e.code == Code::InvalidCode {
-                return Err(failed(&state, req, &challenge, "totp", Code::InvalidCode).await);
+                // A right code used already (a replay, or the loser of a race on one code):
+                // refused and audited, not counted as a guess — it is not one, and counting
+                // it would let the race's losers end the winner's challenge.
+                return Err(refused(&state, req, &challenge, "totp", Code::InvalidCode).await);
             }
             return Err(e);
         }
@@ -440,11 +443,23 @@ async fn failed(
     code: Code,
 ) -> ApiError {
     let e = state.two_factor.failed(challenge, code).await;
+    refused(state, req, challenge, method, code).await;
+    e
+}
+
+/// A refusal audited and answered, not counted against the challenge.
+async fn refused(
+    state: &AppState,
+    req: &Request,
+    challenge: &Challenge,
+    method: &'static str,
+    code: Code,
+) -> ApiError {
     let ev = Event::new(action::TWO_FACTOR_CHALLENGE, &Origin::of(req))
         .own(&challenge.user.id)
         .detail("method", method);
     state.audit.record_refusal(ev, code).await;
-    e
+    code.into()
 }
 
 /// A right code: the challenge ends (once), the session starts, the browser is trusted if

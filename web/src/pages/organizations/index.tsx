@@ -1,4 +1,4 @@
-// One organization's console: a tab per part (members, invitations, teams, roles, settings,
+// One organization's console: a tab per part (members, invitations, teams, roles, API keys, settings,
 // activity), each showing only what the member's permissions grant; and the list pages.
 import { useQuery } from "@tanstack/react-query";
 import { Link, Navigate, NavLink, useLocation, useParams } from "react-router";
@@ -12,8 +12,9 @@ import { Invitations } from "./invitations";
 import { Teams } from "./teams";
 import { Roles } from "./roles";
 import { Settings } from "./settings";
+import { ApiKeys } from "../apikeys";
 
-const TABS = ["members", "invitations", "teams", "roles", "settings"] as const;
+const TABS = ["members", "invitations", "teams", "roles", "keys", "settings"] as const;
 
 /** The sections; "Activity" (the organization's audit log) for those who may update it. */
 function OrgTabs({ orgId, tab }: { orgId: string; tab: string }) {
@@ -21,7 +22,10 @@ function OrgTabs({ orgId, tab }: { orgId: string; tab: string }) {
   // Only the sections the member can use: roles with ac:read, settings with a change to make.
   const canRoles = useCan(orgId, { ac: ["read"] });
   const canDelete = useCan(orgId, { organization: ["delete"] });
-  const shown = TABS.filter((t) => (t === "roles" ? canRoles : t === "settings" ? canRead || canDelete : true));
+  const canKeys = useCan(orgId, { apiKey: ["read"] });
+  const shown = TABS.filter((t) =>
+    t === "roles" ? canRoles : t === "keys" ? canKeys : t === "settings" ? canRead || canDelete : true,
+  );
   const tabs: string[] = canRead ? [...shown, "activity"] : [...shown];
   return (
     <nav className="tabs" aria-label="Organization sections">
@@ -68,6 +72,7 @@ export function OrganizationPage() {
       {tab === "invitations" && <Invitations org={o} me={session.data.user.id} />}
       {tab === "teams" && <Teams org={o} />}
       {tab === "roles" && <Roles org={o} />}
+      {tab === "keys" && <ApiKeys orgId={o.id} />}
       {tab === "settings" && <Settings org={o} key={o.name + o.slug} />}
       {tab === "activity" && (
         <section className="card" aria-label="Activity">

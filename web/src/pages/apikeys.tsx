@@ -1,0 +1,170 @@
+// API keys, on the account page (the user's own) and on an organization's page (its keys, for
+// members allowed apiKey:*): make one with a name and an expiry, see the key once with a copy
+// button, list keys by name and first characters with their last use, revoke one.
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { api, unwrap, type Schemas } from "../api";
+import { Confirm, ErrorBox, Field, Notice, Submit } from "../components/ui";
+import { ago } from "../ua";
+
+type ApiKey = Schemas["ApiKey"];
+
+const EXPIRY: [string, number | null][] = [
+  ["Never", null],
+  ["7 days", 7],
+  ["30 days", 30],
+  ["90 days", 90],
+  ["1 year", 365],
+];
+
+function keyOf(orgId?: string) {
+  return ["api-keys", orgId ?? "own"];
+}
+
+function describeKey(k: ApiKey): string {
+  const parts = [`Made ${ago(k.createdAt)}`];
+  parts.push(k.lastRequest ? `last used ${ago(k.lastRequest)}` : "never used yet");
+  if (k.expiresAt) {
+    const at = new Date(k.expiresAt);
+    parts.push(at.getTime() < Date.now() ? "expired" : `expires ${at.toLocaleDateString()}`);
+  }
+  if (!k.enabled) parts.push("disabled");
+  return parts.join(", ");
+}
+
+function Row({ k, orgId, onNotice }: { k: ApiKey; orgId?: string; onNotice: (s: string) => void }) {
+  const qc = useQueryClient();
+  const [revoking, setRevoking] = useState(false);
+  const revoke = useMutation({
+    mutationFn: () => unwrap(api.POST("/api-key/delete", { body: { keyId: k.id } })),
+    onSuccess: async () => {
+      setRevoking(false);
+      onNotice(`Key ${k.name ?? k.start ?? ""} revoked: it works no more.`);
+      await qc.invalidateQueries({ queryKey: keyOf(orgId) });
+    },
+  });
+  const label = k.name || "Unnamed key";
+  return (
+    <li>
+      <div>
+        <strong>{label}</strong> <code>{k.start}…</code>
+        <div className="muted">{describeKey(k)}</div>
+      </div>
+      <button type="button" className="danger" onClick={() => setRevoking(true)} aria-label={`Revoke ${label}`}>
+        Revoke
+      </button>
+      {revoking && (
+        <Confirm
+          title={`Revoke ${label}?`}
+          body="Scripts and servers using it will be refused from now on."
+          confirm="Revoke"
+          action={revoke}
+          onClose={() => setRevoking(false)}
+        />
+      )}
+    </li>
+  );
+}
+
+/** The key just made: shown once, with a copy button. */
+function MadeKey({ secret, onDone }: { secret: string; onDone: () => void }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <div className="notice" role="status">
+      <p>
+        Your new key. Copy it now: it will not be shown again. Send it in the <code>x-api-key</code> header.
+      </p>
+      <p>
+        <code aria-label="New API key" className="secret">
+          {secret}
+        </code>
+      </p>
+      <div className="row">
+        <button
+          type="button"
+          onClick={() =>
+            void navigator.clipboard?.writeText(secret).then(
+              () => setCopied(true),
+              () => setCopied(false),
+            )
+          }
+        >
+          {copied ? "Copied" : "Copy"}
+        </button>
+        <button type="button" className="secondary" onClick={onDone}>
+          Done
+        </button>
+      </div>
+    </div>
+  );
+}
+
+export function ApiKeys({ orgId }: { orgId?: string }) {
+  const qc = useQueryClient();
+  const [name, setName] = useState("");
+  const [days, setDays] = useState<string>("Never");
+  const [secret, setSecret] = useState<string | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const list = useQuery({
+    queryKey: keyOf(orgId),
+    queryFn: () => unwrap(api.GET("/api-key/list", { params: { query: orgId ? { organizationId: orgId } : {} } })),
+  });
+  const make = useMutation({
+    mutationFn: () => {
+      const expiry = EXPIRY.find(([l]) => l === days)?.[1] ?? null;
+      return unwrap(
+        api.POST("/api-key/create", {
+          body: { name: name.trim(), expiresIn: expiry === null ? null : expiry * 86_400, organizationId: orgId },
+        }),
+      );
+    },
+    onSuccess: async (made) => {
+      setSecret(made.key);
+      setName("");
+      setNotice(null);
+      await qc.invalidateQueries({ queryKey: keyOf(orgId) });
+    },
+  });
+  const title = orgId ? "The organization's API keys" : "API keys";
+  return (
+    <section className="card" aria-labelledby={`api-keys-h-${orgId ?? "own"}`}>
+      <h2 id={`api-keys-h-${orgId ?? "own"}`}>{title}</h2>
+      <p className="muted">
+        {orgId
+          ? "Keys that let a server act on this organization, within your own permissions."
+          : "Keys that let your scripts and servers call this service as you. Treat them like passwords."}
+      </p>
+      {notice && <Notice>{notice}</Notice>}
+      {secret && <MadeKey secret={secret} onDone={() => setSecret(null)} />}
+      <ErrorBox error={list.error} />
+      {list.data && list.data.apiKeys.length > 0 && (
+        <ul className="list" aria-label={title}>
+          {list.data.apiKeys.map((k) => (
+            <Row key={k.id} k={k} orgId={orgId} onNotice={setNotice} />
+          ))}
+        </ul>
+      )}
+      {list.data && list.data.apiKeys.length === 0 && <p>No keys yet.</p>}
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (name.trim()) make.mutate();
+        }}
+      >
+        <Field label="Key name" name="api-key-name" value={name} onChange={setName} />
+        <label>
+          Expires
+          <select value={days} onChange={(e) => setDays(e.target.value)}>
+            {EXPIRY.map(([l]) => (
+              <option key={l}>{l}</option>
+            ))}
+          </select>
+        </label>
+        <ErrorBox error={make.error} />
+        <Submit pending={make.isPending} disabled={!name.trim()}>
+          Make a key
+        </Submit>
+      </form>
+    </section>
+  );
+}
