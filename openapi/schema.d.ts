@@ -2858,8 +2858,8 @@ export interface components {
             /** @description The key's first characters, to tell keys apart. */
             start?: string | null;
             updatedAt: string;
-            /** @description Who made the key (whom it acts as). A Gatehouse addition. */
-            userId: string;
+            /** @description An organization's key: who made it (whom it acts as). A Gatehouse addition. */
+            userId?: string | null;
         };
         /** ApiKeyError */
         ApiKeyError: {
@@ -3124,8 +3124,8 @@ export interface components {
             /** @description The key's first characters, to tell keys apart. */
             start?: string | null;
             updatedAt: string;
-            /** @description Who made the key (whom it acts as). A Gatehouse addition. */
-            userId: string;
+            /** @description An organization's key: who made it (whom it acts as). A Gatehouse addition. */
+            userId?: string | null;
         };
         /**
          * CreatedOrganizationRole

@@ -15,6 +15,7 @@ import { memoryAdapter } from "better-auth/adapters/memory";
 import { organization, admin, jwt, twoFactor, emailOTP, magicLink } from "better-auth/plugins";
 import { defaultAc, defaultRoles } from "better-auth/plugins/organization/access";
 import { passkey } from "@better-auth/passkey";
+import { apiKey } from "@better-auth/api-key";
 
 // Every model's rows (the adapter clones this object, so a plain one).
 const tables = Object.fromEntries(
@@ -125,6 +126,8 @@ server.listen(Number(process.env.PORT || 0), "127.0.0.1", () => {
       magicLink({ sendMagicLink: async ({ email, url }) => remember("magic-link", email, url) }),
       // The relying party of the base URL (its host, its origin), as Gatehouse derives it.
       passkey({ rpID: new URL(base).hostname, rpName: "Gatehouse", origin: new URL(base).origin }),
+      // Keys in x-api-key act as their user (as Gatehouse's do).
+      apiKey({ enableSessionForAPIKeys: true }),
     ],
   });
   const handle = toNodeHandler(auth);

@@ -22,8 +22,9 @@ pub struct ApiKeyDto {
     pub prefix: Option<String>,
     /// The owner: the organization's id for an organization's key, else the user's.
     pub reference_id: String,
-    /// Who made the key (whom it acts as). A Gatehouse addition.
-    pub user_id: String,
+    /// An organization's key: who made it (whom it acts as). A Gatehouse addition.
+    #[oai(skip_serializing_if_is_none)]
+    pub user_id: Option<String>,
     /// The owning organization, if any. A Gatehouse addition.
     #[oai(skip_serializing_if_is_none)]
     pub organization_id: Option<String>,
@@ -57,7 +58,7 @@ impl From<&ApiKey> for ApiKeyDto {
             start: k.start.clone(),
             prefix: k.prefix.clone(),
             reference_id: k.reference_id().to_owned(),
-            user_id: k.user_id.0.clone(),
+            user_id: k.organization_id.as_ref().map(|_| k.user_id.0.clone()),
             organization_id: k.organization_id.as_ref().map(|o| o.0.clone()),
             refill_interval: k.refill_interval,
             refill_amount: k.refill_amount,

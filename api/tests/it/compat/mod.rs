@@ -6,6 +6,7 @@
 //! difference Gatehouse keeps on purpose is listed in `DELIBERATE` with its reason (README,
 //! "Differences from better-auth"); any other fails the test, and so does a listed one that
 //! no longer happens. Skipped without the npm packages unless `REQUIRE_JS_CLIENT=1`.
+mod api_keys;
 mod by_mail;
 
 use crate::common::Server;
@@ -17,6 +18,17 @@ use std::process::{Child, Command, Stdio};
 /// Differences kept on purpose: (step label, what differs, why). README's "Differences from
 /// better-auth" lists the same.
 const DELIBERATE: &[(&str, &str, &str)] = &[
+    (
+        "api-key-get-session",
+        "body.session.ipAddress: extra key",
+        "a key's session records the request's address (1.7: null)",
+    ),
+    (
+        "api-key-manages-keys",
+        "status 401 UNAUTHORIZED vs 200 -",
+        "a key cannot manage keys (nor passwords, sessions, second factors): a leaked key \
+         cannot make itself permanent",
+    ),
     (
         "otp-send-change-email-type",
         "status 400 INVALID_OTP_TYPE vs 400 -",
@@ -482,6 +494,14 @@ impl Side {
                 req = req.header("cookie", header);
             }
         }
+        if let Some(key) = step.api_key {
+            let value = self
+                .saved
+                .get(key)
+                .cloned()
+                .unwrap_or_else(|| key.to_owned());
+            req = req.header("x-api-key", value);
+        }
         if let Some(body) = &step.body {
             let body: Value = serde_json::from_str(&self.fill(&body.to_string())).unwrap();
             req = req.json(&body);
@@ -576,6 +596,9 @@ struct Step {
     save: Vec<(&'static str, &'static str)>,
     /// Instead of `path`: the newest unfollowed link of this kind mailed to this address.
     follow: Option<(&'static str, &'static str)>,
+    /// Sent in `x-api-key`: a saved value's name, or the text itself when nothing is saved
+    /// under it.
+    api_key: Option<&'static str>,
 }
 
 fn step(
@@ -593,6 +616,7 @@ fn step(
         body,
         save: Vec::new(),
         follow: None,
+        api_key: None,
     }
 }
 
@@ -1728,6 +1752,7 @@ fn scenario() -> Vec<Step> {
     s.extend(two_factor_steps(pw));
     s.extend(passkey_steps(pw));
     s.extend(by_mail::steps(pw));
+    s.extend(api_keys::steps(pw));
     s.retain(|st| !st.label.is_empty());
     s
 }
