@@ -11,6 +11,7 @@ GATEHOUSE_LISTEN=127.0.0.1:0 GATEHOUSE_BASE_URL=http://localhost:3000 GATEHOUSE_
 GATEHOUSE_PASSWORD__ARGON2_MEMORY_KIB=1024 GATEHOUSE_PASSWORD__ARGON2_ITERATIONS=1 \
 GATEHOUSE_ORGANIZATION__REQUIRE_EMAIL_VERIFICATION_ON_INVITATION=false \
 GATEHOUSE_SESSION__COOKIE_CACHE__ENABLED=true GATEHOUSE_RATE_LIMIT__ENABLED=false RUST_LOG=warn \
+GATEHOUSE_SERVER_KEY=bench-smoke-server-key-0123456789abcdef \
     target/debug/gatehouse > "$log" 2> "$dir/server.err" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
@@ -22,8 +23,9 @@ addr=$(sed -n 's/^gatehouse listening on //p' "$log")
 [ -n "$addr" ] || { echo "gatehouse did not start"; cat "$dir/server.err"; exit 1; }
 passed=0
 failed=0
-for scenario in ok sign-up sign-in sign-in-two-factor get-session get-session-no-cache mixed org org-read org-write; do
-    if target/debug/gatehouse-bench --url "http://$addr" --origin "http://localhost:3000" \
+for scenario in ok sign-up sign-in sign-in-two-factor get-session get-session-no-cache mixed org org-read org-write api-key; do
+    if GATEHOUSE_SERVER_KEY=bench-smoke-server-key-0123456789abcdef \
+        target/debug/gatehouse-bench --url "http://$addr" --origin "http://localhost:3000" \
         --scenario "$scenario" --duration 2s --warmup 500ms --concurrency 4 --max-errors 0 --quiet \
         > "$dir/$scenario.txt" 2>&1; then
         passed=$((passed + 1))

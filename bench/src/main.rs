@@ -48,6 +48,9 @@ enum Scenario {
     /// challenge) and its second step with a backup code (every tenth operation also makes
     /// new codes): what a challenged sign-in costs beside `sign-in`.
     SignInTwoFactor,
+    /// Seeded users' scripts: each virtual user has an API key without a rate limit (made
+    /// with `--server-key`) and reads the session with it alone (`x-api-key`, no cookie).
+    ApiKey,
 }
 
 /// Load-test a better-auth-compatible server.
@@ -95,6 +98,10 @@ struct Args {
     /// Members of each virtual user's organization besides the owner (org-read, org-write).
     #[arg(long, default_value_t = 10)]
     org_members: usize,
+    /// The server key (`Authorization: Bearer`), for what only the server may set up: the
+    /// api-key scenario's keys without a rate limit. Default: `GATEHOUSE_SERVER_KEY`.
+    #[arg(long, env = "GATEHOUSE_SERVER_KEY", hide_env_values = true)]
+    server_key: Option<String>,
     /// No progress line.
     #[arg(long)]
     quiet: bool,
@@ -226,6 +233,7 @@ async fn run(
                     cookie: String::new(),
                     org: None,
                     backup_codes: Vec::new(),
+                    api_key: None,
                 }))
             });
         let scenario = args.scenario;
@@ -353,6 +361,20 @@ async fn prepare(url: &str, args: &Args, run_id: &str) -> Result<Arc<Target>, St
                 .map_err(|e| format!("two-factor: {e}"))?;
             eprintln!(
                 "turned two-factor sign-in on for {n} users on {url} in {:.1}s",
+                made.elapsed().as_secs_f64()
+            );
+        }
+        if matches!(args.scenario, Scenario::ApiKey) {
+            let key = args.server_key.as_deref().ok_or(
+                "the api-key scenario needs --server-key (or GATEHOUSE_SERVER_KEY): keys made \
+                 from a session allow 10 requests a day",
+            )?;
+            let made = Instant::now();
+            setup_api_keys(&t, key)
+                .await
+                .map_err(|e| format!("api keys: {e}"))?;
+            eprintln!(
+                "made {n} API keys on {url} in {:.1}s",
                 made.elapsed().as_secs_f64()
             );
         }

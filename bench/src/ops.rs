@@ -57,7 +57,46 @@ pub(crate) async fn op(
             .map(|_| ())
         }
         Scenario::Ok => t.send(false, "/ok", None, None).await.map(|_| ()),
+        Scenario::ApiKey => {
+            let key = u.api_key.as_deref().ok_or("no API key")?;
+            let (body, _) = t
+                .send_with(false, "/get-session", None, &[("x-api-key", key)])
+                .await?;
+            if body.is_null() {
+                return Err("200 null-session".into());
+            }
+            Ok(())
+        }
     }
+}
+
+/// Gives every virtual user an API key without a rate limit (with the server key, which may
+/// set that), made from the user's session.
+pub(crate) async fn setup_api_keys(t: &Target, server_key: &str) -> Result<(), String> {
+    use futures::stream::{self, StreamExt, TryStreamExt};
+    let bearer = format!("Bearer {server_key}");
+    stream::iter(t.users.iter().cloned())
+        .map(|u| {
+            let bearer = bearer.clone();
+            async move {
+                let mut u = u.lock().await;
+                let (body, _) = t
+                    .send_with(
+                        true,
+                        "/api-key/create",
+                        Some(json!({"name": "bench", "rateLimitEnabled": false})),
+                        &[("cookie", u.cookie.as_str()), ("authorization", bearer.as_str())],
+                    )
+                    .await?;
+                let key = body.json()["key"].as_str().map(str::to_owned);
+                u.api_key = Some(key.ok_or("create answered no key")?);
+                Ok::<(), String>(())
+            }
+        })
+        .buffer_unordered(4)
+        .try_collect::<Vec<()>>()
+        .await
+        .map(|_| ())
 }
 
 pub(crate) async fn sign_in(t: &Target, u: &mut VUser, password: &str) -> Result<(), String> {

@@ -10,6 +10,8 @@ pub(crate) struct VUser {
     pub(crate) org: Option<(String, String)>,
     /// sign-in-two-factor: the user's unused backup codes.
     pub(crate) backup_codes: Vec<String>,
+    /// api-key: the user's key.
+    pub(crate) api_key: Option<String>,
 }
 
 pub(crate) struct Target {
@@ -53,10 +55,20 @@ impl Target {
         cookie: Option<&str>,
     ) -> Result<(Body, Vec<String>), String> {
         let cookie = cookie.filter(|c| !c.is_empty());
+        let headers: Vec<(&str, &str)> = cookie.map(|c| ("cookie", c)).into_iter().collect();
+        self.send_with(post, path, body, &headers).await
+    }
+
+    /// [`Target::send`] with `headers` (the origin is added).
+    pub(crate) async fn send_with(
+        &self,
+        post: bool,
+        path: &str,
+        body: Option<Value>,
+        extra: &[(&str, &str)],
+    ) -> Result<(Body, Vec<String>), String> {
         let mut headers = vec![("origin", self.origin.as_str())];
-        if let Some(c) = cookie {
-            headers.push(("cookie", c));
-        }
+        headers.extend_from_slice(extra);
         let json = match body {
             Some(b) => Some(serde_json::to_vec(&b).map_err(|e| e.to_string())?),
             None if post => Some(b"{}".to_vec()),
@@ -135,6 +147,7 @@ pub(crate) async fn seed(
                     cookie,
                     org: None,
                     backup_codes: Vec::new(),
+                    api_key: None,
                 })
             }
         })
