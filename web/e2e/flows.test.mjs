@@ -485,6 +485,50 @@ test("passkeys: add one on the account page, sign in with it alone, rename, remo
   await context.close();
 });
 
+test("API keys: make one on the account page, a script uses it with fetch, revoke it", async () => {
+  const a = await newPage();
+  const { page, context } = a;
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+  await signUp(page, "Kay", "kay@example.com", "kay-password-1");
+  const card = page.getByRole("region", { name: "API keys" });
+  await card.getByText("No keys yet.").waitFor();
+  await card.getByLabel("Key name").fill("deploy script");
+  await card.getByLabel("Expires").selectOption("30 days");
+  await card.getByRole("button", { name: "Make a key" }).click();
+  const shown = card.getByLabel("New API key");
+  await shown.waitFor();
+  const key = (await shown.textContent()).trim();
+  assert.equal(key.length, 64);
+  await card.getByRole("button", { name: "Copy" }).click();
+  await card.getByRole("button", { name: "Copied" }).waitFor();
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), key);
+  const list = card.getByRole("list", { name: "API keys" });
+  await list.getByText("deploy script").waitFor();
+  await list.getByText(`${key.slice(0, 6)}…`).waitFor();
+  await shot(page, "api-keys-account");
+  await card.getByRole("button", { name: "Done" }).click();
+  assert.equal(await card.getByLabel("New API key").count(), 0, "shown once");
+
+  // A script (no cookie, the key alone) reads the session as Kay.
+  const asScript = (k) => fetch(`${base}/api/auth/get-session`, { headers: { "x-api-key": k } });
+  const used = await asScript(key);
+  assert.equal(used.status, 200);
+  assert.equal((await used.json()).user.email, "kay@example.com");
+  await page.reload();
+  await list.getByText(/last used/).waitFor();
+
+  // Revoked: the script is refused at once.
+  await list.getByRole("button", { name: "Revoke deploy script" }).click();
+  await page.getByRole("dialog", { name: "Revoke deploy script?" }).getByRole("button", { name: "Revoke" }).click();
+  await card.getByText(/revoked: it works no more/).waitFor();
+  await card.getByText("No keys yet.").waitFor();
+  const refused = await asScript(key);
+  assert.equal(refused.status, 401);
+  assert.equal((await refused.json()).code, "INVALID_API_KEY");
+  assert.deepEqual(a.errors, []);
+  await context.close();
+});
+
 // Picks Bob's role on the owner's page and waits for the server's answer: the page sends the
 // change after the pick, and the other browser reloads next and must see it.
 async function setRoleOfBob(page, role) {
