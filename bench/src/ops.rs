@@ -85,7 +85,10 @@ pub(crate) async fn setup_api_keys(t: &Target, server_key: &str) -> Result<(), S
                         true,
                         "/api-key/create",
                         Some(json!({"name": "bench", "rateLimitEnabled": false})),
-                        &[("cookie", u.cookie.as_str()), ("authorization", bearer.as_str())],
+                        &[
+                            ("cookie", u.cookie.as_str()),
+                            ("authorization", bearer.as_str()),
+                        ],
                     )
                     .await?;
                 let key = body.json()["key"].as_str().map(str::to_owned);

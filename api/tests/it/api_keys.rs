@@ -103,6 +103,17 @@ async fn a_key_is_shown_once_and_acts_as_its_user() {
     .await
     .expect(200);
     assert_eq!(h.session(&ann).await["user"]["name"], "Ann by script");
+    // A script makes an organization for Ann (no session to make it active in).
+    let org = with_key(
+        &h,
+        Method::POST,
+        "/api/auth/organization/create",
+        Some(json!({"name": "Scripted", "slug": "scripted"})),
+        &key,
+    )
+    .await
+    .expect(200);
+    assert_eq!(org.json()["members"][0]["userId"], ann_id.as_str());
     // Not where a person's session is needed; those tries cost the key no use.
     for (path, body) in [
         (
@@ -125,7 +136,7 @@ async fn a_key_is_shown_once_and_acts_as_its_user() {
         .get(&format!("/api/auth/api-key/get?id={id}"), Some(&ann))
         .await
         .json();
-    assert_eq!(got["requestCount"], 3);
+    assert_eq!(got["requestCount"], 4);
     assert!(got["lastRequest"].is_string());
     // Deleted: it stops at once.
     h.post("/api/auth/api-key/delete", json!({"keyId": id}), Some(&ann))
@@ -457,6 +468,12 @@ async fn an_organizations_key_acts_there_within_its_permissions() {
     assert_eq!(
         (r.status.as_u16(), r.code()),
         (401, "INVALID_REFERENCE_ID_FROM_API_KEY".into())
+    );
+    let r = with_key(&h, Method::GET, "/api/auth/organization/list", None, key).await;
+    assert_eq!(
+        (r.status.as_u16(), r.code()),
+        (401, "INVALID_REFERENCE_ID_FROM_API_KEY".into()),
+        "the maker's other organizations are not the key's business"
     );
     let r = with_key(
         &h,

@@ -79,6 +79,19 @@ const NOT_FOR_KEYS: &[&str] = &[
     "/admin/stop-impersonating",
 ];
 
+/// The organization routes that are about the maker rather than one organization: an
+/// organization's key may not call them (it would see or change the maker's other
+/// organizations and invitations).
+const NOT_FOR_ORGANIZATION_KEYS: &[&str] = &[
+    "/organization/create",
+    "/organization/list",
+    "/organization/leave",
+    "/organization/accept-invitation",
+    "/organization/reject-invitation",
+    "/organization/list-user-invitations",
+    "/organization/list-user-teams",
+];
+
 /// Whether a request on `path` (under the base path) may act through a key; an
 /// organization's key acts on that organization's routes only.
 pub fn accepts_keys(path: &str, org_key: bool) -> bool {
@@ -89,7 +102,9 @@ pub fn accepts_keys(path: &str, org_key: bool) -> bool {
     {
         return false;
     }
-    !org_key || path == "/get-session" || path.starts_with("/organization/")
+    !org_key
+        || path == "/get-session"
+        || (path.starts_with("/organization/") && !NOT_FOR_ORGANIZATION_KEYS.contains(&path))
 }
 
 /// The SHA-256 of a key as stored: base64url without padding.

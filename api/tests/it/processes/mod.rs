@@ -2,9 +2,11 @@
 //! two real `gatehouse` binaries on one SQLite file, and two on one keyspace of the CQL node
 //! (`SCYLLA_URI`; see `storage/tests/scylla.rs`), raced over HTTP. Every rule that one process
 //! keeps with its actors must hold when the other process writes at the same moment.
+mod api_keys;
 mod by_mail;
 
 use crate::common::Server;
+use api_keys::a_keys_quota_and_rate_limit_hold_across_processes;
 use by_mail::a_mailed_code_or_link_signs_in_once_across_processes;
 use futures::future::join_all;
 use serde_json::{json, Value};
@@ -251,6 +253,7 @@ macro_rules! on_both_backends {
 on_both_backends!(
     sign_ups_of_one_email_make_one_user,
     a_mailed_code_or_link_signs_in_once_across_processes,
+    a_keys_quota_and_rate_limit_hold_across_processes,
     a_reset_token_is_consumed_once,
     a_revoked_session_stays_revoked_while_the_other_process_refreshes_it,
     joins_stop_at_the_membership_limit,
