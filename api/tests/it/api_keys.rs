@@ -271,6 +271,11 @@ async fn what_a_session_may_set_and_what_only_the_server_may() {
             "{body}"
         );
     }
+    let r = as_server(&h, "/api/auth/api-key/create", json!({"userId": "nobody"})).await;
+    assert_eq!(
+        (r.status.as_u16(), r.code()),
+        (400, "USER_NOT_FOUND".into())
+    );
     let r = h.post("/api/auth/api-key/create", json!({}), None).await;
     assert_eq!(
         (r.status.as_u16(), r.code()),

@@ -275,7 +275,11 @@ impl ApiKeyApi {
             .with(state.audit.noted(ev))
             .create_api_key(record)
             .await
-            .map_err(|e| ApiError::from(e).recode(Code::UserNotFound, Code::UnauthorizedSession))?;
+            .map_err(|e| match e {
+                // No such user (the server's `userId`, or one deleted meanwhile).
+                actors::ActorError::NotFound => ApiError::new(Code::UserNotFound),
+                e => ApiError::from(e),
+            })?;
         Ok(Json(CreatedApiKey {
             key,
             record: ApiKeyDto::from(&created),
