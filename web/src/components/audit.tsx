@@ -3,6 +3,7 @@
 import { useInfiniteQuery } from "@tanstack/react-query";
 import { useId, useState } from "react";
 import { api, unwrap, type Schemas } from "../api";
+import { messages } from "../errors";
 import { ago, describeDevice } from "../ua";
 import { ErrorBox } from "./ui";
 
@@ -79,6 +80,7 @@ const KINDS: [string, string][] = [
   ["account", "Sign-in methods"],
   ["two-factor", "Two-factor sign-in"],
   ["passkey", "Passkeys"],
+  ["api-key", "API keys"],
   ["organization", "Organizations"],
   ["member", "Members"],
   ["invitation", "Invitations"],
@@ -89,6 +91,12 @@ const KINDS: [string, string][] = [
 
 /** Names of users by id, where the page knows them (an organization's members). */
 type Names = Record<string, string>;
+
+/** Why a refused action failed, as a sentence: the code's message, else the code in words. */
+function why(reason: string): string {
+  const sentence = (messages as Record<string, string | undefined>)[reason];
+  return sentence ?? reason.toLowerCase().replaceAll("_", " ");
+}
 
 function who(id: string | null | undefined, me?: string, names?: Names): string {
   if (!id) return "—";
@@ -167,7 +175,11 @@ export function AuditLog({ organizationId, me, names }: { organizationId?: strin
                 <td title={e.at}>{ago(e.at)}</td>
                 <td>
                   {ACTIONS[e.action] ?? e.action}{" "}
-                  {e.outcome === "failure" && <span className="badge danger">failed{e.reason ? `: ${e.reason}` : ""}</span>}
+                  {e.outcome === "failure" && (
+                    <span className="badge danger" title={e.reason ?? undefined}>
+                      failed{e.reason ? `: ${why(e.reason)}` : ""}
+                    </span>
+                  )}
                 </td>
                 <td title={e.actorId ?? undefined}>{who(e.actorId, me, names)}</td>
                 <td className="hide-sm">

@@ -47,7 +47,9 @@ it("the admin's audit log: pages by cursor, filters by kind and outcome, failure
   expect(await within(log).findAllByText("Signed in")).toHaveLength(50);
   expect(within(log).getAllByText("you")).toHaveLength(50);
   await userEvent.click(within(log).getByRole("button", { name: "Show older" }));
-  expect(await within(log).findByText("failed: INVALID_EMAIL_OR_PASSWORD")).toBeInTheDocument();
+  // The reason in words, its code kept in the tooltip.
+  const failed = await within(log).findByText("failed: The email or the password is wrong.");
+  expect(failed).toHaveAttribute("title", "INVALID_EMAIL_OR_PASSWORD");
   expect(within(log).queryByRole("button", { name: "Show older" })).not.toBeInTheDocument();
   const asked = sent.filter((s) => s.path === "/admin/audit-log");
   expect(asked).toHaveLength(2);
