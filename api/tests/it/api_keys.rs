@@ -605,3 +605,46 @@ async fn official_client_manages_keys_and_a_script_uses_one() {
         "{seen}"
     );
 }
+
+/// A refused key is answered in the same time whether a key with its hash exists (disabled,
+/// expired) or not: each is found, or found missing, in the process's copy of the last second
+/// and refused the same way. Many interleaved samples; the medians may differ by far less than
+/// one store read.
+#[tokio::test]
+async fn a_refusal_takes_the_same_time_whether_the_key_exists_or_not() {
+    let h = key_harness().await;
+    let (ann, _) = user(&h, "timing@example.com").await;
+    let made = create(&h, &ann, json!({"name": "off"}))
+        .await
+        .expect(200)
+        .json();
+    h.post(
+        "/api/auth/api-key/update",
+        json!({"keyId": made["id"], "enabled": false}),
+        Some(&ann),
+    )
+    .await
+    .expect(200);
+    let keys = [made["key"].as_str().unwrap().to_owned(), "u".repeat(64)];
+    let mut times = [Vec::new(), Vec::new()];
+    for i in 0..400 {
+        let kind = usize::from(matches!(i % 4, 1 | 2));
+        let started = std::time::Instant::now();
+        let r = with_key(&h, Method::GET, "/api/auth/get-session", None, &keys[kind]).await;
+        let took = started.elapsed();
+        assert_eq!(r.status.as_u16(), 401, "{}", r.text);
+        if i >= 40 {
+            times[kind].push(took);
+        }
+    }
+    let median = |v: &mut Vec<std::time::Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (known, unknown) = (median(&mut times[0]), median(&mut times[1]));
+    eprintln!("disabled key {known:?}, unknown key {unknown:?}");
+    assert!(
+        known.abs_diff(unknown) < std::time::Duration::from_micros(100),
+        "disabled key {known:?}, unknown key {unknown:?}"
+    );
+}

@@ -280,6 +280,8 @@ impl ApiKeyApi {
                 actors::ActorError::NotFound => ApiError::new(Code::UserNotFound),
                 e => ApiError::from(e),
             })?;
+        // Remembered as unknown if it was tried before it existed (it was not: it is new).
+        state.sessions.keys.forget(&created);
         Ok(Json(CreatedApiKey {
             key,
             record: ApiKeyDto::from(&created),

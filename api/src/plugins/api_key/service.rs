@@ -5,7 +5,9 @@
 //!
 //! Keys without a quota or rate limit are read once a second at most per process (their
 //! uses write nothing but, once a minute, `lastRequest`): a key disabled or deleted in
-//! another process stops working here within a second; in this process at once.
+//! another process stops working here within a second; in this process at once. An unknown
+//! key is remembered as unknown for that second too, so a refusal takes the same time whether
+//! a key exists or not.
 use crate::audit::{action, Audit, Event, Origin};
 use crate::client::{client_ip, user_agent};
 use crate::config::ApiKeyConfig;
@@ -40,7 +42,9 @@ pub struct Inner {
     pub audit: Audit,
     /// Requests made with a key, by outcome (`ok` or the refusal's code).
     pub requests: prometheus::IntCounterVec,
-    pub cache: Mutex<HashMap<String, (ApiKey, User, Instant)>>,
+    /// What this process read lately, by the hash of a key: the key and its maker, or
+    /// `None` for a hash no key has (so an unknown key is answered as fast as a known one).
+    pub cache: Mutex<HashMap<String, (Option<(ApiKey, User)>, Instant)>>,
 }
 
 impl std::ops::Deref for ApiKeys {
@@ -143,29 +147,31 @@ impl ApiKeys {
     }
 
     /// The stored key (and its maker) whose hash is `hash`; from the cache when read
-    /// within the last second.
+    /// within the last second (an unknown hash too).
     async fn lookup(&self, hash: &str) -> ApiResult<Option<(ApiKey, User)>> {
         if let Ok(c) = self.cache.lock() {
-            if let Some((k, u, at)) = c.get(hash) {
+            if let Some((found, at)) = c.get(hash) {
                 if at.elapsed() < CACHE_FOR {
-                    return Ok(Some((k.clone(), u.clone())));
+                    return Ok(found.clone());
                 }
             }
         }
         let reader = self.actors.reader();
-        let Some(k) = reader.find_api_key(hash).await? else {
-            return Ok(None);
+        let found = match reader.find_api_key(hash).await? {
+            Some(k) => reader.get_user(&k.user_id).await?.map(|u| (k, u)),
+            None => None,
         };
-        let Some(u) = reader.get_user(&k.user_id).await? else {
-            return Ok(None);
-        };
+        self.keep(hash, found.clone());
+        Ok(found)
+    }
+
+    fn keep(&self, hash: &str, found: Option<(ApiKey, User)>) {
         if let Ok(mut c) = self.cache.lock() {
             if c.len() >= CACHE_MAX {
                 c.clear();
             }
-            c.insert(hash.to_owned(), (k.clone(), u.clone(), Instant::now()));
+            c.insert(hash.to_owned(), (found, Instant::now()));
         }
-        Ok(Some((k, u)))
     }
 
     /// One use of the key `raw`: the key after it and its maker, or the refusal (recorded
@@ -212,11 +218,10 @@ impl ApiKeys {
         }
         // An unlimited key read lately: checked here, written only when its last use is
         // old news.
+        // A refusal read from the copy stands for its second (a key enabled or refilled in
+        // another process works here within it; in this one at once).
         match actors::take_use(&k, now) {
-            Err(rule) => {
-                self.forget(&k);
-                return Err((actors::ActorError::Refused(rule).into(), Some(k)));
-            }
+            Err(rule) => return Err((actors::ActorError::Refused(rule).into(), Some(k))),
             Ok(None) => return Ok((k, user)),
             Ok(Some(_)) => {}
         }
@@ -229,9 +234,7 @@ impl ApiKeys {
         }
         match handle.use_api_key(&k.id).await {
             Ok(used) => {
-                if let Ok(mut c) = self.cache.lock() {
-                    c.insert(hash, (used.clone(), user.clone(), Instant::now()));
-                }
+                self.keep(&hash, Some((used.clone(), user.clone())));
                 Ok((used, user))
             }
             Err(e) => {
