@@ -637,10 +637,6 @@ async fn a_refusal_takes_the_same_time_whether_the_key_exists_or_not() {
             times[kind].push(took);
         }
     }
-    let median = |v: &mut Vec<std::time::Duration>| {
-        v.sort();
-        v[v.len() / 2]
-    };
     let (known, unknown) = (median(&mut times[0]), median(&mut times[1]));
     eprintln!("disabled key {known:?}, unknown key {unknown:?}");
     assert!(

@@ -259,6 +259,12 @@ pub async fn audit_actions(h: &H) -> Vec<String> {
     page.items.into_iter().map(|e| e.action).collect()
 }
 
+/// The median of timing samples.
+pub fn median(v: &mut [std::time::Duration]) -> std::time::Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
 /// Every message in the outbox, oldest first.
 pub fn outbox(h: &H) -> Vec<Value> {
     outbox_in(&h.state.config.data_dir.join("outbox"))

@@ -463,10 +463,6 @@ async fn known_and_unknown_addresses_are_answered_in_the_same_time() {
                 times[kind].push(took);
             }
         }
-        let median = |v: &mut Vec<std::time::Duration>| {
-            v.sort();
-            v[v.len() / 2]
-        };
         let (known, unknown) = (median(&mut times[0]), median(&mut times[1]));
         let gap = known.abs_diff(unknown);
         eprintln!("{path}: known {known:?}, unknown {unknown:?}");

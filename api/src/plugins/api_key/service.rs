@@ -44,8 +44,11 @@ pub struct Inner {
     pub requests: prometheus::IntCounterVec,
     /// What this process read lately, by the hash of a key: the key and its maker, or
     /// `None` for a hash no key has (so an unknown key is answered as fast as a known one).
-    pub cache: Mutex<HashMap<String, (Option<(ApiKey, User)>, Instant)>>,
+    pub cache: Mutex<HashMap<String, (Found, Instant)>>,
 }
+
+/// A lookup's answer: the key and its maker, or nothing.
+pub type Found = Option<(ApiKey, User)>;
 
 impl std::ops::Deref for ApiKeys {
     type Target = Inner;
@@ -148,7 +151,7 @@ impl ApiKeys {
 
     /// The stored key (and its maker) whose hash is `hash`; from the cache when read
     /// within the last second (an unknown hash too).
-    async fn lookup(&self, hash: &str) -> ApiResult<Option<(ApiKey, User)>> {
+    async fn lookup(&self, hash: &str) -> ApiResult<Found> {
         if let Ok(c) = self.cache.lock() {
             if let Some((found, at)) = c.get(hash) {
                 if at.elapsed() < CACHE_FOR {
@@ -165,7 +168,7 @@ impl ApiKeys {
         Ok(found)
     }
 
-    fn keep(&self, hash: &str, found: Option<(ApiKey, User)>) {
+    fn keep(&self, hash: &str, found: Found) {
         if let Ok(mut c) = self.cache.lock() {
             if c.len() >= CACHE_MAX {
                 c.clear();
