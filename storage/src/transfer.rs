@@ -39,6 +39,9 @@ pub enum Record {
         /// The user's passkeys.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         passkeys: Vec<Passkey>,
+        /// The user's own API keys (hashes only, as stored).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        api_keys: Vec<ApiKey>,
     },
     Organization {
         organization: Organization,
@@ -47,6 +50,9 @@ pub enum Record {
         teams: Vec<Team>,
         team_members: Vec<TeamMember>,
         roles: Vec<OrganizationRole>,
+        /// The organization's API keys (each made by a member; hashes only).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        api_keys: Vec<ApiKey>,
     },
     KeyPair {
         key_pair: KeyPair,
@@ -120,6 +126,7 @@ pub async fn export(store: &dyn Store, out: &mut impl Write) -> Result<Counts, T
                 .collect();
             let two_factor = store.get_two_factor(&user.id).await?;
             let passkeys = store.list_passkeys(&user.id).await?;
+            let api_keys = store.list_api_keys(&user.id.0).await?;
             n.users += 1;
             n.accounts += accounts.len() as u64;
             n.sessions += sessions.len() as u64;
@@ -131,6 +138,7 @@ pub async fn export(store: &dyn Store, out: &mut impl Write) -> Result<Counts, T
                     sessions,
                     two_factor,
                     passkeys,
+                    api_keys,
                 },
             )?;
         }
@@ -161,6 +169,7 @@ pub async fn export(store: &dyn Store, out: &mut impl Write) -> Result<Counts, T
                     teams,
                     team_members,
                     roles: store.list_roles(&id).await?,
+                    api_keys: store.list_api_keys(&id.0).await?,
                 },
             )?;
         }
@@ -218,6 +227,7 @@ pub async fn import(store: &dyn Store, input: impl BufRead) -> Result<Counts, Tr
                 sessions,
                 two_factor,
                 passkeys,
+                api_keys,
             } => {
                 let mut accounts = accounts.into_iter();
                 let first = accounts.next();
@@ -253,6 +263,9 @@ pub async fn import(store: &dyn Store, input: impl BufRead) -> Result<Counts, Tr
                         .await
                         .map_err(|e| at(format!("passkey {}: {e}", p.id)))?;
                 }
+                import_api_keys(store, api_keys)
+                    .await
+                    .map_err(|e| at(format!("API key: {e}")))?;
             }
             Record::Organization {
                 organization,
@@ -261,6 +274,7 @@ pub async fn import(store: &dyn Store, input: impl BufRead) -> Result<Counts, Tr
                 teams,
                 team_members,
                 roles,
+                api_keys,
             } => {
                 n.members += members.len() as u64;
                 let id = organization.id.clone();
@@ -275,6 +289,9 @@ pub async fn import(store: &dyn Store, input: impl BufRead) -> Result<Counts, Tr
                 )
                 .await
                 .map_err(|e| at(format!("organization {id}: {e}")))?;
+                import_api_keys(store, api_keys)
+                    .await
+                    .map_err(|e| at(format!("API key of organization {id}: {e}")))?;
                 n.organizations += 1;
             }
             Record::KeyPair { key_pair } => {
@@ -293,6 +310,13 @@ pub async fn import(store: &dyn Store, input: impl BufRead) -> Result<Counts, Tr
         });
     }
     Ok(n)
+}
+
+async fn import_api_keys(store: &dyn Store, keys: Vec<ApiKey>) -> StoreResult<()> {
+    for k in keys {
+        store.create_api_key(&k, &[]).await?;
+    }
+    Ok(())
 }
 
 fn holds_owner(role: &str) -> bool {

@@ -145,6 +145,43 @@ async fn populated(s: &DynStore) {
         )
         .await
         .unwrap();
+        // An API key of the organization, made by its owner, and one of the owner's own.
+        for (hash, owner) in [
+            (format!("org-key-{slug}"), Some(o.id.clone())),
+            (format!("own-key-{slug}"), None),
+        ] {
+            s.create_api_key(
+                &ApiKey {
+                    id: ApiKeyId::generate(),
+                    config_id: "default".into(),
+                    name: Some("ci".into()),
+                    start: Some("abcdef".into()),
+                    prefix: None,
+                    key_hash: hash,
+                    user_id: users[n].id.clone(),
+                    organization_id: owner,
+                    enabled: true,
+                    expires_at: Some(now + Duration::days(30)),
+                    created_at: now,
+                    updated_at: now,
+                    last_request: Some(now),
+                    request_count: 2,
+                    remaining: Some(8),
+                    refill_amount: None,
+                    refill_interval: None,
+                    last_refill_at: None,
+                    rate_limit_enabled: true,
+                    rate_limit_time_window: Some(86_400_000),
+                    rate_limit_max: Some(10),
+                    permissions: Some("{\"member\":[\"create\"]}".into()),
+                    metadata: None,
+                    version: 3,
+                },
+                &[],
+            )
+            .await
+            .unwrap();
+        }
     }
     s.create_key_pair(&KeyPair {
         id: KeyPairId::generate(),
@@ -206,6 +243,15 @@ async fn round_trip(source: &DynStore, target: &DynStore) {
         .filter(|l| l.contains("\"credential_id\":\"cred-transfer\""))
         .count();
     assert_eq!(with_passkey, 1, "passkeys move with their user");
+    for hash in [
+        "org-key-acme",
+        "own-key-acme",
+        "org-key-globex",
+        "own-key-globex",
+    ] {
+        let key = target.find_api_key(hash).await.unwrap();
+        assert!(key.is_some_and(|k| k.remaining == Some(8)), "{hash} moved");
+    }
     // A second import into the now filled store is refused before it writes anything.
     assert!(matches!(
         import(&**target, before.as_slice()).await,
