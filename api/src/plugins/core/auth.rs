@@ -197,12 +197,8 @@ impl AuthApi {
             .check_password(req, &email, body.password.0, cb.as_deref())
             .await?;
         let remember_me = body.remember_me.unwrap_or(true);
-        if user.two_factor_enabled && !state.two_factor.trusted(req, &user.id, cookies).await? {
-            let methods = state.two_factor.methods(&user.id).await?;
-            state
-                .two_factor
-                .start_challenge(&user, remember_me, cookies)
-                .await?;
+        if state.two_factor.needed(req, &user, cookies).await? {
+            let methods = state.two_factor.begin(&user, remember_me, cookies).await?;
             return Ok(SignInAnswer::Ok(
                 Json(SignInResult::TwoFactor(TwoFactorRedirect {
                     two_factor_redirect: true,

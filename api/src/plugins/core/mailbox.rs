@@ -83,17 +83,13 @@ pub(crate) async fn sign_in(
         .detail("method", method)
         .own(&user.id);
     let handle = state.actors.user(user.id.clone());
-    if user.two_factor_enabled && !state.two_factor.trusted(req, &user.id, cookies).await? {
+    if state.two_factor.needed(req, &user, cookies).await? {
         // The proof is applied now; the sign-in is recorded when the second step ends it.
         let done = handle.sign_in_by_mail(None).await?;
         if done.first_proof {
             state.sessions.note_revocation(&user.id);
         }
-        let methods = state.two_factor.methods(&user.id).await?;
-        state
-            .two_factor
-            .start_challenge(&done.user, true, cookies)
-            .await?;
+        let methods = state.two_factor.begin(&done.user, true, cookies).await?;
         return Ok(MailSignedIn::SecondFactor(methods));
     }
     let ctx = state

@@ -334,14 +334,12 @@ impl SocialFlow {
             (Some(u), true) => u.clone(),
             _ => flow.callback_url.clone(),
         };
-        if signed.user.two_factor_enabled {
-            match self.second_step(req, cookies, &signed.user, &target).await {
-                Ok(Some(page)) => return Redirect::Found(page),
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::warn!(error = ?e, "two-factor challenge after social sign-in failed");
-                    return self.error_redirect(&error_url, "unable_to_create_session", None);
-                }
+        match self.second_step(req, cookies, &signed.user, &target).await {
+            Ok(Some(page)) => return Redirect::Found(page),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(error = ?e, "two-factor challenge after social sign-in failed");
+                return self.error_redirect(&error_url, "unable_to_create_session", None);
             }
         }
         let ev = attempt().own(&user_id);
@@ -366,7 +364,7 @@ impl SocialFlow {
 
     /// For a user with two-factor sign-in on, from a browser not trusted to skip it: the
     /// challenge instead of a session, and the hosted page of the second step to go to
-    /// (`/two-factor?methods=…&redirectTo=…`); `None` when the browser is trusted.
+    /// (`/two-factor?methods=…&redirectTo=…`); `None` when no second step is needed.
     async fn second_step(
         &self,
         req: &poem::Request,
@@ -374,11 +372,10 @@ impl SocialFlow {
         user: &storage::User,
         target: &str,
     ) -> ApiResult<Option<String>> {
-        if self.two_factor.trusted(req, &user.id, cookies).await? {
+        if !self.two_factor.needed(req, user, cookies).await? {
             return Ok(None);
         }
-        let methods = self.two_factor.methods(&user.id).await?;
-        self.two_factor.start_challenge(user, true, cookies).await?;
+        let methods = self.two_factor.begin(user, true, cookies).await?;
         let page = self
             .links
             .with_query("/two-factor", "methods", &methods.join(","));
@@ -578,16 +575,8 @@ impl SocialFlow {
                 .await;
             return Err(Code::EmailNotVerified.into());
         }
-        if signed.user.two_factor_enabled
-            && !self
-                .two_factor
-                .trusted(req, &signed.user.id, cookies)
-                .await?
-        {
-            let methods = self.two_factor.methods(&signed.user.id).await?;
-            self.two_factor
-                .start_challenge(&signed.user, true, cookies)
-                .await?;
+        if self.two_factor.needed(req, &signed.user, cookies).await? {
+            let methods = self.two_factor.begin(&signed.user, true, cookies).await?;
             return Ok(StartResponse::Ok(
                 Json(SocialRedirect {
                     url: None,

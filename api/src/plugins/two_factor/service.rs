@@ -196,9 +196,34 @@ impl TwoFactorFlow {
             .signature(&format!("backup-code:{}", code.trim()))
     }
 
+    /// Whether a sign-in of `user` from this browser needs the second step: two-factor
+    /// sign-in on, and the browser not trusted to skip it (a trusted browser's cookie is
+    /// rotated by asking). Every way to sign in but a passkey asks this first.
+    pub async fn needed(
+        &self,
+        req: &poem::Request,
+        user: &User,
+        cookies: &PendingCookies,
+    ) -> ApiResult<bool> {
+        Ok(user.two_factor_enabled && !self.trusted(req, &user.id, cookies).await?)
+    }
+
+    /// Starts the second step of `user`'s sign-in (see [`TwoFactorFlow::start_challenge`]);
+    /// answers the methods it can be finished with.
+    pub async fn begin(
+        &self,
+        user: &User,
+        remember_me: bool,
+        cookies: &PendingCookies,
+    ) -> ApiResult<Vec<String>> {
+        let methods = self.methods(&user.id).await?;
+        self.start_challenge(user, remember_me, cookies).await?;
+        Ok(methods)
+    }
+
     /// Starts the challenge of a sign-in that needs its second factor: the challenge row,
     /// the `two_factor` cookie naming it, and no session cookie.
-    pub async fn start_challenge(
+    async fn start_challenge(
         &self,
         user: &User,
         remember_me: bool,
