@@ -22,6 +22,7 @@ pub mod rate_limit;
 pub mod scylla;
 pub mod sqlite;
 pub mod transfer;
+pub mod webhooks;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -34,6 +35,7 @@ pub use events::{Delivery, Event, EventStore, Lease, Payload, Read, Topic};
 pub use ids::*;
 pub use query::{FieldValue, FilterOp, SearchOp, UserField, UserList, UserQuery};
 pub use rate_limit::{stored_key, MemoryRateLimits, RateLimitStore, WindowCount};
+pub use webhooks::{Attempt, DeliveryStatus, Webhook, WebhookDelivery, WebhookStore, GLOBAL_SCOPE};
 
 /// The one error type of every storage trait (`Clone`: one failed write that served several
 /// callers answers each of them).
@@ -613,6 +615,7 @@ pub trait Store:
     + TwoFactorStore
     + PasskeyStore
     + ApiKeyStore
+    + WebhookStore
     + ScanStore
     + AuditStore
     + EventStore
@@ -634,6 +637,7 @@ impl<T> Store for T where
         + TwoFactorStore
         + PasskeyStore
         + ApiKeyStore
+        + WebhookStore
         + ScanStore
         + AuditStore
         + EventStore

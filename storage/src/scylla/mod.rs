@@ -42,6 +42,7 @@ pub mod testing;
 mod two_factor;
 mod users;
 mod verifications;
+mod webhooks;
 
 use crate::{StoreError, StoreResult};
 use chrono::{DateTime, Utc};

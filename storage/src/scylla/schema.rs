@@ -144,6 +144,24 @@ const MIGRATIONS: &[&[&str]] = &[
         "CREATE TABLE IF NOT EXISTS {ks}.api_keys_by_user (user_id text, id text, \
          PRIMARY KEY (user_id, id))",
     ],
+    // 8: webhooks: an endpoint's row (LWT on its version; which decision made each version
+    // kept) listed by scope; deliveries by endpoint, newest first, and by id (which also makes
+    // a delivery stored once), both expiring; the pending ones in a few due partitions with
+    // their lease (LWT on holder and lease).
+    &[
+        "CREATE TABLE IF NOT EXISTS {ks}.webhooks (id text PRIMARY KEY, scope text, \
+         version bigint, doc text, decisions map<bigint, text>)",
+        "CREATE TABLE IF NOT EXISTS {ks}.webhooks_by_scope (scope text, id text, \
+         PRIMARY KEY (scope, id))",
+        "CREATE TABLE IF NOT EXISTS {ks}.webhook_deliveries (webhook_id text, seq bigint, \
+         id text, doc text, PRIMARY KEY (webhook_id, seq, id)) \
+         WITH CLUSTERING ORDER BY (seq DESC, id ASC)",
+        "CREATE TABLE IF NOT EXISTS {ks}.webhook_delivery_ids (id text PRIMARY KEY, \
+         webhook_id text, seq bigint)",
+        "CREATE TABLE IF NOT EXISTS {ks}.webhook_due (shard int, id text, webhook_id text, \
+         seq bigint, created_at bigint, next_at bigint, holder text, lease_until bigint, \
+         PRIMARY KEY (shard, id))",
+    ],
 ];
 
 /// The columns of an audit event besides its place (`at`, `id`).

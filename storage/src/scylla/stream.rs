@@ -106,6 +106,14 @@ pub(crate) enum Probe {
     ApiKeyGone {
         id: String,
     },
+    /// The webhook endpoint records this decision for `version`.
+    WebhookDecision {
+        id: String,
+        version: u64,
+    },
+    WebhookGone {
+        id: String,
+    },
 }
 
 /// A decision's row, ready to be written: its key, and the decision id the probe looks for.
@@ -335,6 +343,10 @@ impl ScyllaStore {
                 self.decision_of("api_keys", "id", id, *version).await? == Some(decision.into())
             }
             Probe::ApiKeyGone { id } => !exists("api_keys", "id", id.clone()).await?,
+            Probe::WebhookDecision { id, version } => {
+                self.decision_of("webhooks", "id", id, *version).await? == Some(decision.into())
+            }
+            Probe::WebhookGone { id } => !exists("webhooks", "id", id.clone()).await?,
             Probe::UserExists { user } => exists("users", "id", user.clone()).await?,
             Probe::UserGone { user } => !exists("users", "id", user.clone()).await?,
             Probe::SessionExists { token } => {

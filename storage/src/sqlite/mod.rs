@@ -27,6 +27,7 @@ mod teams;
 mod two_factor;
 mod users;
 mod verifications;
+mod webhooks;
 
 use crate::*;
 use rows::*;

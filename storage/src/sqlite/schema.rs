@@ -318,6 +318,31 @@ CREATE TABLE api_keys (
 CREATE INDEX api_keys_reference ON api_keys(reference_id, created_at);
 CREATE INDEX api_keys_expiry ON api_keys(expires_at) WHERE expires_at IS NOT NULL;
 "#,
+    // 13: webhooks: endpoints by scope, deliveries by endpoint (newest first) and by when
+    // they are due; each row's document holds the rest.
+    r#"
+CREATE TABLE webhooks (
+    id TEXT PRIMARY KEY,
+    scope TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    doc TEXT NOT NULL
+);
+CREATE INDEX webhooks_scope ON webhooks(scope, created_at);
+CREATE TABLE webhook_deliveries (
+    id TEXT PRIMARY KEY,
+    webhook_id TEXT NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    next_at INTEGER,
+    holder TEXT,
+    lease_until INTEGER,
+    doc TEXT NOT NULL
+);
+CREATE INDEX webhook_deliveries_list ON webhook_deliveries(webhook_id, seq);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_at) WHERE status = 'pending';
+"#,
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> StoreResult<()> {

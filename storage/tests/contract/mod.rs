@@ -11,6 +11,7 @@ mod api_keys;
 mod events;
 mod passkeys;
 mod two_factor;
+mod webhooks;
 #[allow(unused_imports)]
 pub use api_keys::*;
 #[allow(unused_imports)]
@@ -19,6 +20,8 @@ pub use events::*;
 pub use passkeys::*;
 #[allow(unused_imports)]
 pub use two_factor::*;
+#[allow(unused_imports)]
+pub use webhooks::*;
 
 pub type S = Arc<dyn Store>;
 
@@ -1798,6 +1801,9 @@ macro_rules! contract_tests {
             api_keys_are_found_by_hash_listed_by_owner_and_go,
             concurrent_uses_of_one_api_key_one_wins,
             api_key_writes_carry_their_events,
+            webhooks_are_listed_by_scope_changed_by_version_and_go,
+            deliveries_are_stored_once_leased_settled_and_listed,
+            concurrent_claims_lease_each_delivery_once,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {$(

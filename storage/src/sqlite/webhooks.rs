@@ -1,0 +1,325 @@
+//! Webhooks: an endpoint's row and its deliveries' rows, each a JSON document beside the
+//! columns that are queried (scope; an endpoint's order; whether and when a delivery is due,
+//! and who holds it).
+use super::*;
+use crate::webhooks::*;
+use crate::*;
+use rusqlite::params;
+
+fn doc<T: serde::Serialize>(v: &T) -> StoreResult<String> {
+    serde_json::to_string(v).map_err(internal)
+}
+
+fn webhook_of(text: String) -> rusqlite::Result<Webhook> {
+    serde_json::from_str(&text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+fn webhook_row(r: &Row) -> rusqlite::Result<Webhook> {
+    webhook_of(r.get(0)?)
+}
+
+/// A delivery from its document, with the queried columns (which writes keep current) over it.
+fn delivery_row(r: &Row) -> rusqlite::Result<WebhookDelivery> {
+    let text: String = r.get(0)?;
+    let mut d: WebhookDelivery = serde_json::from_str(&text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })?;
+    d.status = match r.get::<_, String>(1)?.as_str() {
+        "pending" => DeliveryStatus::Pending,
+        "succeeded" => DeliveryStatus::Succeeded,
+        _ => DeliveryStatus::Failed,
+    };
+    d.next_at = ts_opt(r.get(2)?)?;
+    d.holder = r.get(3)?;
+    d.lease_until = ts_opt(r.get(4)?)?;
+    Ok(d)
+}
+
+const DELIVERY_COLS: &str = "doc, status, next_at, holder, lease_until";
+
+/// Writes every column of `d` over its row (`extra` narrows which row); rows written.
+fn write_delivery(
+    c: &Connection,
+    d: &WebhookDelivery,
+    extra: &str,
+    holder: &str,
+) -> StoreResult<usize> {
+    c.exec(
+        &format!(
+            "UPDATE webhook_deliveries SET doc = ?2, status = ?3, next_at = ?4, holder = ?5, \
+             lease_until = ?6 WHERE id = ?1 {extra}"
+        ),
+        params![
+            d.id,
+            doc(d)?,
+            d.status.as_str(),
+            ms_opt(&d.next_at),
+            d.holder,
+            ms_opt(&d.lease_until),
+            holder
+        ],
+    )
+    .map_err(map_err)
+}
+
+#[async_trait]
+impl WebhookStore for SqliteStore {
+    async fn create_webhook(&self, w: &Webhook, events: &[Event]) -> StoreResult<()> {
+        let (id, scope, created, version, text) = (
+            w.id.clone(),
+            w.scope.clone(),
+            ms(&w.created_at),
+            w.version as i64,
+            doc(w)?,
+        );
+        self.write_with(events, always, move |c| {
+            c.exec(
+                "INSERT INTO webhooks (id, scope, created_at, version, doc) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![id, scope, created, version, text],
+            )
+            .map_err(unique("webhook"))?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get_webhook(&self, id: &str) -> StoreResult<Option<Webhook>> {
+        let id = id.to_owned();
+        self.point_read(move |c| {
+            one(
+                c,
+                "SELECT doc FROM webhooks WHERE id = ?1",
+                [id],
+                webhook_row,
+            )
+        })
+        .await
+    }
+
+    async fn list_webhooks(&self, scope: &str) -> StoreResult<Vec<Webhook>> {
+        let scope = scope.to_owned();
+        self.point_read(move |c| {
+            all(
+                c,
+                "SELECT doc FROM webhooks WHERE scope = ?1 ORDER BY created_at, id",
+                [scope],
+                webhook_row,
+            )
+        })
+        .await
+    }
+
+    async fn update_webhook(
+        &self,
+        w: &Webhook,
+        expected: u64,
+        events: &[Event],
+    ) -> StoreResult<()> {
+        let (id, version, text) = (w.id.clone(), w.version as i64, doc(w)?);
+        self.write_with(events, always, move |c| {
+            let n = c
+                .exec(
+                    "UPDATE webhooks SET version = ?2, doc = ?3 WHERE id = ?1 AND version = ?4",
+                    params![id, version, text, expected as i64],
+                )
+                .map_err(map_err)?;
+            if n == 1 {
+                return Ok(());
+            }
+            let there: Option<i64> = one(
+                c,
+                "SELECT version FROM webhooks WHERE id = ?1",
+                [&id],
+                |r| r.get(0),
+            )?;
+            Err(match there {
+                Some(_) => StoreError::ConcurrentModification,
+                None => StoreError::NotFound,
+            })
+        })
+        .await
+    }
+
+    async fn delete_webhook(&self, id: &str, events: &[Event]) -> StoreResult<bool> {
+        let id = id.to_owned();
+        self.write_with(
+            events,
+            |gone: &bool| *gone,
+            move |c| {
+                c.exec(
+                    "DELETE FROM webhook_deliveries WHERE webhook_id = ?1",
+                    [&id],
+                )
+                .map_err(map_err)?;
+                Ok(c.exec("DELETE FROM webhooks WHERE id = ?1", [&id])
+                    .map_err(map_err)?
+                    == 1)
+            },
+        )
+        .await
+    }
+
+    async fn enqueue_deliveries(&self, d: &[WebhookDelivery]) -> StoreResult<u64> {
+        if d.is_empty() {
+            return Ok(0);
+        }
+        let rows = d
+            .iter()
+            .map(|d| Ok((d.clone(), doc(d)?)))
+            .collect::<StoreResult<Vec<_>>>()?;
+        self.write(move |c| {
+            let mut n = 0;
+            for (d, text) in &rows {
+                n += c
+                    .exec(
+                        "INSERT OR IGNORE INTO webhook_deliveries (id, webhook_id, seq, \
+                         created_at, status, next_at, holder, lease_until, doc) \
+                         SELECT ?1, ?2, ?3, ?4, ?5, ?6, NULL, NULL, ?7 \
+                         WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = ?2)",
+                        params![
+                            d.id,
+                            d.webhook_id,
+                            d.seq,
+                            ms(&d.created_at),
+                            d.status.as_str(),
+                            ms_opt(&d.next_at),
+                            text
+                        ],
+                    )
+                    .map_err(map_err)? as u64;
+            }
+            Ok(n)
+        })
+        .await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        holder: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        limit: u32,
+    ) -> StoreResult<Vec<WebhookDelivery>> {
+        let (holder, now, until) = (holder.to_owned(), ms(&now), until);
+        self.write(move |c| {
+            let mut due = all(
+                c,
+                &format!(
+                    "SELECT {DELIVERY_COLS} FROM webhook_deliveries d \
+                     WHERE status = 'pending' AND next_at <= ?1 \
+                     AND (lease_until IS NULL OR lease_until < ?1) \
+                     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o \
+                        WHERE o.webhook_id = d.webhook_id AND o.status = 'pending' \
+                        AND o.holder IS NOT NULL AND o.holder != ?2 AND o.lease_until >= ?1) \
+                     ORDER BY seq LIMIT ?3"
+                ),
+                params![now, holder, limit],
+                delivery_row,
+            )?;
+            for d in &mut due {
+                d.holder = Some(holder.clone());
+                d.lease_until = Some(until);
+                c.exec(
+                    "UPDATE webhook_deliveries SET holder = ?2, lease_until = ?3 WHERE id = ?1",
+                    params![d.id, holder, ms(&until)],
+                )
+                .map_err(map_err)?;
+            }
+            Ok(due)
+        })
+        .await
+    }
+
+    async fn settle_delivery(&self, d: &WebhookDelivery, holder: &str) -> StoreResult<bool> {
+        let (mut d, holder) = (d.clone(), holder.to_owned());
+        d.holder = None;
+        d.lease_until = None;
+        self.write(move |c| Ok(write_delivery(c, &d, "AND holder = ?7", &holder)? == 1))
+            .await
+    }
+
+    async fn get_delivery(&self, id: &str) -> StoreResult<Option<WebhookDelivery>> {
+        let id = id.to_owned();
+        self.point_read(move |c| {
+            one(
+                c,
+                &format!("SELECT {DELIVERY_COLS} FROM webhook_deliveries WHERE id = ?1"),
+                [id],
+                delivery_row,
+            )
+        })
+        .await
+    }
+
+    async fn list_deliveries(
+        &self,
+        webhook_id: &str,
+        before: Option<i64>,
+        limit: u32,
+    ) -> StoreResult<Vec<WebhookDelivery>> {
+        let webhook_id = webhook_id.to_owned();
+        self.point_read(move |c| {
+            all(
+                c,
+                &format!(
+                    "SELECT {DELIVERY_COLS} FROM webhook_deliveries WHERE webhook_id = ?1 \
+                     AND seq < ?2 ORDER BY seq DESC LIMIT ?3"
+                ),
+                params![webhook_id, before.unwrap_or(i64::MAX), limit],
+                delivery_row,
+            )
+        })
+        .await
+    }
+
+    async fn redeliver(&self, id: &str, now: DateTime<Utc>) -> StoreResult<bool> {
+        let id = id.to_owned();
+        self.write(move |c| {
+            let Some(mut d) = one(
+                c,
+                &format!(
+                    "SELECT {DELIVERY_COLS} FROM webhook_deliveries \
+                     WHERE id = ?1 AND status != 'pending'"
+                ),
+                [&id],
+                delivery_row,
+            )?
+            else {
+                return Ok(false);
+            };
+            d.status = DeliveryStatus::Pending;
+            d.next_at = Some(now);
+            d.holder = None;
+            d.lease_until = None;
+            Ok(write_delivery(c, &d, "AND status != 'pending' AND ?7 = ?7", "")? == 1)
+        })
+        .await
+    }
+
+    async fn oldest_pending_delivery(&self) -> StoreResult<Option<DateTime<Utc>>> {
+        self.point_read(|c| {
+            let t: Option<Option<i64>> = one(
+                c,
+                "SELECT MIN(created_at) FROM webhook_deliveries WHERE status = 'pending'",
+                [],
+                |r| r.get(0),
+            )?;
+            t.flatten().map(|v| ts(v).map_err(map_err)).transpose()
+        })
+        .await
+    }
+
+    async fn purge_deliveries(&self, before: DateTime<Utc>) -> StoreResult<u64> {
+        self.write(move |c| {
+            Ok(c.exec(
+                "DELETE FROM webhook_deliveries WHERE status != 'pending' AND created_at < ?1",
+                [ms(&before)],
+            )
+            .map_err(map_err)? as u64)
+        })
+        .await
+    }
+}

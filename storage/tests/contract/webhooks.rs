@@ -1,0 +1,261 @@
+//! Webhooks: endpoints listed by scope and changed by compare-and-set; deliveries stored once,
+//! leased to one holder at a time, settled only by their holder, listed newest first.
+use super::*;
+
+fn hook(scope: &str, created: chrono::DateTime<Utc>) -> Webhook {
+    Webhook {
+        id: random_string(16),
+        scope: scope.into(),
+        url: "https://hooks.example.com/in".into(),
+        events: vec!["member.*".into()],
+        description: Some("crm".into()),
+        enabled: true,
+        secret: "sealed".into(),
+        previous_secret: None,
+        previous_until: None,
+        failures_in_row: 0,
+        disabled_reason: None,
+        created_at: created,
+        updated_at: created,
+        version: 1,
+    }
+}
+
+fn delivery(w: &Webhook, event: &str, seq: i64) -> WebhookDelivery {
+    WebhookDelivery {
+        id: WebhookDelivery::id_for(event, &w.id),
+        webhook_id: w.id.clone(),
+        scope: w.scope.clone(),
+        event_id: event.into(),
+        event_type: "member.added".into(),
+        body: format!(r#"{{"type":"member.added","n":{seq}}}"#),
+        seq,
+        created_at: now(),
+        status: DeliveryStatus::Pending,
+        attempts: vec![],
+        next_at: Some(now() - Duration::seconds(1)),
+        holder: None,
+        lease_until: None,
+    }
+}
+
+pub async fn webhooks_are_listed_by_scope_changed_by_version_and_go(s: S) {
+    let t = now();
+    let a = hook("org:wh1", t);
+    let b = hook("org:wh1", t + Duration::milliseconds(1));
+    let g = hook(GLOBAL_SCOPE, t);
+    let agg = "org:wh1";
+    s.create_webhook(&a, &[domain(agg, "webhook.created", 1)])
+        .await
+        .unwrap();
+    s.create_webhook(&b, &[]).await.unwrap();
+    s.create_webhook(&g, &[]).await.unwrap();
+    let r = s
+        .create_webhook(&a, &[domain(agg, "webhook.again", 2)])
+        .await;
+    assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+    assert_eq!(s.get_webhook(&a.id).await.unwrap(), Some(a.clone()));
+    assert_eq!(s.get_webhook("nope").await.unwrap(), None);
+    assert_eq!(
+        s.list_webhooks("org:wh1").await.unwrap(),
+        vec![a.clone(), b.clone()]
+    );
+    assert_eq!(
+        s.list_webhooks(GLOBAL_SCOPE).await.unwrap(),
+        vec![g.clone()]
+    );
+    assert!(s.list_webhooks("org:other").await.unwrap().is_empty());
+
+    let mut next = a.clone();
+    next.enabled = false;
+    next.version = 2;
+    let r = s
+        .update_webhook(&next, 5, &[domain(agg, "webhook.stale", 3)])
+        .await;
+    assert!(
+        matches!(r, Err(StoreError::ConcurrentModification)),
+        "{r:?}"
+    );
+    s.update_webhook(&next, 1, &[domain(agg, "webhook.updated", 4)])
+        .await
+        .unwrap();
+    assert_eq!(s.get_webhook(&a.id).await.unwrap(), Some(next.clone()));
+
+    // Eight writers on one version: one wins.
+    let writes = (0..8).map(|i| {
+        let (s, mut w) = (s.clone(), next.clone());
+        w.version = 3;
+        w.description = Some(format!("w{i}"));
+        async move { s.update_webhook(&w, 2, &[]).await }
+    });
+    let results = join_all(writes).await;
+    assert_eq!(
+        results.iter().filter(|r| r.is_ok()).count(),
+        1,
+        "{results:?}"
+    );
+
+    s.enqueue_deliveries(&[delivery(&a, "e1", 1)])
+        .await
+        .unwrap();
+    assert!(s
+        .delete_webhook(&a.id, &[domain(agg, "webhook.deleted", 5)])
+        .await
+        .unwrap());
+    assert!(!s
+        .delete_webhook(&a.id, &[domain(agg, "webhook.gone", 6)])
+        .await
+        .unwrap());
+    assert_eq!(s.list_webhooks("org:wh1").await.unwrap(), vec![b.clone()]);
+    assert!(s.list_deliveries(&a.id, None, 10).await.unwrap().is_empty());
+    let r = s.update_webhook(&next, 3, &[]).await;
+    assert!(matches!(r, Err(StoreError::NotFound)), "{r:?}");
+    let seen: Vec<String> = names(&all_of(&s, Topic::Domain).await)
+        .into_iter()
+        .filter(|n| n.starts_with("webhook."))
+        .collect();
+    assert_eq!(
+        seen,
+        ["webhook.created", "webhook.updated", "webhook.deleted"]
+    );
+}
+
+pub async fn deliveries_are_stored_once_leased_settled_and_listed(s: S) {
+    let w = hook("org:wh2", now());
+    s.create_webhook(&w, &[]).await.unwrap();
+    let (d1, d2, d3) = (
+        delivery(&w, "e1", 10),
+        delivery(&w, "e2", 20),
+        delivery(&w, "e3", 30),
+    );
+    assert_eq!(
+        s.enqueue_deliveries(&[d1.clone(), d2.clone()])
+            .await
+            .unwrap(),
+        2
+    );
+    // Made again (a consumer read its events twice): stored once.
+    assert_eq!(
+        s.enqueue_deliveries(&[d1.clone(), d3.clone()])
+            .await
+            .unwrap(),
+        1
+    );
+    // For an endpoint that is gone: not stored.
+    let gone = hook("org:wh2", now());
+    assert_eq!(
+        s.enqueue_deliveries(&[delivery(&gone, "e1", 5)])
+            .await
+            .unwrap(),
+        0
+    );
+    let oldest = s.oldest_pending_delivery().await.unwrap().unwrap();
+    assert!((oldest - d1.created_at).num_seconds().abs() <= 1);
+
+    let t = now();
+    let lease = t + Duration::seconds(30);
+    let got = s.claim_deliveries("p1", t, lease, 2).await.unwrap();
+    let ids: Vec<&str> = got.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids, [d1.id.as_str(), d2.id.as_str()], "oldest first");
+    assert!(got.iter().all(|d| d.holder.as_deref() == Some("p1")));
+    // Another process sees the endpoint busy: nothing for it, not even the third.
+    assert!(s
+        .claim_deliveries("p2", t, lease, 10)
+        .await
+        .unwrap()
+        .is_empty());
+
+    // The holder settles: a success, and a retry in the future.
+    let mut ok = got[0].clone();
+    ok.status = DeliveryStatus::Succeeded;
+    ok.next_at = None;
+    ok.push_attempt(Attempt {
+        at: t,
+        status_code: Some(200),
+        error: None,
+        duration_ms: 12,
+    });
+    assert!(
+        !s.settle_delivery(&ok, "p2").await.unwrap(),
+        "not p2's lease"
+    );
+    assert!(s.settle_delivery(&ok, "p1").await.unwrap());
+    let mut later = got[1].clone();
+    later.next_at = Some(t + Duration::minutes(5));
+    later.push_attempt(Attempt {
+        at: t,
+        status_code: None,
+        error: Some("timed out".into()),
+        duration_ms: 10_000,
+    });
+    assert!(s.settle_delivery(&later, "p1").await.unwrap());
+    let read = s.get_delivery(&ok.id).await.unwrap().unwrap();
+    assert_eq!(read.status, DeliveryStatus::Succeeded);
+    assert_eq!(read.attempts.len(), 1);
+    assert_eq!(read.body, d1.body);
+
+    // Free again: p2 takes the third (the second waits for its time).
+    let got = s.claim_deliveries("p2", t, lease, 10).await.unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].id, d3.id);
+    // A lease that ran out is taken over.
+    let after = lease + Duration::seconds(1);
+    let took = s
+        .claim_deliveries("p3", after, after + Duration::seconds(30), 10)
+        .await
+        .unwrap();
+    assert_eq!(took.len(), 1);
+    assert_eq!(took[0].id, d3.id);
+    assert!(
+        !s.settle_delivery(&got[0], "p2").await.unwrap(),
+        "lease lost"
+    );
+
+    let list = s.list_deliveries(&w.id, None, 2).await.unwrap();
+    let seqs: Vec<i64> = list.iter().map(|d| d.seq).collect();
+    assert_eq!(seqs, [30, 20], "newest first");
+    let rest = s.list_deliveries(&w.id, Some(20), 10).await.unwrap();
+    assert_eq!(rest.iter().map(|d| d.seq).collect::<Vec<_>>(), [10]);
+
+    // Redeliver: a finished one only, once.
+    assert!(!s.redeliver(&d3.id, t).await.unwrap(), "still pending");
+    assert!(s.redeliver(&d1.id, t).await.unwrap());
+    assert!(!s.redeliver(&d1.id, t).await.unwrap());
+    assert!(!s.redeliver("msg_none", t).await.unwrap());
+    let again = s.get_delivery(&d1.id).await.unwrap().unwrap();
+    assert_eq!(again.status, DeliveryStatus::Pending);
+    assert_eq!(again.attempts.len(), 1, "its attempts stay");
+}
+
+/// Eight processes claim one backlog at once: each delivery goes to one of them.
+pub async fn concurrent_claims_lease_each_delivery_once(s: S) {
+    let mut all = Vec::new();
+    for i in 0..4 {
+        let w = hook(&format!("org:wh3-{i}"), now());
+        s.create_webhook(&w, &[]).await.unwrap();
+        for e in 0..3 {
+            all.push(delivery(&w, &format!("e{e}"), e));
+        }
+    }
+    s.enqueue_deliveries(&all).await.unwrap();
+    let t = now();
+    let claims = (0..8).map(|i| {
+        let s = s.clone();
+        async move {
+            s.claim_deliveries(&format!("p{i}"), t, t + Duration::seconds(30), 100)
+                .await
+                .unwrap()
+        }
+    });
+    let got: Vec<String> = join_all(claims)
+        .await
+        .into_iter()
+        .flatten()
+        .map(|d| d.id)
+        .collect();
+    let mut unique = got.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), got.len(), "a delivery leased twice: {got:?}");
+    assert!(!got.is_empty());
+}
