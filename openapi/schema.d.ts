@@ -386,6 +386,129 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/webhook/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Register a server webhook endpoint
+         * @description Every event (users, sessions, every organization's) that `events` names is delivered
+         *     to `url`. Needs `webhook:manage` (the `admin` role) or the server key.
+         */
+        post: operations["adminCreateWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhook/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Delete a server webhook endpoint */
+        post: operations["adminDeleteWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhook/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a server webhook endpoint's deliveries */
+        get: operations["adminListWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhook/list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the server's webhook endpoints */
+        get: operations["adminListWebhooks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhook/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deliver again (server endpoint) */
+        post: operations["adminRedeliverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhook/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rotate a server webhook endpoint's secret */
+        post: operations["adminRotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhook/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Change a server webhook endpoint */
+        post: operations["adminUpdateWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api-key/create": {
         parameters: {
             query?: never;
@@ -1832,6 +1955,154 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/organization/webhook/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Register a webhook endpoint
+         * @description Events of the organization (`events`: names or patterns such as `member.*`, or `*`)
+         *     are delivered to `url`, signed with the returned `secret` (shown this once) as
+         *     Standard Webhooks. Needs `webhook:create` (owners and admins). `url` must be `https`
+         *     and public unless the server allows otherwise.
+         */
+        post: operations["createOrganizationWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organization/webhook/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description With its deliveries. Needs `webhook:delete`.
+         */
+        post: operations["deleteOrganizationWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organization/webhook/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a webhook endpoint's deliveries
+         * @description Newest first, each with its attempts (time, status code or error, duration) and the
+         *     body sent; older ones with `cursor` (the previous page's `nextCursor`). Needs
+         *     `webhook:read`.
+         */
+        get: operations["listOrganizationWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organization/webhook/list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the organization's webhook endpoints
+         * @description Needs `webhook:read`.
+         */
+        get: operations["listOrganizationWebhooks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organization/webhook/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver again
+         * @description Sends a delivery that succeeded or failed once more (same `webhook-id`, a new series
+         *     of attempts). Needs `webhook:update`.
+         */
+        post: operations["redeliverOrganizationWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organization/webhook/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook endpoint's secret
+         * @description Answers the new secret (shown this once); deliveries carry signatures of both secrets
+         *     for `webhooks.rotation_overlap_secs` (a day by default). Needs `webhook:update`.
+         */
+        post: operations["rotateOrganizationWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organization/webhook/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change a webhook endpoint
+         * @description Its `url`, `events`, `description`, or `enabled` (turning it on again clears its
+         *     failure count). Needs `webhook:update`.
+         */
+        post: operations["updateOrganizationWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/page-settings": {
         parameters: {
             query?: never;
@@ -2892,7 +3163,7 @@ export interface components {
              * @description `user.sign-in`, `member.role-changed`… (README, "Audit log", lists them).
              * @enum {string}
              */
-            action: "user.sign-up" | "user.sign-in" | "user.sign-out" | "session.revoked" | "password.changed" | "password.reset" | "password.set" | "email.change-requested" | "email.changed" | "email.verified" | "account.linked" | "account.unlinked" | "user.deleted" | "organization.created" | "organization.updated" | "organization.deleted" | "member.added" | "member.removed" | "member.role-changed" | "invitation.created" | "invitation.accepted" | "invitation.rejected" | "invitation.canceled" | "role.created" | "role.updated" | "role.deleted" | "rate-limit.hit" | "admin.user-created" | "admin.user-updated" | "admin.role-set" | "admin.user-banned" | "admin.user-unbanned" | "admin.sessions-revoked" | "admin.user-removed" | "admin.password-set" | "admin.impersonation-started" | "admin.impersonation-stopped" | "admin.two-factor-disabled" | "two-factor.enrolled" | "two-factor.disabled" | "two-factor.backup-codes-regenerated" | "two-factor.challenge" | "two-factor.device-trusted" | "passkey.registered" | "passkey.sign-in" | "passkey.renamed" | "passkey.deleted" | "passkey.clone-suspected" | "api-key.created" | "api-key.updated" | "api-key.deleted" | "api-key.first-use" | "api-key.refused";
+            action: "user.sign-up" | "user.sign-in" | "user.sign-out" | "session.revoked" | "password.changed" | "password.reset" | "password.set" | "email.change-requested" | "email.changed" | "email.verified" | "account.linked" | "account.unlinked" | "user.deleted" | "organization.created" | "organization.updated" | "organization.deleted" | "member.added" | "member.removed" | "member.role-changed" | "invitation.created" | "invitation.accepted" | "invitation.rejected" | "invitation.canceled" | "role.created" | "role.updated" | "role.deleted" | "rate-limit.hit" | "admin.user-created" | "admin.user-updated" | "admin.role-set" | "admin.user-banned" | "admin.user-unbanned" | "admin.sessions-revoked" | "admin.user-removed" | "admin.password-set" | "admin.impersonation-started" | "admin.impersonation-stopped" | "admin.two-factor-disabled" | "two-factor.enrolled" | "two-factor.disabled" | "two-factor.backup-codes-regenerated" | "two-factor.challenge" | "two-factor.device-trusted" | "passkey.registered" | "passkey.sign-in" | "passkey.renamed" | "passkey.deleted" | "passkey.clone-suspected" | "api-key.created" | "api-key.updated" | "api-key.deleted" | "api-key.first-use" | "api-key.refused" | "webhook.created" | "webhook.updated" | "webhook.secret-rotated" | "webhook.deleted" | "webhook.redelivered" | "webhook.disabled";
             /** @description Who acted (absent: the server key or an anonymous client). */
             actorId?: string | null;
             /** @description ISO 8601 date-time. */
@@ -3068,6 +3339,16 @@ export interface components {
             name: string;
             organizationId?: string | null;
         };
+        /** CreateWebhookBody */
+        CreateWebhookBody: {
+            description?: string | null;
+            /** @description Event names or patterns (`member.*`, `*`). */
+            events: string[];
+            /** @description The organization (default: the active one). Ignored on `/admin/webhook/create`. */
+            organizationId?: string | null;
+            /** @description `https://…` (or `http://` when the server allows it). */
+            url: string;
+        };
         /**
          * CreatedApiKey
          * @description A new key: the key in full (shown this once) and its record.
@@ -3225,7 +3506,7 @@ export interface components {
              * @description Stable machine-readable code, e.g. `INVALID_EMAIL_OR_PASSWORD`.
              * @enum {string}
              */
-            code: "ACCESS_TOKEN_NOT_FOUND" | "ACCOUNT_NOT_FOUND" | "ADMIN_SESSION_NOT_FOUND" | "AUTHENTICATION_FAILED" | "BANNED_USER" | "CHALLENGE_NOT_FOUND" | "CHANGE_EMAIL_IS_DISABLED" | "CHANGE_EMAIL_WITH_OTP_DISABLED" | "COULDNT_UPDATE_YOUR_EMAIL" | "CREDENTIAL_ACCOUNT_NOT_FOUND" | "DELETE_USER_IS_DISABLED" | "EMAIL_ALREADY_VERIFIED" | "EMAIL_CAN_NOT_BE_UPDATED" | "EMAIL_IS_THE_SAME" | "EMAIL_MISMATCH" | "EMAIL_NOT_VERIFIED" | "EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION" | "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION" | "EXPIRES_IN_IS_TOO_LARGE" | "EXPIRES_IN_IS_TOO_SMALL" | "FAILED_TO_CREATE_SESSION" | "FAILED_TO_CREATE_USER" | "FAILED_TO_GET_ACCESS_TOKEN" | "FAILED_TO_GET_SESSION" | "FAILED_TO_GET_USER_INFO" | "FAILED_TO_REFRESH_ACCESS_TOKEN" | "FAILED_TO_UNLINK_LAST_ACCOUNT" | "FAILED_TO_VERIFY_REGISTRATION" | "FIELD_NOT_ALLOWED" | "FORBIDDEN" | "ID_TOKEN_NOT_SUPPORTED" | "INSUFFICIENT_API_KEY_PERMISSIONS" | "INTERNAL_SERVER_ERROR" | "INVALID_API_KEY" | "INVALID_BACKUP_CODE" | "INVALID_CALLBACK_URL" | "INVALID_CODE" | "INVALID_EMAIL" | "INVALID_EMAIL_OR_PASSWORD" | "INVALID_ERROR_CALLBACK_URL" | "INVALID_JSON" | "INVALID_METADATA_TYPE" | "INVALID_NAME_LENGTH" | "INVALID_NEW_USER_CALLBACK_URL" | "INVALID_ORIGIN" | "INVALID_OTP" | "INVALID_OTP_TYPE" | "INVALID_PASSWORD" | "INVALID_PERMISSION_CHECK" | "INVALID_PREFIX_LENGTH" | "INVALID_REDIRECT_URL" | "INVALID_REFERENCE_ID_FROM_API_KEY" | "INVALID_REMAINING" | "INVALID_TOKEN" | "INVALID_TWO_FACTOR_COOKIE" | "INVITATION_LIMIT_REACHED" | "INVITATION_NOT_FOUND" | "INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION" | "KEY_DISABLED" | "KEY_DISABLED_EXPIRATION" | "KEY_EXPIRED" | "KEY_NOT_FOUND" | "LAST_SIGN_IN_METHOD" | "LINKING_DIFFERENT_EMAILS_NOT_ALLOWED" | "LINKING_NOT_ALLOWED" | "MAIL_NOT_CONFIGURED" | "MEMBER_NOT_FOUND" | "METADATA_DISABLED" | "METHOD_NOT_ALLOWED" | "METHOD_NOT_ALLOWED_DEFER_SESSION_REQUIRED" | "MISSING_OR_NULL_ORIGIN" | "NAME_REQUIRED" | "NOT_FOUND" | "NOT_IMPERSONATING" | "NO_ACTIVE_ORGANIZATION" | "NO_DATA_TO_UPDATE" | "NO_FIELDS_TO_UPDATE" | "NO_VALUES_TO_UPDATE" | "OAUTH_LINK_ERROR" | "ORGANIZATION_ALREADY_EXISTS" | "ORGANIZATION_MEMBERSHIP_LIMIT_REACHED" | "ORGANIZATION_NOT_FOUND" | "ORGANIZATION_SLUG_ALREADY_TAKEN" | "OTP_EXPIRED" | "OTP_NOT_ENABLED" | "OTP_REQUIRED" | "PASSKEY_NOT_FOUND" | "PASSWORD_CANNOT_BE_UPDATED_VIA_UPDATE_USER" | "PASSWORD_TOO_LONG" | "PASSWORD_TOO_SHORT" | "PAYLOAD_TOO_LARGE" | "PREVIOUSLY_REGISTERED" | "PROVIDER_NOT_CONFIGURED" | "PROVIDER_NOT_FOUND" | "PROVIDER_NOT_SUPPORTED" | "RATE_LIMITED" | "REFILL_AMOUNT_AND_INTERVAL_REQUIRED" | "REFILL_INTERVAL_AND_AMOUNT_REQUIRED" | "REFRESH_TOKEN_NOT_FOUND" | "REQUEST_TIMEOUT" | "RESET_PASSWORD_ISNT_ENABLED" | "ROLE_IS_ASSIGNED_TO_MEMBERS" | "ROLE_NAME_IS_ALREADY_TAKEN" | "ROLE_NOT_FOUND" | "SERVER_CREDENTIAL_REQUIRED" | "SERVER_ONLY_PROPERTY" | "SERVICE_UNAVAILABLE" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_FRESH" | "SLUG_IS_TAKEN" | "SOCIAL_ACCOUNT_ALREADY_LINKED" | "TEAM_ALREADY_EXISTS" | "TEAM_NOT_FOUND" | "TOKEN_EXPIRED" | "TOKEN_REFRESH_NOT_SUPPORTED" | "TOO_MANY_ATTEMPTS" | "TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE" | "TOO_MANY_REQUESTS" | "TOTP_NOT_ENABLED" | "TWO_FACTOR_NOT_ENABLED" | "UNABLE_TO_REMOVE_LAST_TEAM" | "UNAUTHORIZED" | "UNAUTHORIZED_SESSION" | "UNSUPPORTED_MEDIA_TYPE" | "USAGE_EXCEEDED" | "USER_ALREADY_EXISTS" | "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL" | "USER_ALREADY_HAS_PASSWORD" | "USER_BANNED" | "USER_EMAIL_NOT_FOUND" | "USER_ID_CANNOT_BE_UPDATED" | "USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION" | "USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_TEAM" | "USER_NOT_FOUND" | "USER_NOT_MEMBER_OF_ORGANIZATION" | "VALIDATION_ERROR" | "VERIFICATION_EMAIL_ISNT_ENABLED" | "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS" | "YOU_ARE_NOT_ALLOWED_TO_CANCEL_THIS_INVITATION" | "YOU_ARE_NOT_ALLOWED_TO_CHANGE_USERS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_NEW_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_TEAMS_IN_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_GET_USER" | "YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_READ_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_READ_THE_AUDIT_LOG" | "YOU_ARE_NOT_ALLOWED_TO_REGISTER_THIS_PASSKEY" | "YOU_ARE_NOT_ALLOWED_TO_REMOVE_A_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_SET_NON_EXISTENT_VALUE" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_EMAIL" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_PASSWORD" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_USERS" | "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION" | "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION" | "YOU_CANNOT_BAN_YOURSELF" | "YOU_CANNOT_IMPERSONATE_ADMINS" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_WITHOUT_AN_OWNER" | "YOU_CANNOT_REMOVE_YOURSELF" | "YOU_HAVE_REACHED_THE_MAXIMUM_NUMBER_OF_ORGANIZATIONS";
+            code: "ACCESS_TOKEN_NOT_FOUND" | "ACCOUNT_NOT_FOUND" | "ADMIN_SESSION_NOT_FOUND" | "AUTHENTICATION_FAILED" | "BANNED_USER" | "CHALLENGE_NOT_FOUND" | "CHANGE_EMAIL_IS_DISABLED" | "CHANGE_EMAIL_WITH_OTP_DISABLED" | "COULDNT_UPDATE_YOUR_EMAIL" | "CREDENTIAL_ACCOUNT_NOT_FOUND" | "DELETE_USER_IS_DISABLED" | "EMAIL_ALREADY_VERIFIED" | "EMAIL_CAN_NOT_BE_UPDATED" | "EMAIL_IS_THE_SAME" | "EMAIL_MISMATCH" | "EMAIL_NOT_VERIFIED" | "EMAIL_VERIFICATION_REQUIRED_BEFORE_ACCEPTING_OR_REJECTING_INVITATION" | "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION" | "EXPIRES_IN_IS_TOO_LARGE" | "EXPIRES_IN_IS_TOO_SMALL" | "FAILED_TO_CREATE_SESSION" | "FAILED_TO_CREATE_USER" | "FAILED_TO_GET_ACCESS_TOKEN" | "FAILED_TO_GET_SESSION" | "FAILED_TO_GET_USER_INFO" | "FAILED_TO_REFRESH_ACCESS_TOKEN" | "FAILED_TO_UNLINK_LAST_ACCOUNT" | "FAILED_TO_VERIFY_REGISTRATION" | "FIELD_NOT_ALLOWED" | "FORBIDDEN" | "ID_TOKEN_NOT_SUPPORTED" | "INSUFFICIENT_API_KEY_PERMISSIONS" | "INTERNAL_SERVER_ERROR" | "INVALID_API_KEY" | "INVALID_BACKUP_CODE" | "INVALID_CALLBACK_URL" | "INVALID_CODE" | "INVALID_EMAIL" | "INVALID_EMAIL_OR_PASSWORD" | "INVALID_ERROR_CALLBACK_URL" | "INVALID_JSON" | "INVALID_METADATA_TYPE" | "INVALID_NAME_LENGTH" | "INVALID_NEW_USER_CALLBACK_URL" | "INVALID_ORIGIN" | "INVALID_OTP" | "INVALID_OTP_TYPE" | "INVALID_PASSWORD" | "INVALID_PERMISSION_CHECK" | "INVALID_PREFIX_LENGTH" | "INVALID_REDIRECT_URL" | "INVALID_REFERENCE_ID_FROM_API_KEY" | "INVALID_REMAINING" | "INVALID_TOKEN" | "INVALID_TWO_FACTOR_COOKIE" | "INVALID_WEBHOOK_EVENTS" | "INVALID_WEBHOOK_URL" | "INVITATION_LIMIT_REACHED" | "INVITATION_NOT_FOUND" | "INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION" | "KEY_DISABLED" | "KEY_DISABLED_EXPIRATION" | "KEY_EXPIRED" | "KEY_NOT_FOUND" | "LAST_SIGN_IN_METHOD" | "LINKING_DIFFERENT_EMAILS_NOT_ALLOWED" | "LINKING_NOT_ALLOWED" | "MAIL_NOT_CONFIGURED" | "MEMBER_NOT_FOUND" | "METADATA_DISABLED" | "METHOD_NOT_ALLOWED" | "METHOD_NOT_ALLOWED_DEFER_SESSION_REQUIRED" | "MISSING_OR_NULL_ORIGIN" | "NAME_REQUIRED" | "NOT_FOUND" | "NOT_IMPERSONATING" | "NO_ACTIVE_ORGANIZATION" | "NO_DATA_TO_UPDATE" | "NO_FIELDS_TO_UPDATE" | "NO_VALUES_TO_UPDATE" | "OAUTH_LINK_ERROR" | "ORGANIZATION_ALREADY_EXISTS" | "ORGANIZATION_MEMBERSHIP_LIMIT_REACHED" | "ORGANIZATION_NOT_FOUND" | "ORGANIZATION_SLUG_ALREADY_TAKEN" | "OTP_EXPIRED" | "OTP_NOT_ENABLED" | "OTP_REQUIRED" | "PASSKEY_NOT_FOUND" | "PASSWORD_CANNOT_BE_UPDATED_VIA_UPDATE_USER" | "PASSWORD_TOO_LONG" | "PASSWORD_TOO_SHORT" | "PAYLOAD_TOO_LARGE" | "PREVIOUSLY_REGISTERED" | "PROVIDER_NOT_CONFIGURED" | "PROVIDER_NOT_FOUND" | "PROVIDER_NOT_SUPPORTED" | "RATE_LIMITED" | "REFILL_AMOUNT_AND_INTERVAL_REQUIRED" | "REFILL_INTERVAL_AND_AMOUNT_REQUIRED" | "REFRESH_TOKEN_NOT_FOUND" | "REQUEST_TIMEOUT" | "RESET_PASSWORD_ISNT_ENABLED" | "ROLE_IS_ASSIGNED_TO_MEMBERS" | "ROLE_NAME_IS_ALREADY_TAKEN" | "ROLE_NOT_FOUND" | "SERVER_CREDENTIAL_REQUIRED" | "SERVER_ONLY_PROPERTY" | "SERVICE_UNAVAILABLE" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_FRESH" | "SLUG_IS_TAKEN" | "SOCIAL_ACCOUNT_ALREADY_LINKED" | "TEAM_ALREADY_EXISTS" | "TEAM_NOT_FOUND" | "TOKEN_EXPIRED" | "TOKEN_REFRESH_NOT_SUPPORTED" | "TOO_MANY_ATTEMPTS" | "TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE" | "TOO_MANY_REQUESTS" | "TOO_MANY_WEBHOOKS" | "TOTP_NOT_ENABLED" | "TWO_FACTOR_NOT_ENABLED" | "UNABLE_TO_REMOVE_LAST_TEAM" | "UNAUTHORIZED" | "UNAUTHORIZED_SESSION" | "UNSUPPORTED_MEDIA_TYPE" | "USAGE_EXCEEDED" | "USER_ALREADY_EXISTS" | "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL" | "USER_ALREADY_HAS_PASSWORD" | "USER_BANNED" | "USER_EMAIL_NOT_FOUND" | "USER_ID_CANNOT_BE_UPDATED" | "USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION" | "USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION" | "USER_IS_NOT_A_MEMBER_OF_THE_TEAM" | "USER_NOT_FOUND" | "USER_NOT_MEMBER_OF_ORGANIZATION" | "VALIDATION_ERROR" | "VERIFICATION_EMAIL_ISNT_ENABLED" | "WEBHOOK_DELIVERY_NOT_FOUND" | "WEBHOOK_DELIVERY_PENDING" | "WEBHOOK_NOT_FOUND" | "WEBHOOK_URL_NOT_ALLOWED" | "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS" | "YOU_ARE_NOT_ALLOWED_TO_CANCEL_THIS_INVITATION" | "YOU_ARE_NOT_ALLOWED_TO_CHANGE_USERS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_NEW_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_TEAMS_IN_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_DELETE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_GET_USER" | "YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS" | "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_MANAGE_WEBHOOKS" | "YOU_ARE_NOT_ALLOWED_TO_READ_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_READ_THE_AUDIT_LOG" | "YOU_ARE_NOT_ALLOWED_TO_REGISTER_THIS_PASSKEY" | "YOU_ARE_NOT_ALLOWED_TO_REMOVE_A_TEAM_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS" | "YOU_ARE_NOT_ALLOWED_TO_SET_NON_EXISTENT_VALUE" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_EMAIL" | "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_PASSWORD" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_A_ROLE" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_ORGANIZATION" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_TEAM" | "YOU_ARE_NOT_ALLOWED_TO_UPDATE_USERS" | "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION" | "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION" | "YOU_CANNOT_BAN_YOURSELF" | "YOU_CANNOT_IMPERSONATE_ADMINS" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER" | "YOU_CANNOT_LEAVE_THE_ORGANIZATION_WITHOUT_AN_OWNER" | "YOU_CANNOT_REMOVE_YOURSELF" | "YOU_HAVE_REACHED_THE_MAXIMUM_NUMBER_OF_ORGANIZATIONS";
             /** @description For validation failures: what was wrong with which field. */
             details?: string[] | null;
             /** @description Human-readable message. */
@@ -3650,6 +3931,11 @@ export interface components {
             image?: string | null;
             name: string;
         };
+        /** RedeliverBody */
+        RedeliverBody: {
+            deliveryId: string;
+            organizationId?: string | null;
+        };
         /** RefreshResponse */
         RefreshResponse: {
             accessToken: string;
@@ -3916,6 +4202,10 @@ export interface components {
         StatusResponse: {
             status: boolean;
         };
+        /** Success */
+        Success: {
+            success: boolean;
+        };
         /** SuccessResponse */
         SuccessResponse: {
             success: boolean;
@@ -4099,6 +4389,16 @@ export interface components {
             /** @description The display name; at most 256 characters. */
             name?: string | null;
         };
+        /** UpdateWebhookBody */
+        UpdateWebhookBody: {
+            description?: string | null;
+            /** @description Turning an endpoint back on clears its failure count. */
+            enabled?: boolean | null;
+            events?: string[] | null;
+            organizationId?: string | null;
+            url?: string | null;
+            webhookId: string;
+        };
         /**
          * UpdatedOrganizationRole
          * @description An updated role.
@@ -4179,6 +4479,103 @@ export interface components {
         /** VerifyPasswordBody */
         VerifyPasswordBody: {
             password: string;
+        };
+        /**
+         * Webhook
+         * @description An endpoint, without its secret (shown once, when made or rotated).
+         */
+        Webhook: {
+            createdAt: string;
+            description?: string | null;
+            /** @description `failing` when the server disabled it after deliveries failed in a row. */
+            disabledReason?: string | null;
+            enabled: boolean;
+            /** @description Event names or patterns (`member.*`, `*`). */
+            events: string[];
+            /**
+             * Format: uint32
+             * @description Deliveries that failed for good one after another.
+             */
+            failuresInRow: number;
+            id: string;
+            /** @description The organization it belongs to (`null`: the server's own, for administrators). */
+            organizationId?: string | null;
+            /** @description Until when the secret a rotation replaced still signs beside the new one. */
+            previousSecretUntil?: string | null;
+            updatedAt: string;
+            url: string;
+        };
+        /** WebhookAttempt */
+        WebhookAttempt: {
+            at: string;
+            /** Format: uint64 */
+            durationMs: number;
+            /** @description Why there was no answer (timeout, refused address, connection error). */
+            error?: string | null;
+            /**
+             * Format: uint16
+             * @description The endpoint's status code, when it answered.
+             */
+            statusCode?: number | null;
+        };
+        /** WebhookDeliveries */
+        WebhookDeliveries: {
+            /** @description Newest first. */
+            deliveries: components["schemas"]["WebhookDelivery"][];
+            /** @description Pass as `cursor` for older ones (`null`: no more). */
+            nextCursor?: string | null;
+        };
+        /**
+         * WebhookDelivery
+         * @description One event for one endpoint, with its attempts (oldest first).
+         */
+        WebhookDelivery: {
+            attempts: components["schemas"]["WebhookAttempt"][];
+            createdAt: string;
+            eventId: string;
+            /** @description The `webhook-id` header: the same on every attempt. */
+            id: string;
+            /** @description When it is tried next (pending only). */
+            nextAttemptAt?: string | null;
+            /** @description The body as sent. */
+            payload: unknown;
+            /** @description `pending`, `succeeded` or `failed`. */
+            status: string;
+            /** @description The event's name (`member.added`…). */
+            type: string;
+            webhookId: string;
+        };
+        /** WebhookIdBody */
+        WebhookIdBody: {
+            organizationId?: string | null;
+            webhookId: string;
+        };
+        /**
+         * WebhookWithSecret
+         * @description An endpoint with its signing secret: the only time the secret is shown.
+         */
+        WebhookWithSecret: {
+            createdAt: string;
+            description?: string | null;
+            /** @description `failing` when the server disabled it after deliveries failed in a row. */
+            disabledReason?: string | null;
+            enabled: boolean;
+            /** @description Event names or patterns (`member.*`, `*`). */
+            events: string[];
+            /**
+             * Format: uint32
+             * @description Deliveries that failed for good one after another.
+             */
+            failuresInRow: number;
+            id: string;
+            /** @description The organization it belongs to (`null`: the server's own, for administrators). */
+            organizationId?: string | null;
+            /** @description Until when the secret a rotation replaced still signs beside the new one. */
+            previousSecretUntil?: string | null;
+            /** @description `whsec_…`: verify each delivery's `webhook-signature` with it (Standard Webhooks). */
+            secret: string;
+            updatedAt: string;
+            url: string;
         };
     };
     responses: never;
@@ -4912,6 +5309,289 @@ export interface operations {
                 };
                 content: {
                     "application/json; charset=utf-8": components["schemas"]["User"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminCreateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["CreateWebhookBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminDeleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["WebhookIdBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Success"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminListWebhookDeliveries: {
+        parameters: {
+            query: {
+                webhookId: string;
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["WebhookDeliveries"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminListWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Webhook"][];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminRedeliverWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["RedeliverBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminRotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["WebhookIdBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminUpdateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["UpdateWebhookBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Webhook"];
                 };
             };
             /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
@@ -7706,6 +8386,292 @@ export interface operations {
                 };
                 content: {
                     "application/json; charset=utf-8": components["schemas"]["Team"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createOrganizationWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["CreateWebhookBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteOrganizationWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["WebhookIdBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Success"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listOrganizationWebhookDeliveries: {
+        parameters: {
+            query: {
+                organizationId?: string;
+                webhookId: string;
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["WebhookDeliveries"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listOrganizationWebhooks: {
+        parameters: {
+            query?: {
+                organizationId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Webhook"][];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    redeliverOrganizationWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["RedeliverBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateOrganizationWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["WebhookIdBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error: `{code, message}`; the cause is logged, never sent */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateOrganizationWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json; charset=utf-8": components["schemas"]["UpdateWebhookBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json; charset=utf-8": components["schemas"]["Webhook"];
                 };
             };
             /** @description Client error: `{code, message}` (e.g. VALIDATION_ERROR, UNAUTHORIZED, INVALID_ORIGIN) */

@@ -41,6 +41,7 @@ pub enum AdminAction {
     ListSessions,
     RevokeSessions,
     ReadAuditLog,
+    ManageWebhooks,
 }
 
 impl AdminAction {
@@ -60,6 +61,7 @@ impl AdminAction {
             Self::ListSessions => ("session", "list"),
             Self::RevokeSessions => ("session", "revoke"),
             Self::ReadAuditLog => ("audit-log", "list"),
+            Self::ManageWebhooks => ("webhook", "manage"),
         }
     }
 }

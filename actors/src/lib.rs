@@ -431,6 +431,14 @@ impl Actors {
         Ok(self.shared.store.append_events(&events).await?)
     }
 
+    /// The events of a write the request makes itself (a webhook endpoint's): its audit
+    /// records (and mail), as events of `aggregate`, to store with the write.
+    pub fn events_of(&self, aggregate: &str, ctx: &Ctx) -> Vec<storage::Event> {
+        events::Emit::of(aggregate.to_owned(), self.shared.clock.now())
+            .request(ctx, &Facts::default())
+            .done()
+    }
+
     /// Deletes every API key expired by `now` (no owner decides: an expired key is dead
     /// whoever made it); how many.
     pub async fn delete_expired_api_keys(

@@ -64,6 +64,13 @@ pub mod action {
     pub const API_KEY_FIRST_USE: &str = "api-key.first-use";
     /// A request with a key that was refused (unknown, disabled, expired, used up, limited).
     pub const API_KEY_REFUSED: &str = "api-key.refused";
+    pub const WEBHOOK_CREATED: &str = "webhook.created";
+    pub const WEBHOOK_UPDATED: &str = "webhook.updated";
+    pub const WEBHOOK_SECRET_ROTATED: &str = "webhook.secret-rotated";
+    pub const WEBHOOK_DELETED: &str = "webhook.deleted";
+    pub const WEBHOOK_REDELIVERED: &str = "webhook.redelivered";
+    /// The server disabled an endpoint whose deliveries kept failing.
+    pub const WEBHOOK_DISABLED: &str = "webhook.disabled";
 
     /// Every action, for the documentation and the read routes' filter.
     pub const ALL: &[&str] = &[
@@ -120,6 +127,12 @@ pub mod action {
         API_KEY_DELETED,
         API_KEY_FIRST_USE,
         API_KEY_REFUSED,
+        WEBHOOK_CREATED,
+        WEBHOOK_UPDATED,
+        WEBHOOK_SECRET_ROTATED,
+        WEBHOOK_DELETED,
+        WEBHOOK_REDELIVERED,
+        WEBHOOK_DISABLED,
     ];
 }
 

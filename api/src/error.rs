@@ -225,6 +225,14 @@ codes! {
     InvalidRemaining => ("INVALID_REMAINING", BAD_REQUEST, "The remaining count is either too large or too small."),
     NotMemberOfKeyOrganization => ("USER_NOT_MEMBER_OF_ORGANIZATION", FORBIDDEN, "You are not a member of the organization that owns this API key."),
     InsufficientApiKeyPermissions => ("INSUFFICIENT_API_KEY_PERMISSIONS", FORBIDDEN, "You do not have permission to perform this action on organization API keys."),
+    WebhookNotFound => ("WEBHOOK_NOT_FOUND", NOT_FOUND, "Webhook endpoint not found"),
+    WebhookDeliveryNotFound => ("WEBHOOK_DELIVERY_NOT_FOUND", NOT_FOUND, "Webhook delivery not found"),
+    WebhookDeliveryPending => ("WEBHOOK_DELIVERY_PENDING", CONFLICT, "This delivery is still being tried: redeliver it once it has succeeded or failed"),
+    InvalidWebhookUrl => ("INVALID_WEBHOOK_URL", BAD_REQUEST, "The endpoint URL must be an absolute https:// URL"),
+    WebhookUrlNotAllowed => ("WEBHOOK_URL_NOT_ALLOWED", BAD_REQUEST, "The endpoint URL points to a private, loopback, link-local or metadata address"),
+    InvalidWebhookEvents => ("INVALID_WEBHOOK_EVENTS", BAD_REQUEST, "Name at least one known event (or a pattern such as member.* or *)"),
+    TooManyWebhooks => ("TOO_MANY_WEBHOOKS", FORBIDDEN, "This organization has reached its number of webhook endpoints"),
+    NotAllowedToManageWebhooks => ("YOU_ARE_NOT_ALLOWED_TO_MANAGE_WEBHOOKS", FORBIDDEN, "You are not allowed to manage this organization's webhooks"),
     RequestTimeout => ("REQUEST_TIMEOUT", REQUEST_TIMEOUT, "The request body did not arrive in time"),
     UnsupportedMediaType => ("UNSUPPORTED_MEDIA_TYPE", UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json"),
     UserAlreadyExists => ("USER_ALREADY_EXISTS", UNPROCESSABLE_ENTITY, "User already exists"),
@@ -440,6 +448,7 @@ impl From<actors::ActorError> for ApiError {
                             A::ListSessions => Code::NotAllowedToListUsersSessions,
                             A::RevokeSessions => Code::NotAllowedToRevokeUsersSessions,
                             A::ReadAuditLog => Code::NotAllowedToReadAuditLog,
+                            A::ManageWebhooks => Code::NotAllowedToManageWebhooks,
                         }
                         .into()
                     }

@@ -40,6 +40,10 @@ pub struct Metrics {
     pub events: IntCounterVec,
     /// Requests made with an API key, by outcome (`ok`, or the refusal's code).
     pub api_key_requests: IntCounterVec,
+    /// Webhook delivery attempts by outcome (`succeeded`, `retried`, `failed`).
+    pub webhook_attempts: IntCounterVec,
+    /// Seconds since the oldest undelivered webhook delivery was made (0: none waiting).
+    pub webhook_lag: IntGauge,
 }
 
 /// The metrics consumer of the event stream: counts domain events by name.
@@ -183,6 +187,17 @@ impl Metrics {
                 ),
                 &["outcome"],
             )?,
+            webhook_attempts: IntCounterVec::new(
+                Opts::new(
+                    "gatehouse_webhook_attempts_total",
+                    "Webhook delivery attempts by outcome (succeeded, retried, failed)",
+                ),
+                &["outcome"],
+            )?,
+            webhook_lag: IntGauge::new(
+                "gatehouse_webhook_lag_seconds",
+                "Age of the oldest webhook delivery not yet delivered, seconds",
+            )?,
             store_errors: store_errors().cloned().ok_or_else(|| {
                 prometheus::Error::Msg("the store error counter could not be made".into())
             })?,
@@ -201,6 +216,8 @@ impl Metrics {
             Box::new(m.audit_failures.clone()),
             Box::new(m.events.clone()),
             Box::new(m.api_key_requests.clone()),
+            Box::new(m.webhook_attempts.clone()),
+            Box::new(m.webhook_lag.clone()),
             Box::new(m.store_calls.clone()),
         ];
         for c in collectors {

@@ -35,6 +35,7 @@ pub const ADMIN_RESOURCES: &[(&str, &[&str])] = &[
     ),
     ("session", &["list", "revoke", "delete"]),
     ("audit-log", &["list"]),
+    ("webhook", &["manage"]),
 ];
 
 /// What configuration says about admin roles.

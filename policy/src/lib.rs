@@ -32,6 +32,7 @@ pub const RESOURCES: &[(&str, &[&str])] = &[
     ("team", &["create", "update", "delete"]),
     ("ac", &["create", "read", "update", "delete"]),
     ("apiKey", &["create", "read", "update", "delete"]),
+    ("webhook", &["create", "read", "update", "delete"]),
 ];
 
 /// `{resource: [action, …]}`, as better-auth writes permissions.

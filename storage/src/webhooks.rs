@@ -37,6 +37,33 @@ pub struct Webhook {
 }
 
 impl Webhook {
+    /// A new, enabled endpoint (version 1).
+    pub fn new(
+        id: String,
+        scope: String,
+        url: String,
+        events: Vec<String>,
+        secret: String,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            id,
+            scope,
+            url,
+            events,
+            description: None,
+            enabled: true,
+            secret,
+            previous_secret: None,
+            previous_until: None,
+            failures_in_row: 0,
+            disabled_reason: None,
+            created_at: now,
+            updated_at: now,
+            version: 1,
+        }
+    }
+
     /// Whether the endpoint takes events named `name`.
     pub fn wants(&self, name: &str) -> bool {
         self.enabled
@@ -105,6 +132,10 @@ pub struct WebhookDelivery {
     pub created_at: DateTime<Utc>,
     pub status: DeliveryStatus,
     pub attempts: Vec<Attempt>,
+    /// Failed attempts since it was made or last redelivered (what the next retry's delay
+    /// follows).
+    #[serde(default)]
+    pub tries: u32,
     /// When it is next tried (pending only).
     pub next_at: Option<DateTime<Utc>>,
     /// The process sending it, and until when (pending only).
@@ -180,23 +211,14 @@ mod tests {
     use super::*;
 
     fn hook(events: &[&str]) -> Webhook {
-        let now = Utc::now();
-        Webhook {
-            id: "w".into(),
-            scope: GLOBAL_SCOPE.into(),
-            url: "https://example.com".into(),
-            events: events.iter().map(|s| s.to_string()).collect(),
-            description: None,
-            enabled: true,
-            secret: String::new(),
-            previous_secret: None,
-            previous_until: None,
-            failures_in_row: 0,
-            disabled_reason: None,
-            created_at: now,
-            updated_at: now,
-            version: 1,
-        }
+        Webhook::new(
+            "w".into(),
+            GLOBAL_SCOPE.into(),
+            "https://example.com".into(),
+            events.iter().map(|s| s.to_string()).collect(),
+            String::new(),
+            Utc::now(),
+        )
     }
 
     #[test]

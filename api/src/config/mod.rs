@@ -23,6 +23,7 @@ mod store;
 mod tests;
 mod two_factor;
 mod ui;
+mod webhooks;
 
 pub use api_key::*;
 pub use by_mail::*;
@@ -34,6 +35,7 @@ pub use social::*;
 pub use store::*;
 pub use two_factor::*;
 pub use ui::*;
+pub use webhooks::*;
 
 /// A secret value: never printed by `Debug` or `Display`, and redacted when serialized. Any
 /// scalar is taken as its text (`password = 12345678` in TOML is the string "12345678"), so no
@@ -145,6 +147,8 @@ pub struct Config {
     pub magic_link: MagicLinkConfig,
     /// The api-key plugin: keys for tenants' servers and scripts.
     pub api_key: ApiKeyConfig,
+    /// Webhooks: events delivered to the endpoints organizations and administrators register.
+    pub webhooks: WebhooksConfig,
     /// The hosted pages as the tenant's own: name, logo, colour, help, home.
     pub ui: UiConfig,
     /// Where the data lives: `sqlite` (a file in `data_dir`; one machine) or `scylla` (a
@@ -189,6 +193,7 @@ impl Default for Config {
             email_otp: EmailOtpConfig::default(),
             magic_link: MagicLinkConfig::default(),
             api_key: ApiKeyConfig::default(),
+            webhooks: WebhooksConfig::default(),
             ui: UiConfig::default(),
             store: StoreKind::Sqlite,
             scylla: ScyllaConfig::default(),
@@ -350,6 +355,9 @@ impl Config {
         if let Err(e) = self.api_key.check() {
             return bad(e);
         }
+        if let Err(e) = self.webhooks.check() {
+            return bad(e);
+        }
         if self.email_otp.allowed_attempts == 0 {
             return bad("email_otp.allowed_attempts must be at least 1".into());
         }
@@ -477,6 +485,15 @@ fn env_layer(
         }
         if let Ok(f) = raw.trim().parse::<f64>() {
             candidates.push(toml::Value::Float(f));
+        }
+        // A TOML list (`[1, 1, 2, 5]`).
+        if raw.trim().starts_with('[') {
+            if let Some(v) = toml::from_str::<toml::Table>(&format!("v = {raw}"))
+                .ok()
+                .and_then(|mut t| t.remove("v"))
+            {
+                candidates.push(v);
+            }
         }
         candidates.push(toml::Value::Array(
             raw.split(',')

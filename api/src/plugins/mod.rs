@@ -1,7 +1,7 @@
 //! The HTTP operations, a folder per plugin as better-auth splits them: `core` (email and
 //! password, sessions, the user and the account flows), `organization`, `admin` (with the audit
 //! log), `social` (providers, their flows and tokens), `jwt`, `two_factor`, `passkey`, `email_otp`,
-//! `magic_link`, `api_key`. Each plugin's `mod.rs` names its
+//! `magic_link`, `api_key`, `webhooks`. Each plugin's `mod.rs` names its
 //! operations (`Apis`), one `…Api` per OpenAPI tag; a new plugin is a folder and a line in
 //! [`Apis`]. Handlers are thin: parse, one call to an actor or the store, a DTO.
 pub mod admin;
@@ -14,6 +14,7 @@ pub mod organization;
 pub mod passkey;
 pub mod social;
 pub mod two_factor;
+pub mod webhooks;
 
 pub use self::core::meta::{error_page, MetaApi};
 pub(crate) use organization::TeamDto;
@@ -30,6 +31,7 @@ pub type Apis = (
     email_otp::Apis,
     magic_link::Apis,
     api_key::Apis,
+    webhooks::Apis,
 );
 
 /// Every plugin's operations, for the OpenAPI service.
@@ -45,6 +47,7 @@ pub fn apis() -> Apis {
         email_otp::apis(),
         magic_link::apis(),
         api_key::apis(),
+        webhooks::apis(),
     )
 }
 
@@ -78,6 +81,8 @@ pub enum Tag {
     MagicLink,
     /// API keys for servers and scripts: a user's own, an organization's.
     ApiKey,
+    /// Webhooks (a Gatehouse extension): endpoints that hear of sign-ups, members, sessions…
+    Webhooks,
     /// Health and the error page.
     Meta,
 }

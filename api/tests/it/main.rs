@@ -30,3 +30,4 @@ mod social;
 mod startup;
 mod two_factor;
 mod ui;
+mod webhooks;

@@ -182,6 +182,15 @@ fn policy_resources() -> Vec<(String, Vec<String>)> {
                 "delete".into(),
             ],
         ),
+        (
+            "webhook".into(),
+            vec![
+                "create".into(),
+                "read".into(),
+                "update".into(),
+                "delete".into(),
+            ],
+        ),
     ]
 }
 

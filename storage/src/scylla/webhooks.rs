@@ -486,6 +486,7 @@ impl WebhookStore for ScyllaStore {
         }
         d.status = DeliveryStatus::Pending;
         d.next_at = Some(now);
+        d.tries = 0;
         let (cql, values) = self.due_insert(&d, true);
         if !self.lwt(&cql, values).await? {
             return Ok(false);

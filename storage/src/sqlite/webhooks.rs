@@ -292,6 +292,7 @@ impl WebhookStore for SqliteStore {
             };
             d.status = DeliveryStatus::Pending;
             d.next_at = Some(now);
+            d.tries = 0;
             d.holder = None;
             d.lease_until = None;
             Ok(write_delivery(c, &d, "AND status != 'pending' AND ?7 = ?7", "")? == 1)

@@ -3,22 +3,16 @@
 use super::*;
 
 fn hook(scope: &str, created: chrono::DateTime<Utc>) -> Webhook {
-    Webhook {
-        id: random_string(16),
-        scope: scope.into(),
-        url: "https://hooks.example.com/in".into(),
-        events: vec!["member.*".into()],
-        description: Some("crm".into()),
-        enabled: true,
-        secret: "sealed".into(),
-        previous_secret: None,
-        previous_until: None,
-        failures_in_row: 0,
-        disabled_reason: None,
-        created_at: created,
-        updated_at: created,
-        version: 1,
-    }
+    let mut w = Webhook::new(
+        random_string(16),
+        scope.into(),
+        "https://hooks.example.com/in".into(),
+        vec!["member.*".into()],
+        "sealed".into(),
+        created,
+    );
+    w.description = Some("crm".into());
+    w
 }
 
 fn delivery(w: &Webhook, event: &str, seq: i64) -> WebhookDelivery {
@@ -33,6 +27,7 @@ fn delivery(w: &Webhook, event: &str, seq: i64) -> WebhookDelivery {
         created_at: now(),
         status: DeliveryStatus::Pending,
         attempts: vec![],
+        tries: 0,
         next_at: Some(now() - Duration::seconds(1)),
         holder: None,
         lease_until: None,

@@ -69,6 +69,12 @@ export const ACTIONS: Record<AuditAction, string> = {
   "api-key.deleted": "Revoked an API key",
   "api-key.first-use": "First use of an API key",
   "api-key.refused": "API key refused",
+  "webhook.created": "Added a webhook endpoint",
+  "webhook.updated": "Changed a webhook endpoint",
+  "webhook.secret-rotated": "Rotated a webhook endpoint's secret",
+  "webhook.deleted": "Deleted a webhook endpoint",
+  "webhook.redelivered": "Sent a webhook delivery again",
+  "webhook.disabled": "Webhook endpoint turned off: its deliveries kept failing",
 };
 
 const KINDS: [string, string][] = [
@@ -81,6 +87,7 @@ const KINDS: [string, string][] = [
   ["two-factor", "Two-factor sign-in"],
   ["passkey", "Passkeys"],
   ["api-key", "API keys"],
+  ["webhook", "Webhooks"],
   ["organization", "Organizations"],
   ["member", "Members"],
   ["invitation", "Invitations"],

@@ -84,6 +84,8 @@ const NOT_FOR_KEYS: &[&str] = &[
     "/organization/set-active-team",
     "/admin/impersonate-user",
     "/admin/stop-impersonating",
+    "/organization/webhook/",
+    "/admin/webhook/",
 ];
 
 /// The organization routes that are about the maker rather than one organization: an

@@ -1,0 +1,547 @@
+//! Delivering events to endpoints, off every request path:
+//!
+//! 1. **Fan-out**: a consumer of the event stream (shared: one process per shard, progress in
+//!    the store) turns each domain event into a stored delivery for every endpoint that wants
+//!    it — the organization's endpoints for its events, the server's own for every event. A
+//!    delivery's id comes from the event and the endpoint, so reading an event twice (after a
+//!    crash) stores it once.
+//! 2. **Sending**: each process leases due deliveries from the store (a lease per delivery;
+//!    an endpoint another process is sending to is left to it, so an endpoint that keeps up
+//!    gets its events in order), signs them (Standard Webhooks), sends them with bounded
+//!    concurrency and a timeout, and settles each: succeeded, retried after
+//!    `webhooks.retry_delays`, or failed. A process killed mid-way leaves leases that run out;
+//!    another process (or it, restarted) sends those deliveries then.
+use super::net;
+use crate::config::WebhooksConfig;
+use crate::crypto::Sealer;
+use actors::consumers::{Consume, ConsumerSpec};
+use base64::Engine;
+use chrono::{DateTime, Utc};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use storage::{
+    Attempt, Clock, Delivery, DeliveryStatus, DynStore, Payload, Topic, Webhook, WebhookDelivery,
+    GLOBAL_SCOPE,
+};
+use tokio::sync::{Notify, Semaphore};
+
+/// Bytes of an endpoint's answer read (the rest is dropped).
+const BODY_READ: usize = 4 * 1024;
+/// Deliveries leased at once, per concurrent sender.
+const CLAIM_PER_SENDER: u32 = 4;
+
+/// Counters of deliveries.
+#[derive(Clone)]
+pub struct WebhookMetrics {
+    /// Attempts by outcome: `succeeded`, `retried`, `failed`.
+    pub attempts: prometheus::IntCounterVec,
+    /// Seconds since the oldest pending delivery was made.
+    pub lag: prometheus::IntGauge,
+}
+
+/// The webhooks service: secrets, the fan-out consumer, the sender. Cheap to clone.
+#[derive(Clone)]
+pub struct Webhooks(Arc<Inner>);
+
+pub struct Inner {
+    pub config: WebhooksConfig,
+    pub store: DynStore,
+    pub clock: Arc<dyn Clock>,
+    pub sealer: Sealer,
+    pub metrics: WebhookMetrics,
+    /// This process, as a lease holder.
+    pub holder: String,
+    pub actors: actors::Actors,
+    pub wake: Notify,
+    pub client: reqwest::Client,
+}
+
+impl std::ops::Deref for Webhooks {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+/// A new signing secret: `whsec_` and 24 random bytes in base64.
+pub fn new_secret() -> String {
+    let bytes: [u8; 24] = rand::random();
+    format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    )
+}
+
+/// The Standard Webhooks signature of a message: `v1,` and the base64 HMAC-SHA256 of
+/// `{id}.{timestamp}.{body}` under the secret's bytes.
+pub fn sign(secret: &str, id: &str, timestamp: i64, body: &str) -> Option<String> {
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(secret.strip_prefix("whsec_")?)
+        .ok()?;
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&key).ok()?;
+    mac.update(format!("{id}.{timestamp}.{body}").as_bytes());
+    Some(format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    ))
+}
+
+impl Webhooks {
+    pub fn new(inner: Inner) -> Self {
+        Self(Arc::new(inner))
+    }
+
+    /// The HTTP client deliveries go through: no redirects, the timeout, and (unless private
+    /// addresses are allowed) a resolver that refuses names resolving to them.
+    pub fn client(config: &WebhooksConfig) -> reqwest::Client {
+        let b = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_millis(config.timeout_ms))
+            .connect_timeout(Duration::from_millis(config.timeout_ms))
+            .user_agent(concat!("Gatehouse-Webhooks/", env!("CARGO_PKG_VERSION")))
+            .pool_idle_timeout(Duration::from_secs(30));
+        let b = if config.allow_private_addresses {
+            b
+        } else {
+            b.dns_resolver(Arc::new(net::PublicOnly))
+        };
+        b.build().unwrap_or_default()
+    }
+
+    /// The consumer that stores deliveries (see the module).
+    pub fn fan_out_spec() -> ConsumerSpec {
+        ConsumerSpec {
+            name: "webhooks".into(),
+            topic: Topic::Domain,
+            batch: 200,
+            poll: Duration::from_secs(1),
+            lease: Duration::from_secs(30),
+            shared: true,
+        }
+    }
+
+    pub fn seal(&self, secret: &str) -> String {
+        self.sealer.seal(secret)
+    }
+
+    /// The secrets an endpoint signs with now: its own, and during a rotation the one it
+    /// replaced.
+    fn secrets(&self, w: &Webhook, now: DateTime<Utc>) -> Vec<String> {
+        let mut out: Vec<String> = self.sealer.open(&w.secret).into_iter().collect();
+        if w.previous_until.is_some_and(|u| u > now) {
+            out.extend(
+                w.previous_secret
+                    .as_deref()
+                    .and_then(|s| self.sealer.open(s)),
+            );
+        }
+        out
+    }
+
+    /// Starts the sender: leases due deliveries and sends them until the process ends.
+    pub fn spawn_sender(&self) -> tokio::task::JoinHandle<()> {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut lag_checked = Instant::now() - Duration::from_secs(60);
+            loop {
+                let sent = match me.round().await {
+                    Ok(n) => n,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "webhook deliveries: a round failed");
+                        0
+                    }
+                };
+                if lag_checked.elapsed() >= Duration::from_secs(5) {
+                    lag_checked = Instant::now();
+                    if let Ok(oldest) = me.store.oldest_pending_delivery().await {
+                        let lag = oldest.map_or(0, |t| (me.clock.now() - t).num_seconds().max(0));
+                        me.metrics.lag.set(lag);
+                    }
+                }
+                if sent == 0 {
+                    let _ =
+                        tokio::time::timeout(Duration::from_millis(500), me.wake.notified()).await;
+                }
+            }
+        })
+    }
+
+    /// One round: lease what is due, send it (each endpoint's in order, endpoints side by
+    /// side up to the concurrency), settle it. How many were sent.
+    pub async fn round(&self) -> storage::StoreResult<usize> {
+        let now = self.clock.now();
+        // Long enough for every delivery of a batch to one endpoint to be tried in turn.
+        let per_try = Duration::from_millis(self.config.timeout_ms) + Duration::from_secs(5);
+        let limit = (self.config.concurrency as u32).saturating_mul(CLAIM_PER_SENDER);
+        let lease = now
+            + chrono::Duration::from_std(per_try * (CLAIM_PER_SENDER + 1))
+                .unwrap_or(chrono::Duration::minutes(5));
+        let due = self
+            .store
+            .claim_deliveries(&self.holder, now, lease, limit)
+            .await?;
+        let n = due.len();
+        let mut by_endpoint: Vec<(String, Vec<WebhookDelivery>)> = Vec::new();
+        for d in due {
+            match by_endpoint.iter_mut().find(|(w, _)| *w == d.webhook_id) {
+                Some((_, list)) => list.push(d),
+                None => by_endpoint.push((d.webhook_id.clone(), vec![d])),
+            }
+        }
+        let gate = Arc::new(Semaphore::new(self.config.concurrency));
+        let mut tasks = Vec::new();
+        for (endpoint, list) in by_endpoint {
+            let (me, gate) = (self.clone(), gate.clone());
+            tasks.push(tokio::spawn(async move {
+                let Ok(_permit) = gate.acquire_owned().await else {
+                    return;
+                };
+                if let Err(e) = me.send_all(&endpoint, list).await {
+                    tracing::warn!(error = %e, "webhook deliveries to an endpoint failed to settle");
+                }
+            }));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+        Ok(n)
+    }
+
+    /// Sends one endpoint's leased deliveries in order.
+    async fn send_all(
+        &self,
+        endpoint: &str,
+        list: Vec<WebhookDelivery>,
+    ) -> storage::StoreResult<()> {
+        let mut hook = self.store.get_webhook(endpoint).await?;
+        for mut d in list {
+            let now = self.clock.now();
+            let attempt = match &hook {
+                None => refusal(now, "the endpoint was deleted"),
+                Some(w) if !w.enabled => refusal(now, "the endpoint is disabled"),
+                Some(w) => self.attempt(w, &d).await,
+            };
+            let ok = attempt.status_code.is_some_and(|c| (200..300).contains(&c));
+            let ended = self.clock.now();
+            d.push_attempt(attempt);
+            let outcome = if ok {
+                d.status = DeliveryStatus::Succeeded;
+                d.next_at = None;
+                "succeeded"
+            } else if hook.as_ref().is_some_and(|w| w.enabled)
+                && (d.tries as usize) < self.config.retry_delays.len()
+            {
+                let wait = self.config.retry_delays[d.tries as usize];
+                d.tries += 1;
+                d.next_at =
+                    Some(ended + chrono::Duration::seconds(wait.min(i64::MAX as u64) as i64));
+                "retried"
+            } else {
+                d.tries += 1;
+                d.status = DeliveryStatus::Failed;
+                d.next_at = None;
+                "failed"
+            };
+            if !self.store.settle_delivery(&d, &self.holder).await? {
+                // Its lease ran out and another process has it: its outcome is that one's.
+                continue;
+            }
+            self.metrics.attempts.with_label_values(&[outcome]).inc();
+            if let Some(w) = hook.as_mut().filter(|w| w.enabled) {
+                if outcome != "retried" {
+                    self.count_outcome(w, ok).await;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the endpoint's count of deliveries failed in a row, and disables it when that
+    /// reaches `webhooks.disable_after`.
+    async fn count_outcome(&self, w: &mut Webhook, ok: bool) {
+        for _ in 0..4 {
+            let mut next = w.clone();
+            if ok {
+                if w.failures_in_row == 0 {
+                    return;
+                }
+                next.failures_in_row = 0;
+            } else {
+                next.failures_in_row += 1;
+                let limit = self.config.disable_after;
+                if limit > 0 && next.failures_in_row >= limit && next.enabled {
+                    next.enabled = false;
+                    next.disabled_reason = Some("failing".into());
+                }
+            }
+            next.version += 1;
+            next.updated_at = self.clock.now();
+            let disabled = w.enabled && !next.enabled;
+            let events = if disabled {
+                let mut ev = storage::AuditEvent::new(
+                    crate::audit::action::WEBHOOK_DISABLED,
+                    self.clock.now(),
+                );
+                ev.target = Some(w.id.clone());
+                ev.organization_id = w
+                    .scope
+                    .strip_prefix("org:")
+                    .map(|o| storage::OrgId(o.into()));
+                ev.details
+                    .insert("failedInRow".into(), next.failures_in_row.to_string());
+                vec![storage::Event::audit(aggregate(&w.scope), ev, 90 * 86_400)]
+            } else {
+                vec![]
+            };
+            match self.store.update_webhook(&next, w.version, &events).await {
+                Ok(()) => {
+                    if disabled {
+                        tracing::warn!(webhook = %w.id, "webhook endpoint disabled: its deliveries keep failing");
+                    }
+                    *w = next;
+                    return;
+                }
+                Err(storage::StoreError::ConcurrentModification) => {
+                    match self.store.get_webhook(&w.id).await {
+                        Ok(Some(fresh)) => *w = fresh,
+                        _ => return,
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// One try: sign, send, read a little of the answer.
+    async fn attempt(&self, w: &Webhook, d: &WebhookDelivery) -> Attempt {
+        let now = self.clock.now();
+        let started = Instant::now();
+        let ts = now.timestamp();
+        let signatures: Vec<String> = self
+            .secrets(w, now)
+            .iter()
+            .filter_map(|s| sign(s, &d.id, ts, &d.body))
+            .collect();
+        if signatures.is_empty() {
+            return refusal(
+                now,
+                "the endpoint's secret cannot be read (was the server secret changed?)",
+            );
+        }
+        if let Err(why) = net::check_literal(&w.url, self.config.allow_private_addresses) {
+            return refusal(now, why);
+        }
+        let sent = self
+            .client
+            .post(&w.url)
+            .header("content-type", "application/json")
+            .header("webhook-id", &d.id)
+            .header("webhook-timestamp", ts.to_string())
+            .header("webhook-signature", signatures.join(" "))
+            .body(d.body.clone())
+            .send()
+            .await;
+        let (status_code, error) = match sent {
+            Ok(mut resp) => {
+                let code = resp.status().as_u16();
+                let mut read = 0usize;
+                while read < BODY_READ {
+                    match resp.chunk().await {
+                        Ok(Some(c)) => read += c.len(),
+                        _ => break,
+                    }
+                }
+                (Some(code), None)
+            }
+            Err(e) => (None, Some(describe(&e, self.config.timeout_ms))),
+        };
+        Attempt {
+            at: now,
+            status_code,
+            error,
+            duration_ms: started.elapsed().as_millis() as u64,
+        }
+    }
+}
+
+/// An attempt that was not made, and why.
+fn refusal(at: DateTime<Utc>, why: &str) -> Attempt {
+    Attempt {
+        at,
+        status_code: None,
+        error: Some(why.to_owned()),
+        duration_ms: 0,
+    }
+}
+
+/// An error of a send in words (never the URL's query or anything the endpoint answered).
+fn describe(e: &reqwest::Error, timeout_ms: u64) -> String {
+    if e.is_timeout() {
+        return format!("no answer within {timeout_ms} ms");
+    }
+    let mut root: &dyn std::error::Error = e;
+    while let Some(next) = root.source() {
+        root = next;
+    }
+    let text = root.to_string();
+    if text.contains(net::REFUSED) {
+        return net::REFUSED.to_owned();
+    }
+    if e.is_connect() {
+        return format!("could not connect: {text}");
+    }
+    format!("request failed: {text}")
+}
+
+/// The stream aggregate of a scope's own events (audit records about its endpoints).
+pub fn aggregate(scope: &str) -> String {
+    if scope == GLOBAL_SCOPE {
+        "server".into()
+    } else {
+        scope.to_owned()
+    }
+}
+
+/// The order of a new delivery among its endpoint's: the event's time (µs × 1000), but after
+/// every delivery this process made before — events of one aggregate are read in order by
+/// one process at a time, so equal times keep their order.
+fn next_seq(at: DateTime<Utc>) -> i64 {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    static LAST: AtomicI64 = AtomicI64::new(0);
+    let want = at.timestamp_micros().saturating_mul(1000);
+    let prev = LAST
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| {
+            Some(want.max(last + 1))
+        })
+        .unwrap_or(want);
+    want.max(prev + 1)
+}
+
+/// The fan-out consumer (see the module).
+pub struct FanOut(pub Webhooks);
+
+#[async_trait::async_trait]
+impl Consume for FanOut {
+    async fn handle(&self, events: &[Delivery]) -> usize {
+        match self.0.fan_out(events).await {
+            Ok(()) => events.len(),
+            Err(e) => {
+                tracing::warn!(error = %e, "webhooks: storing deliveries failed; they are made on the next read");
+                0
+            }
+        }
+    }
+}
+
+impl Webhooks {
+    async fn fan_out(&self, events: &[Delivery]) -> storage::StoreResult<()> {
+        let mut endpoints: HashMap<String, Vec<Webhook>> = HashMap::new();
+        let mut out = Vec::new();
+        for d in events {
+            let Payload::Domain { name, data } = &d.event.payload else {
+                continue;
+            };
+            let mut scopes = vec![GLOBAL_SCOPE.to_owned()];
+            if d.event.aggregate.starts_with("org:") {
+                scopes.push(d.event.aggregate.clone());
+            }
+            let mut body: Option<String> = None;
+            for scope in scopes {
+                if !endpoints.contains_key(&scope) {
+                    let list = self.store.list_webhooks(&scope).await?;
+                    endpoints.insert(scope.clone(), list);
+                }
+                for w in endpoints.get(&scope).into_iter().flatten() {
+                    // An endpoint hears of what happened after it was made.
+                    if !w.wants(name) || d.event.at < w.created_at {
+                        continue;
+                    }
+                    if body.is_none() {
+                        body = Some(self.body(name, d.event.at, data).await?);
+                    }
+                    let Some(body) = body.clone() else { continue };
+                    out.push(WebhookDelivery {
+                        id: WebhookDelivery::id_for(&d.event.id, &w.id),
+                        webhook_id: w.id.clone(),
+                        scope: w.scope.clone(),
+                        event_id: d.event.id.clone(),
+                        event_type: name.clone(),
+                        body,
+                        seq: next_seq(d.event.at),
+                        created_at: d.event.at,
+                        status: DeliveryStatus::Pending,
+                        attempts: vec![],
+                        tries: 0,
+                        next_at: Some(d.event.at),
+                        holder: None,
+                        lease_until: None,
+                    });
+                }
+            }
+        }
+        if !out.is_empty() {
+            self.store.enqueue_deliveries(&out).await?;
+            self.wake.notify_one();
+        }
+        Ok(())
+    }
+
+    /// The body of an event: `{type, timestamp, data}`; a member's event carries its user.
+    async fn body(
+        &self,
+        name: &str,
+        at: DateTime<Utc>,
+        data: &serde_json::Value,
+    ) -> storage::StoreResult<String> {
+        let mut data = data.clone();
+        if name.starts_with("member.") {
+            if let Some(uid) = data.get("userId").and_then(|v| v.as_str()) {
+                let user = self
+                    .store
+                    .get_user(&storage::UserId(uid.to_owned()))
+                    .await?;
+                if let (Some(u), Some(obj)) = (user, data.as_object_mut()) {
+                    obj.insert(
+                        "user".into(),
+                        serde_json::json!({
+                            "id": u.id, "email": u.email, "name": u.name, "image": u.image,
+                        }),
+                    );
+                }
+            }
+        }
+        let body = serde_json::json!({
+            "type": name,
+            "timestamp": at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "data": data,
+        });
+        Ok(body.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Standard Webhooks specification's own example (secret, id, timestamp, body and
+    /// the signature it gives).
+    #[test]
+    fn signs_as_the_specification() {
+        let sig = sign(
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            1614265330,
+            r#"{"test": 2432232314}"#,
+        );
+        assert_eq!(
+            sig.as_deref(),
+            Some("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+        );
+        assert_eq!(sign("nope", "a", 1, "b"), None);
+        assert!(new_secret().starts_with("whsec_"));
+        assert!(sign(&new_secret(), "a", 1, "b").is_some());
+    }
+}
