@@ -193,10 +193,14 @@ fn environment_values_take_the_type_of_their_setting_and_are_never_echoed() {
             ("GATEHOUSE_TRUST_PROXY", "true"),
             ("GATEHOUSE_LIMITS__ORGANIZATION_LIMIT", "3"),
             ("GATEHOUSE_ADMIN__ADMIN_ROLES", "admin, superadmin"),
+            ("GATEHOUSE_WEBHOOKS__RETRY_DELAYS", "[1, 1, 2, 5]"),
+            ("GATEHOUSE_WEBHOOKS__ALLOW_HTTP", "true"),
         ]),
     )
     .unwrap()
     .config;
+    assert_eq!(c.webhooks.retry_delays, [1, 1, 2, 5]);
+    assert!(c.webhooks.allow_http);
     assert_eq!(c.mail.smtp.password.as_ref().unwrap().expose(), "12345678");
     assert_eq!(c.mail.smtp.username.as_deref(), Some("4711"));
     assert_eq!(c.mail.smtp.port, 2525);

@@ -33,6 +33,11 @@ pub(crate) enum Plan {
 pub(crate) struct Log {
     pub got: Arc<Mutex<Vec<Got>>>,
     plan: Arc<Mutex<VecDeque<Plan>>>,
+    /// How long each answer takes (so that overlapping sends would overlap here).
+    pause: Arc<Mutex<Duration>>,
+    /// `webhook-id`s being answered now, and those that came again while being answered.
+    in_flight: Arc<Mutex<Vec<String>>>,
+    pub overlaps: Arc<Mutex<Vec<String>>>,
 }
 
 /// A webhook receiver on a free loopback port.
@@ -45,6 +50,22 @@ pub(crate) struct Receiver {
 #[handler]
 async fn receive(req: &poem::Request, body: Body, Data(log): Data<&Log>) -> Response {
     let body = body.into_string().await.unwrap_or_default();
+    let id = req
+        .headers()
+        .get("webhook-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    {
+        let mut now = log.in_flight.lock().unwrap();
+        if now.contains(&id) {
+            log.overlaps.lock().unwrap().push(id.clone());
+        }
+        now.push(id.clone());
+    }
+    let pause = *log.pause.lock().unwrap();
+    tokio::time::sleep(pause).await;
+    log.in_flight.lock().unwrap().retain(|i| *i != id);
     log.got.lock().unwrap().push(Got {
         headers: req.headers().clone(),
         body,
@@ -82,13 +103,22 @@ impl Receiver {
         }
     }
 
+    /// Each answer takes `pause` from now on.
+    pub(crate) fn pause(&self, pause: Duration) {
+        *self.log.pause.lock().unwrap() = pause;
+    }
+
     pub(crate) fn got(&self) -> Vec<Got> {
         self.log.got.lock().unwrap().clone()
     }
 
     /// Waits (up to 20 s) until `n` requests came.
     pub(crate) async fn wait_for(&self, n: usize) -> Vec<Got> {
-        for _ in 0..400 {
+        self.wait_for_within(n, Duration::from_secs(20)).await
+    }
+
+    pub(crate) async fn wait_for_within(&self, n: usize, within: Duration) -> Vec<Got> {
+        for _ in 0..within.as_millis() / 50 {
             let got = self.got();
             if got.len() >= n {
                 return got;

@@ -118,7 +118,8 @@ impl Webhooks {
             topic: Topic::Domain,
             batch: 200,
             poll: Duration::from_secs(1),
-            lease: Duration::from_secs(30),
+            // Renewed every round: a process killed mid-way hands its shards over soon.
+            lease: Duration::from_secs(10),
             shared: true,
         }
     }
@@ -174,7 +175,7 @@ impl Webhooks {
     pub async fn round(&self) -> storage::StoreResult<usize> {
         let now = self.clock.now();
         // Long enough for every delivery of a batch to one endpoint to be tried in turn.
-        let per_try = Duration::from_millis(self.config.timeout_ms) + Duration::from_secs(5);
+        let per_try = Duration::from_millis(self.config.timeout_ms) + Duration::from_secs(1);
         let limit = (self.config.concurrency as u32).saturating_mul(CLAIM_PER_SENDER);
         let lease = now
             + chrono::Duration::from_std(per_try * (CLAIM_PER_SENDER + 1))

@@ -4,6 +4,7 @@
 //! keeps with its actors must hold when the other process writes at the same moment.
 mod api_keys;
 mod by_mail;
+mod webhooks;
 
 use crate::common::Server;
 use api_keys::a_keys_quota_and_rate_limit_hold_across_processes;
@@ -12,6 +13,9 @@ use futures::future::join_all;
 use serde_json::{json, Value};
 use std::process::Command;
 use storage::scylla::testing::{throwaway_keyspace, DropKeyspace};
+use webhooks::{
+    a_backlog_on_two_processes_is_delivered_once, a_process_killed_mid_delivery_loses_no_event,
+};
 
 const TRIALS: usize = 200;
 
@@ -27,6 +31,8 @@ pub(crate) struct Pair {
     pub(crate) b: Server,
     pub(crate) http: reqwest::Client,
     dir: tempfile::TempDir,
+    /// Both processes' environment (to start one again).
+    env: Vec<(String, String)>,
     _keyspace: Option<DropKeyspace>,
 }
 
@@ -74,12 +80,13 @@ pub(crate) fn pair(backend: Backend, extra: &[(&str, &str)]) -> Option<Pair> {
         );
         keyspace = Some(guard);
     }
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     Some(Pair {
-        a: Server::start_with(dir.path(), &env, None),
-        b: Server::start_with(dir.path(), &env, None),
+        a: Server::start_with(dir.path(), &vars, None),
+        b: Server::start_with(dir.path(), &vars, None),
         http: reqwest::Client::new(),
         dir,
+        env,
         _keyspace: keyspace,
     })
 }
@@ -97,6 +104,18 @@ impl Reply {
 }
 
 impl Pair {
+    /// Kills process A (`kill -9`: no shutdown of any kind) and starts it again.
+    pub(crate) fn kill_and_restart_a(&mut self) {
+        self.a.child.kill().unwrap();
+        self.a.child.wait().unwrap();
+        let vars: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        self.a = Server::start_with(self.dir.path(), &vars, None);
+    }
+
     /// Process A for even `i`, B for odd.
     fn pick(&self, i: usize) -> &Server {
         if i.is_multiple_of(2) {
@@ -254,6 +273,8 @@ on_both_backends!(
     sign_ups_of_one_email_make_one_user,
     a_mailed_code_or_link_signs_in_once_across_processes,
     a_keys_quota_and_rate_limit_hold_across_processes,
+    a_process_killed_mid_delivery_loses_no_event,
+    a_backlog_on_two_processes_is_delivered_once,
     a_reset_token_is_consumed_once,
     a_revoked_session_stays_revoked_while_the_other_process_refreshes_it,
     joins_stop_at_the_membership_limit,
