@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
+import { createServer as createHttpServer } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { after, before, test } from "node:test";
@@ -39,6 +40,9 @@ function serverEnv() {
     GATEHOUSE_LOG__LEVEL: "warn",
     // These flows sign in more often than the limiter allows one address.
     GATEHOUSE_RATE_LIMIT__ENABLED: "false",
+    // The webhook flow's receiver listens on loopback, over http.
+    GATEHOUSE_WEBHOOKS__ALLOW_HTTP: "true",
+    GATEHOUSE_WEBHOOKS__ALLOW_PRIVATE_ADDRESSES: "true",
   };
 }
 
@@ -529,6 +533,77 @@ test("API keys: make one on the account page, a script uses it with fetch, revok
   await context.close();
 });
 
+/** A webhook receiver on a free loopback port: its URL and the requests it got. */
+async function webhookReceiver() {
+  const got = [];
+  const server = createHttpServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      got.push({ headers: req.headers, body });
+      res.end("ok");
+    });
+  });
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  return { url: `http://localhost:${server.address().port}/hook`, got, close: () => server.close() };
+}
+
+/** Whether a delivery carries a Standard Webhooks signature by `secret` (whsec_…). */
+function signedBy(delivery, secret) {
+  const key = Buffer.from(secret.replace(/^whsec_/, ""), "base64");
+  const h = delivery.headers;
+  const mac = createHmac("sha256", key).update(`${h["webhook-id"]}.${h["webhook-timestamp"]}.${delivery.body}`).digest("base64");
+  return h["webhook-signature"].split(" ").includes(`v1,${mac}`);
+}
+
+test("webhooks: an owner adds an endpoint, sees its secret once, hears of a change, signed", async () => {
+  const rx = await webhookReceiver();
+  const a = await newPage();
+  const { page, context } = a;
+  await signUp(page, "Wanda", "wanda@example.com", "wanda-password-1");
+  await page.getByRole("link", { name: "Organizations" }).click();
+  await page.getByLabel("Name", { exact: true }).fill("Hook Labs");
+  await page.getByRole("button", { name: "Create organization" }).click();
+  await page.getByRole("heading", { name: "Hook Labs" }).waitFor();
+  await page.getByRole("link", { name: "Webhooks" }).click();
+  const card = page.getByRole("region", { name: "Webhooks" });
+  await card.getByText("No endpoints yet.").waitFor();
+  await card.getByLabel("Endpoint URL").fill(rx.url);
+  await card.getByLabel(/The organization changed/).check();
+  await card.getByRole("button", { name: "Add the endpoint" }).click();
+  const shown = card.getByLabel("Signing secret");
+  await shown.waitFor();
+  const secret = (await shown.textContent()).trim();
+  assert.match(secret, /^whsec_/);
+  await shot(page, "organization-webhooks");
+  await card.getByRole("button", { name: "Done" }).click();
+  assert.equal(await card.getByLabel("Signing secret").count(), 0, "shown once");
+
+  // A change of the organization reaches the receiver, signed with that secret.
+  await page.getByRole("link", { name: "Settings" }).click();
+  await page.getByLabel("Name", { exact: true }).fill("Hook Labs Two");
+  const saved = page.waitForResponse((r) => r.url().endsWith("/organization/update") && r.request().method() === "POST");
+  await page.getByRole("button", { name: "Save" }).click();
+  assert.equal((await saved).status(), 200);
+  for (let i = 0; i < 100 && rx.got.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+  assert.equal(rx.got.length, 1);
+  const body = JSON.parse(rx.got[0].body);
+  assert.equal(body.type, "organization.updated");
+  assert.equal(body.data.name, "Hook Labs Two");
+  assert.ok(signedBy(rx.got[0], secret), "signed with the secret shown");
+
+  // The delivery, listed with its answer.
+  await page.getByRole("link", { name: "Webhooks" }).click();
+  await card.getByRole("button", { name: `Deliveries to ${rx.url}` }).click();
+  const table = card.getByRole("table", { name: `Deliveries to ${rx.url}` });
+  await table.getByText("organization.updated").waitFor();
+  await table.getByText(/answered 200/).waitFor();
+  await shot(page, "organization-webhook-deliveries");
+  assert.deepEqual(a.errors, []);
+  await context.close();
+  rx.close();
+});
+
 // Picks Bob's role on the owner's page and waits for the server's answer: the page sends the
 // change after the pick, and the other browser reloads next and must see it.
 async function setRoleOfBob(page, role) {
@@ -631,7 +706,7 @@ test("organizations: create, invite, accept from the mail as a new user, change 
   await shot(o, "organization-activity");
   // On a phone the tab fits the screen (no sideways scroll), as every tab does.
   await o.setViewportSize({ width: 390, height: 844 });
-  for (const tab of ["Activity", "Keys", "Members", "Invitations", "Teams", "Roles", "Settings"]) {
+  for (const tab of ["Activity", "Keys", "Webhooks", "Members", "Invitations", "Teams", "Roles", "Settings"]) {
     await o.getByRole("link", { name: tab }).click();
     await o.getByRole("heading", { name: "Acme Labs" }).waitFor();
     const wide = await o.evaluate(() => document.documentElement.scrollWidth);

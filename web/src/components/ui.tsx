@@ -196,3 +196,34 @@ export function Confirm(props: { title: string; body: ReactNode; confirm: string
     </Dialog>
   );
 }
+
+/** A secret shown once (a new API key, a webhook's signing secret), with a copy button. */
+export function ShownOnce(props: { label: string; intro: ReactNode; secret: string; onDone: () => void }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <div className="notice" role="status">
+      <p>{props.intro}</p>
+      <p>
+        <code aria-label={props.label} className="secret">
+          {props.secret}
+        </code>
+      </p>
+      <div className="row">
+        <button
+          type="button"
+          onClick={() =>
+            void navigator.clipboard?.writeText(props.secret).then(
+              () => setCopied(true),
+              () => setCopied(false),
+            )
+          }
+        >
+          {copied ? "Copied" : "Copy"}
+        </button>
+        <button type="button" className="secondary" onClick={props.onDone}>
+          Done
+        </button>
+      </div>
+    </div>
+  );
+}

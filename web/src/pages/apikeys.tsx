@@ -4,7 +4,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { api, unwrap, type Schemas } from "../api";
-import { Confirm, ErrorBox, Field, Notice, Submit } from "../components/ui";
+import { Confirm, ErrorBox, Field, Notice, ShownOnce, Submit } from "../components/ui";
 import { ago } from "../ua";
 
 type ApiKey = Schemas["ApiKey"];
@@ -66,39 +66,6 @@ function Row({ k, orgId, onNotice }: { k: ApiKey; orgId?: string; onNotice: (s: 
   );
 }
 
-/** The key just made: shown once, with a copy button. */
-function MadeKey({ secret, onDone }: { secret: string; onDone: () => void }) {
-  const [copied, setCopied] = useState(false);
-  return (
-    <div className="notice" role="status">
-      <p>
-        Your new key. Copy it now: it will not be shown again. Send it in the <code>x-api-key</code> header.
-      </p>
-      <p>
-        <code aria-label="New API key" className="secret">
-          {secret}
-        </code>
-      </p>
-      <div className="row">
-        <button
-          type="button"
-          onClick={() =>
-            void navigator.clipboard?.writeText(secret).then(
-              () => setCopied(true),
-              () => setCopied(false),
-            )
-          }
-        >
-          {copied ? "Copied" : "Copy"}
-        </button>
-        <button type="button" className="secondary" onClick={onDone}>
-          Done
-        </button>
-      </div>
-    </div>
-  );
-}
-
 export function ApiKeys({ orgId }: { orgId?: string }) {
   const qc = useQueryClient();
   const [name, setName] = useState("");
@@ -135,7 +102,18 @@ export function ApiKeys({ orgId }: { orgId?: string }) {
           : "Keys that let your scripts and servers call this service as you. Treat them like passwords."}
       </p>
       {notice && <Notice>{notice}</Notice>}
-      {secret && <MadeKey secret={secret} onDone={() => setSecret(null)} />}
+      {secret && (
+        <ShownOnce
+          label="New API key"
+          intro={
+            <>
+              Your new key. Copy it now: it will not be shown again. Send it in the <code>x-api-key</code> header.
+            </>
+          }
+          secret={secret}
+          onDone={() => setSecret(null)}
+        />
+      )}
       <ErrorBox error={list.error} />
       {list.data && list.data.apiKeys.length > 0 && (
         <ul className="list" aria-label={title}>

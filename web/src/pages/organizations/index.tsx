@@ -1,4 +1,4 @@
-// One organization's console: a tab per part (members, invitations, teams, roles, API keys, settings,
+// One organization's console: a tab per part (members, invitations, teams, roles, API keys, webhooks, settings,
 // activity), each showing only what the member's permissions grant; and the list pages.
 import { useQuery } from "@tanstack/react-query";
 import { Link, Navigate, NavLink, useLocation, useParams } from "react-router";
@@ -13,8 +13,9 @@ import { Teams } from "./teams";
 import { Roles } from "./roles";
 import { Settings } from "./settings";
 import { ApiKeys } from "../apikeys";
+import { Webhooks } from "../webhooks";
 
-const TABS = ["members", "invitations", "teams", "roles", "keys", "settings"] as const;
+const TABS = ["members", "invitations", "teams", "roles", "keys", "webhooks", "settings"] as const;
 
 /** The sections; "Activity" (the organization's audit log) for those who may update it. */
 function OrgTabs({ orgId, tab }: { orgId: string; tab: string }) {
@@ -23,8 +24,9 @@ function OrgTabs({ orgId, tab }: { orgId: string; tab: string }) {
   const canRoles = useCan(orgId, { ac: ["read"] });
   const canDelete = useCan(orgId, { organization: ["delete"] });
   const canKeys = useCan(orgId, { apiKey: ["read"] });
+  const canHooks = useCan(orgId, { webhook: ["read"] });
   const shown = TABS.filter((t) =>
-    t === "roles" ? canRoles : t === "keys" ? canKeys : t === "settings" ? canRead || canDelete : true,
+    t === "roles" ? canRoles : t === "keys" ? canKeys : t === "webhooks" ? canHooks : t === "settings" ? canRead || canDelete : true,
   );
   const tabs: string[] = canRead ? [...shown, "activity"] : [...shown];
   return (
@@ -73,6 +75,7 @@ export function OrganizationPage() {
       {tab === "teams" && <Teams org={o} />}
       {tab === "roles" && <Roles org={o} />}
       {tab === "keys" && <ApiKeys orgId={o.id} />}
+      {tab === "webhooks" && <Webhooks orgId={o.id} />}
       {tab === "settings" && <Settings org={o} key={o.name + o.slug} />}
       {tab === "activity" && (
         <section className="card" aria-label="Activity">
