@@ -687,6 +687,12 @@ impl AppState {
                 if let Err(e) = state.actors.store().purge_events(stream).await {
                     tracing::warn!(error = %e, "purging old stream events failed");
                 }
+                // Finished webhook deliveries (on ScyllaDB they expire after 30 days).
+                let days = i64::try_from(state.config.webhooks.keep_days).unwrap_or(i64::MAX);
+                let before = state.clock.now() - chrono::Duration::days(days.min(36_500));
+                if let Err(e) = state.actors.store().purge_deliveries(before).await {
+                    tracing::warn!(error = %e, "purging old webhook deliveries failed");
+                }
             }
         })
     }

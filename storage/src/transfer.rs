@@ -53,6 +53,14 @@ pub enum Record {
         /// The organization's API keys (each made by a member; hashes only).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         api_keys: Vec<ApiKey>,
+        /// The organization's webhook endpoints (secrets as sealed by the server that wrote
+        /// them; their deliveries are history, not carried).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        webhooks: Vec<crate::Webhook>,
+    },
+    /// One of the server's own webhook endpoints.
+    Webhook {
+        webhook: crate::Webhook,
     },
     KeyPair {
         key_pair: KeyPair,
@@ -170,6 +178,7 @@ pub async fn export(store: &dyn Store, out: &mut impl Write) -> Result<Counts, T
                     team_members,
                     roles: store.list_roles(&id).await?,
                     api_keys: store.list_api_keys(&id.0).await?,
+                    webhooks: store.list_webhooks(&format!("org:{}", id.0)).await?,
                 },
             )?;
         }
@@ -177,6 +186,9 @@ pub async fn export(store: &dyn Store, out: &mut impl Write) -> Result<Counts, T
             Some(next) => after = Some(next),
             None => break,
         }
+    }
+    for webhook in store.list_webhooks(crate::GLOBAL_SCOPE).await? {
+        write_line(out, &Record::Webhook { webhook })?;
     }
     for key_pair in store.list_key_pairs().await? {
         n.key_pairs += 1;
@@ -275,6 +287,7 @@ pub async fn import(store: &dyn Store, input: impl BufRead) -> Result<Counts, Tr
                 team_members,
                 roles,
                 api_keys,
+                webhooks,
             } => {
                 n.members += members.len() as u64;
                 let id = organization.id.clone();
@@ -292,7 +305,19 @@ pub async fn import(store: &dyn Store, input: impl BufRead) -> Result<Counts, Tr
                 import_api_keys(store, api_keys)
                     .await
                     .map_err(|e| at(format!("API key of organization {id}: {e}")))?;
+                for w in webhooks {
+                    store
+                        .create_webhook(&w, &[])
+                        .await
+                        .map_err(|e| at(format!("webhook {} of organization {id}: {e}", w.id)))?;
+                }
                 n.organizations += 1;
+            }
+            Record::Webhook { webhook } => {
+                store
+                    .create_webhook(&webhook, &[])
+                    .await
+                    .map_err(|e| at(format!("webhook {}: {e}", webhook.id)))?;
             }
             Record::KeyPair { key_pair } => {
                 store

@@ -183,6 +183,22 @@ async fn populated(s: &DynStore) {
             .unwrap();
         }
     }
+    // A webhook endpoint of the first organization, and one of the server's own.
+    let orgs = s.scan_organizations(None, 10).await.unwrap().items;
+    for (id, scope) in [
+        ("hook-org", format!("org:{}", orgs[0].id.0)),
+        ("hook-server", GLOBAL_SCOPE.to_owned()),
+    ] {
+        let w = Webhook::new(
+            id.into(),
+            scope,
+            "https://hooks.example.com/in".into(),
+            vec!["*".into()],
+            "gw1.sealed".into(),
+            now,
+        );
+        s.create_webhook(&w, &[]).await.unwrap();
+    }
     s.create_key_pair(&KeyPair {
         id: KeyPairId::generate(),
         public_key: "{\"kty\":\"OKP\"}".into(),
@@ -251,6 +267,10 @@ async fn round_trip(source: &DynStore, target: &DynStore) {
     ] {
         let key = target.find_api_key(hash).await.unwrap();
         assert!(key.is_some_and(|k| k.remaining == Some(8)), "{hash} moved");
+    }
+    for id in ["hook-org", "hook-server"] {
+        let w = target.get_webhook(id).await.unwrap();
+        assert!(w.is_some_and(|w| w.secret == "gw1.sealed"), "{id} moved");
     }
     // A second import into the now filled store is refused before it writes anything.
     assert!(matches!(

@@ -74,6 +74,8 @@ async fn receive(req: &poem::Request, body: Body, Data(log): Data<&Log>) -> Resp
     match next {
         Some(Plan::Status(s)) => Response::builder()
             .status(poem::http::StatusCode::from_u16(s).unwrap())
+            // A redirect would bring a follower back here.
+            .header("location", "/hook")
             .body("no"),
         Some(Plan::Slow(d)) => {
             tokio::time::sleep(d).await;
@@ -710,4 +712,24 @@ async fn private_addresses_are_refused_on_save_and_on_connection() {
     assert!(err.contains("private, loopback"), "{err}");
     assert!(rx.got().is_empty());
     drop(sender);
+}
+
+#[tokio::test]
+async fn a_redirect_is_not_followed_and_counts_as_a_failure() {
+    let h = hook_harness(|c| c.webhooks.retry_delays = vec![]).await;
+    let rx = Receiver::start(vec![Plan::Status(307)]).await;
+    let (owner, org_id, made) = org_with_hook(
+        &h,
+        "redirect@example.com",
+        "redirect",
+        &rx.url,
+        json!(["organization.updated"]),
+    )
+    .await;
+    let hook = made["id"].as_str().unwrap();
+    rename(&h, &owner, &org_id, "Moved").await;
+    let d = settled(&h, &owner, &org_id, hook, "failed", 1).await;
+    assert_eq!(d["attempts"][0]["statusCode"], 307);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(rx.got().len(), 1, "not followed");
 }
