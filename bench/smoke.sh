@@ -12,6 +12,7 @@ GATEHOUSE_PASSWORD__ARGON2_MEMORY_KIB=1024 GATEHOUSE_PASSWORD__ARGON2_ITERATIONS
 GATEHOUSE_ORGANIZATION__REQUIRE_EMAIL_VERIFICATION_ON_INVITATION=false \
 GATEHOUSE_SESSION__COOKIE_CACHE__ENABLED=true GATEHOUSE_RATE_LIMIT__ENABLED=false RUST_LOG=warn \
 GATEHOUSE_SERVER_KEY=bench-smoke-server-key-0123456789abcdef \
+GATEHOUSE_WEBHOOKS__ALLOW_HTTP=true GATEHOUSE_WEBHOOKS__ALLOW_PRIVATE_ADDRESSES=true \
     target/debug/gatehouse > "$log" 2> "$dir/server.err" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
@@ -23,17 +24,25 @@ addr=$(sed -n 's/^gatehouse listening on //p' "$log")
 [ -n "$addr" ] || { echo "gatehouse did not start"; cat "$dir/server.err"; exit 1; }
 passed=0
 failed=0
-for scenario in ok sign-up sign-in sign-in-two-factor get-session get-session-no-cache mixed org org-read org-write api-key; do
+# org-write+webhook: the organizations' member events delivered to the harness's receiver.
+for run in ok sign-up sign-in sign-in-two-factor get-session get-session-no-cache mixed org org-read org-write org-write+webhook api-key; do
+    scenario=${run%+webhook}
+    extra=()
+    [ "$run" != "$scenario" ] && extra=(--webhook)
     if GATEHOUSE_SERVER_KEY=bench-smoke-server-key-0123456789abcdef \
         target/debug/gatehouse-bench --url "http://$addr" --origin "http://localhost:3000" \
         --scenario "$scenario" --duration 2s --warmup 500ms --concurrency 4 --max-errors 0 --quiet \
-        > "$dir/$scenario.txt" 2>&1; then
+        "${extra[@]}" > "$dir/$run.txt" 2>&1; then
         passed=$((passed + 1))
-        echo "bench smoke $scenario: ok ($(grep -o '[0-9.]* req/s' "$dir/$scenario.txt" | head -1))"
+        echo "bench smoke $run: ok ($(grep -o '[0-9.]* req/s' "$dir/$run.txt" | head -1))"
+        if [ "$run" != "$scenario" ] && ! grep -q "webhook deliveries received: [1-9]" "$dir/$run.txt"; then
+            failed=$((failed + 1))
+            echo "bench smoke $run: no webhook delivery arrived"
+        fi
     else
         failed=$((failed + 1))
-        echo "bench smoke $scenario: FAILED"
-        cat "$dir/$scenario.txt"
+        echo "bench smoke $run: FAILED"
+        cat "$dir/$run.txt"
     fi
 done
 echo "smoke: $passed passed, $failed failed"

@@ -457,6 +457,9 @@ impl AppState {
             actors: actors.clone(),
             wake: Default::default(),
             client: plugins::webhooks::Webhooks::client(&config.webhooks),
+            handed: Arc::new(tokio::sync::Semaphore::new(
+                plugins::webhooks::HANDED_BATCHES,
+            )),
         });
         let (webhooks_consumer, webhooks_sender) = if config.webhooks.enabled {
             let consumer = actors::consumers::spawn(

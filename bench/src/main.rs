@@ -5,6 +5,7 @@
 
 mod http;
 mod ops;
+mod sink;
 mod target;
 
 use ops::*;
@@ -102,6 +103,12 @@ struct Args {
     /// api-key scenario's keys without a rate limit. Default: `GATEHOUSE_SERVER_KEY`.
     #[arg(long, env = "GATEHOUSE_SERVER_KEY", hide_env_values = true)]
     server_key: Option<String>,
+    /// org-read, org-write: each organization of the first server (`--url`; with `--compare`
+    /// the second is the baseline, without) gets a webhook endpoint for its members' events,
+    /// answered by a receiver in this process (the server must allow it:
+    /// `GATEHOUSE_WEBHOOKS__ALLOW_HTTP=true GATEHOUSE_WEBHOOKS__ALLOW_PRIVATE_ADDRESSES=true`).
+    #[arg(long)]
+    webhook: bool,
     /// No progress line.
     #[arg(long)]
     quiet: bool,
@@ -338,7 +345,12 @@ fn limited(url: &str, e: String) -> String {
     }
 }
 
-async fn prepare(url: &str, args: &Args, run_id: &str) -> Result<Arc<Target>, String> {
+async fn prepare(
+    url: &str,
+    args: &Args,
+    run_id: &str,
+    hook: Option<&str>,
+) -> Result<Arc<Target>, String> {
     let mut t = connect(url, args, run_id).await?;
     let ok = t.send(false, "/ok", None, None).await;
     if let Err(e) = ok {
@@ -388,6 +400,12 @@ async fn prepare(url: &str, args: &Args, run_id: &str) -> Result<Arc<Target>, St
                 args.org_members.max(1) + 1,
                 made.elapsed().as_secs_f64()
             );
+            if let Some(hook) = hook {
+                setup_hooks(&t, hook)
+                    .await
+                    .map_err(|e| format!("webhooks: {e}"))?;
+                eprintln!("registered {n} webhook endpoints at {hook}");
+            }
         }
     }
     Ok(Arc::new(t))
@@ -422,7 +440,18 @@ async fn run_all(args: Args) -> ExitCode {
             .map(|_| (b'a' + r.gen_range(0..26)) as char)
             .collect()
     };
-    let a = match prepare(&args.url, &args, &run_id).await {
+    let sink = match args.webhook {
+        true => match sink::Sink::start().await {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("gatehouse-bench: the webhook receiver: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        false => None,
+    };
+    let hook = sink.as_ref().map(|s| s.url.clone());
+    let a = match prepare(&args.url, &args, &run_id, hook.as_deref()).await {
         Ok(t) => t,
         Err(e) => {
             eprintln!("gatehouse-bench: {e}");
@@ -430,7 +459,8 @@ async fn run_all(args: Args) -> ExitCode {
         }
     };
     let b = match &args.compare {
-        Some(url) => match prepare(url, &args, &run_id).await {
+        // The second server is the baseline: no endpoints.
+        Some(url) => match prepare(url, &args, &run_id, None).await {
             Ok(t) => Some(t),
             Err(e) => {
                 eprintln!("gatehouse-bench: {e}");
@@ -487,6 +517,9 @@ async fn run_all(args: Args) -> ExitCode {
                 ratio(sa.quantile_ms(q), sb.quantile_ms(q))
             );
         }
+    }
+    if let Some(s) = &sink {
+        println!("webhook deliveries received: {}", s.received());
     }
     if let Some(c) = cpu {
         let wall = sa.elapsed.as_secs_f64() + sb.as_ref().map_or(0.0, |s| s.elapsed.as_secs_f64());

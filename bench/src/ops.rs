@@ -274,6 +274,29 @@ pub(crate) async fn setup_orgs(t: &Target, members: usize, password: &str) -> Re
         .map(|_| ())
 }
 
+/// Registers, for each virtual user's organization, a webhook endpoint at `url` for its
+/// members' events (`--webhook`).
+pub(crate) async fn setup_hooks(t: &Target, url: &str) -> Result<(), String> {
+    for u in &t.users {
+        let u = u.lock().await;
+        let (org, _) = u.org.as_ref().ok_or("no organization")?;
+        t.send(
+            true,
+            "/organization/webhook/create",
+            Some(json!({"organizationId": org, "url": url, "events": ["member.*"]})),
+            Some(&u.cookie),
+        )
+        .await
+        .map_err(|e| {
+            format!(
+                "{e} (the server must allow the local receiver: GATEHOUSE_WEBHOOKS__ALLOW_HTTP=true \
+                 GATEHOUSE_WEBHOOKS__ALLOW_PRIVATE_ADDRESSES=true)"
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// A whole organization life: create, invite a fresh user, that user accepts, list members,
 /// change the role, remove the member. Counted as one operation.
 pub(crate) async fn org_round(

@@ -144,12 +144,14 @@ pub struct WebhookDelivery {
 }
 
 impl WebhookDelivery {
-    /// The id of `event`'s delivery to `webhook`: the same whenever it is made.
-    pub fn id_for(event_id: &str, webhook_id: &str) -> String {
+    /// The id of an event's delivery to an endpoint: the same whenever it is made — the
+    /// event's time (so that new ids follow each other in a store's index) and a hash of the
+    /// event and the endpoint.
+    pub fn id_for(event_id: &str, at: DateTime<Utc>, webhook_id: &str) -> String {
         use sha2::{Digest, Sha256};
         let h = Sha256::digest(format!("{event_id}:{webhook_id}").as_bytes());
-        let hex: String = h.iter().take(12).map(|b| format!("{b:02x}")).collect();
-        format!("msg_{hex}")
+        let hex: String = h.iter().take(10).map(|b| format!("{b:02x}")).collect();
+        format!("msg_{:012x}{hex}", at.timestamp_millis().max(0))
     }
 
     /// Records `attempt`, keeping the last [`ATTEMPTS_KEPT`].
@@ -174,8 +176,9 @@ pub trait WebhookStore: Send + Sync {
         -> StoreResult<()>;
     /// Removes an endpoint and its deliveries; `false` when there was none.
     async fn delete_webhook(&self, id: &str, events: &[Event]) -> StoreResult<bool>;
-    /// Stores the deliveries not stored yet (by id); how many were new.
-    async fn enqueue_deliveries(&self, d: &[WebhookDelivery]) -> StoreResult<u64>;
+    /// Stores the deliveries not stored yet (by id), with their lease if they carry one (the
+    /// process that makes them sends them at once): for each, whether it was new.
+    async fn enqueue_deliveries(&self, d: &[WebhookDelivery]) -> StoreResult<Vec<bool>>;
     /// Leases to `holder` until `until` up to `limit` pending deliveries due by `now` whose
     /// lease is free, oldest first, skipping endpoints another holder is sending to.
     async fn claim_deliveries(
@@ -185,9 +188,14 @@ pub trait WebhookStore: Send + Sync {
         until: DateTime<Utc>,
         limit: u32,
     ) -> StoreResult<Vec<WebhookDelivery>>;
-    /// Writes a delivery after an attempt (its status, attempts, next time; the lease let go)
-    /// while `holder` still holds it; `false`: the lease was lost, nothing written.
-    async fn settle_delivery(&self, d: &WebhookDelivery, holder: &str) -> StoreResult<bool>;
+    /// Writes deliveries after their attempts (status, attempts, next time; the lease let go),
+    /// each only while `holder` still holds it: for each, whether it was written (`false`:
+    /// its lease was lost to another holder, nothing written).
+    async fn settle_deliveries(
+        &self,
+        ds: &[WebhookDelivery],
+        holder: &str,
+    ) -> StoreResult<Vec<bool>>;
     async fn get_delivery(&self, id: &str) -> StoreResult<Option<WebhookDelivery>>;
     /// An endpoint's deliveries, newest first, older than `before` (a `seq`) when given.
     async fn list_deliveries(
@@ -236,9 +244,13 @@ mod tests {
 
     #[test]
     fn delivery_ids_are_stable() {
-        let a = WebhookDelivery::id_for("e1", "w1");
-        assert_eq!(a, WebhookDelivery::id_for("e1", "w1"));
-        assert_ne!(a, WebhookDelivery::id_for("e1", "w2"));
-        assert!(a.starts_with("msg_") && a.len() == 28);
+        let t = Utc::now();
+        let a = WebhookDelivery::id_for("e1", t, "w1");
+        assert_eq!(a, WebhookDelivery::id_for("e1", t, "w1"));
+        assert_ne!(a, WebhookDelivery::id_for("e1", t, "w2"));
+        assert!(a.starts_with("msg_") && a.len() == 36, "{a}");
+        // Later events' ids sort after earlier ones'.
+        let later = WebhookDelivery::id_for("e0", t + chrono::Duration::milliseconds(1), "w1");
+        assert!(later > a);
     }
 }

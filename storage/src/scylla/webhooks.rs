@@ -61,7 +61,7 @@ impl ScyllaStore {
         (
             format!(
                 "INSERT INTO {} (shard, id, webhook_id, seq, created_at, next_at, holder, \
-                 lease_until) VALUES (?, ?, ?, ?, ?, ?, '', 0){}",
+                 lease_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?){}",
                 self.t("webhook_due"),
                 if if_not_exists { " IF NOT EXISTS" } else { "" }
             ),
@@ -72,6 +72,8 @@ impl ScyllaStore {
                 big(d.seq),
                 ms(&d.created_at),
                 big(d.next_at.map_or(0, |t| t.timestamp_millis())),
+                text(d.holder.as_deref().unwrap_or_default()),
+                big(d.lease_until.map_or(0, |t| t.timestamp_millis())),
             ],
         )
     }
@@ -155,6 +157,49 @@ impl ScyllaStore {
         }];
         writes.extend(decision.map(|d| d.stamp(self, "webhooks", ("id", &w.id), w.version)));
         self.batch_lwt(writes).await
+    }
+}
+
+impl ScyllaStore {
+    /// One delivery settled (see `settle_deliveries`).
+    async fn settle_one(&self, d: &WebhookDelivery, holder: &str) -> StoreResult<bool> {
+        let Some(until) = d.lease_until else {
+            return Ok(false);
+        };
+        let mut doc = d.clone();
+        doc.holder = None;
+        doc.lease_until = None;
+        // The document first: a crash before the lease is let go sends it again (at least
+        // once), never leaves it undelivered.
+        self.write_delivery_doc(&doc).await?;
+        let key = vec![
+            int(due_shard(&d.webhook_id)),
+            text(&d.id),
+            text(holder),
+            ms(&until),
+        ];
+        if doc.status == DeliveryStatus::Pending {
+            let mut values = vec![big(doc.next_at.map_or(0, |t| t.timestamp_millis()))];
+            values.extend(key);
+            self.lwt(
+                &format!(
+                    "UPDATE {} SET next_at = ?, holder = '', lease_until = 0 \
+                     WHERE shard = ? AND id = ? IF holder = ? AND lease_until = ?",
+                    self.t("webhook_due")
+                ),
+                values,
+            )
+            .await
+        } else {
+            self.lwt(
+                &format!(
+                    "DELETE FROM {} WHERE shard = ? AND id = ? IF holder = ? AND lease_until = ?",
+                    self.t("webhook_due")
+                ),
+                key,
+            )
+            .await
+        }
     }
 }
 
@@ -283,8 +328,8 @@ impl WebhookStore for ScyllaStore {
         .await
     }
 
-    async fn enqueue_deliveries(&self, ds: &[WebhookDelivery]) -> StoreResult<u64> {
-        let mut n = 0;
+    async fn enqueue_deliveries(&self, ds: &[WebhookDelivery]) -> StoreResult<Vec<bool>> {
+        let mut out = Vec::with_capacity(ds.len());
         for d in ds {
             let known = self
                 .row(
@@ -297,6 +342,7 @@ impl WebhookStore for ScyllaStore {
                 .await?
                 .is_some();
             if known || self.get_webhook(&d.webhook_id).await?.is_none() {
+                out.push(false);
                 continue;
             }
             // Made again after a crash, it is the same delivery written over itself.
@@ -324,9 +370,9 @@ impl WebhookStore for ScyllaStore {
                 ),
             ])
             .await?;
-            n += 1;
+            out.push(true);
         }
-        Ok(n)
+        Ok(out)
     }
 
     async fn claim_deliveries(
@@ -398,44 +444,16 @@ impl WebhookStore for ScyllaStore {
         Ok(out)
     }
 
-    async fn settle_delivery(&self, d: &WebhookDelivery, holder: &str) -> StoreResult<bool> {
-        let Some(until) = d.lease_until else {
-            return Ok(false);
-        };
-        let mut doc = d.clone();
-        doc.holder = None;
-        doc.lease_until = None;
-        // The document first: a crash before the lease is let go sends it again (at least
-        // once), never leaves it undelivered.
-        self.write_delivery_doc(&doc).await?;
-        let key = vec![
-            int(due_shard(&d.webhook_id)),
-            text(&d.id),
-            text(holder),
-            ms(&until),
-        ];
-        if doc.status == DeliveryStatus::Pending {
-            let mut values = vec![big(doc.next_at.map_or(0, |t| t.timestamp_millis()))];
-            values.extend(key);
-            self.lwt(
-                &format!(
-                    "UPDATE {} SET next_at = ?, holder = '', lease_until = 0 \
-                     WHERE shard = ? AND id = ? IF holder = ? AND lease_until = ?",
-                    self.t("webhook_due")
-                ),
-                values,
-            )
-            .await
-        } else {
-            self.lwt(
-                &format!(
-                    "DELETE FROM {} WHERE shard = ? AND id = ? IF holder = ? AND lease_until = ?",
-                    self.t("webhook_due")
-                ),
-                key,
-            )
-            .await
+    async fn settle_deliveries(
+        &self,
+        ds: &[WebhookDelivery],
+        holder: &str,
+    ) -> StoreResult<Vec<bool>> {
+        let mut out = Vec::with_capacity(ds.len());
+        for d in ds {
+            out.push(self.settle_one(d, holder).await?);
         }
+        Ok(out)
     }
 
     async fn get_delivery(&self, id: &str) -> StoreResult<Option<WebhookDelivery>> {

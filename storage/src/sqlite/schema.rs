@@ -342,6 +342,8 @@ CREATE TABLE webhook_deliveries (
 );
 CREATE INDEX webhook_deliveries_list ON webhook_deliveries(webhook_id, seq);
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_at) WHERE status = 'pending';
+CREATE INDEX webhook_deliveries_leased ON webhook_deliveries(lease_until)
+    WHERE status = 'pending' AND holder IS NOT NULL;
 "#,
 ];
 

@@ -162,36 +162,39 @@ impl WebhookStore for SqliteStore {
         .await
     }
 
-    async fn enqueue_deliveries(&self, d: &[WebhookDelivery]) -> StoreResult<u64> {
+    async fn enqueue_deliveries(&self, d: &[WebhookDelivery]) -> StoreResult<Vec<bool>> {
         if d.is_empty() {
-            return Ok(0);
+            return Ok(vec![]);
         }
         let rows = d
             .iter()
             .map(|d| Ok((d.clone(), doc(d)?)))
             .collect::<StoreResult<Vec<_>>>()?;
         self.write(move |c| {
-            let mut n = 0;
-            for (d, text) in &rows {
-                n += c
-                    .exec(
-                        "INSERT OR IGNORE INTO webhook_deliveries (id, webhook_id, seq, \
-                         created_at, status, next_at, holder, lease_until, doc) \
-                         SELECT ?1, ?2, ?3, ?4, ?5, ?6, NULL, NULL, ?7 \
-                         WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = ?2)",
-                        params![
-                            d.id,
-                            d.webhook_id,
-                            d.seq,
-                            ms(&d.created_at),
-                            d.status.as_str(),
-                            ms_opt(&d.next_at),
-                            text
-                        ],
-                    )
-                    .map_err(map_err)? as u64;
-            }
-            Ok(n)
+            rows.iter()
+                .map(|(d, text)| {
+                    let n = c
+                        .exec(
+                            "INSERT OR IGNORE INTO webhook_deliveries (id, webhook_id, seq, \
+                             created_at, status, next_at, holder, lease_until, doc) \
+                             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 \
+                             WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = ?2)",
+                            params![
+                                d.id,
+                                d.webhook_id,
+                                d.seq,
+                                ms(&d.created_at),
+                                d.status.as_str(),
+                                ms_opt(&d.next_at),
+                                d.holder,
+                                ms_opt(&d.lease_until),
+                                text
+                            ],
+                        )
+                        .map_err(map_err)?;
+                    Ok(n == 1)
+                })
+                .collect()
         })
         .await
     }
@@ -205,20 +208,43 @@ impl WebhookStore for SqliteStore {
     ) -> StoreResult<Vec<WebhookDelivery>> {
         let (holder, now, until) = (holder.to_owned(), ms(&now), until);
         self.write(move |c| {
-            let mut due = all(
+            // Endpoints another holder is sending to (their deliveries wait for it).
+            let busy: std::collections::HashSet<String> = all(
                 c,
-                &format!(
-                    "SELECT {DELIVERY_COLS} FROM webhook_deliveries d \
+                "SELECT webhook_id FROM webhook_deliveries INDEXED BY webhook_deliveries_leased \
+                 WHERE status = 'pending' AND holder IS NOT NULL AND lease_until >= ?1 \
+                 AND holder != ?2",
+                params![now, holder],
+                |r| r.get(0),
+            )?
+            .into_iter()
+            .collect();
+            // The due ones (by the pending rows' index on their time), oldest first, until
+            // `limit` are free.
+            let mut stmt = c
+                .prepare_cached(&format!(
+                    "SELECT {DELIVERY_COLS}, webhook_id FROM webhook_deliveries \
+                     INDEXED BY webhook_deliveries_due \
                      WHERE status = 'pending' AND next_at <= ?1 \
-                     AND (lease_until IS NULL OR lease_until < ?1) \
-                     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o \
-                        WHERE o.webhook_id = d.webhook_id AND o.status = 'pending' \
-                        AND o.holder IS NOT NULL AND o.holder != ?2 AND o.lease_until >= ?1) \
-                     ORDER BY seq LIMIT ?3"
-                ),
-                params![now, holder, limit],
-                delivery_row,
-            )?;
+                     AND (lease_until IS NULL OR lease_until < ?1) ORDER BY seq LIMIT ?2"
+                ))
+                .map_err(map_err)?;
+            // Room for some of busy endpoints among them.
+            let read = i64::from(limit).saturating_mul(4).saturating_add(64);
+            let mut rows = stmt.query(params![now, read]).map_err(map_err)?;
+            let mut due = Vec::new();
+            while let Some(r) = rows.next().map_err(map_err)? {
+                if due.len() >= limit as usize {
+                    break;
+                }
+                let endpoint: String = r.get(5).map_err(map_err)?;
+                if busy.contains(&endpoint) {
+                    continue;
+                }
+                due.push(delivery_row(r).map_err(map_err)?);
+            }
+            drop(rows);
+            drop(stmt);
             for d in &mut due {
                 d.holder = Some(holder.clone());
                 d.lease_until = Some(until);
@@ -233,12 +259,30 @@ impl WebhookStore for SqliteStore {
         .await
     }
 
-    async fn settle_delivery(&self, d: &WebhookDelivery, holder: &str) -> StoreResult<bool> {
-        let (mut d, holder) = (d.clone(), holder.to_owned());
-        d.holder = None;
-        d.lease_until = None;
-        self.write(move |c| Ok(write_delivery(c, &d, "AND holder = ?7", &holder)? == 1))
-            .await
+    async fn settle_deliveries(
+        &self,
+        ds: &[WebhookDelivery],
+        holder: &str,
+    ) -> StoreResult<Vec<bool>> {
+        if ds.is_empty() {
+            return Ok(vec![]);
+        }
+        let holder = holder.to_owned();
+        let ds: Vec<WebhookDelivery> = ds
+            .iter()
+            .map(|d| {
+                let mut d = d.clone();
+                d.holder = None;
+                d.lease_until = None;
+                d
+            })
+            .collect();
+        self.write(move |c| {
+            ds.iter()
+                .map(|d| Ok(write_delivery(c, d, "AND holder = ?7", &holder)? == 1))
+                .collect()
+        })
+        .await
     }
 
     async fn get_delivery(&self, id: &str) -> StoreResult<Option<WebhookDelivery>> {

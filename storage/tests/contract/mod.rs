@@ -1804,6 +1804,7 @@ macro_rules! contract_tests {
             webhooks_are_listed_by_scope_changed_by_version_and_go,
             deliveries_are_stored_once_leased_settled_and_listed,
             concurrent_claims_lease_each_delivery_once,
+            deliveries_made_leased_are_their_makers,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {$(

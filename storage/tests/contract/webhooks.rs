@@ -17,7 +17,11 @@ fn hook(scope: &str, created: chrono::DateTime<Utc>) -> Webhook {
 
 fn delivery(w: &Webhook, event: &str, seq: i64) -> WebhookDelivery {
     WebhookDelivery {
-        id: WebhookDelivery::id_for(event, &w.id),
+        id: WebhookDelivery::id_for(
+            event,
+            chrono::DateTime::from_timestamp_millis(1_700_000_000_000 + seq).unwrap(),
+            &w.id,
+        ),
         webhook_id: w.id.clone(),
         scope: w.scope.clone(),
         event_id: event.into(),
@@ -32,6 +36,12 @@ fn delivery(w: &Webhook, event: &str, seq: i64) -> WebhookDelivery {
         holder: None,
         lease_until: None,
     }
+}
+
+async fn settle(s: &S, d: &WebhookDelivery, holder: &str) -> bool {
+    s.settle_deliveries(std::slice::from_ref(d), holder)
+        .await
+        .unwrap()[0]
 }
 
 pub async fn webhooks_are_listed_by_scope_changed_by_version_and_go(s: S) {
@@ -127,14 +137,14 @@ pub async fn deliveries_are_stored_once_leased_settled_and_listed(s: S) {
         s.enqueue_deliveries(&[d1.clone(), d2.clone()])
             .await
             .unwrap(),
-        2
+        [true, true]
     );
     // Made again (a consumer read its events twice): stored once.
     assert_eq!(
         s.enqueue_deliveries(&[d1.clone(), d3.clone()])
             .await
             .unwrap(),
-        1
+        [false, true]
     );
     // For an endpoint that is gone: not stored.
     let gone = hook("org:wh2", now());
@@ -142,7 +152,7 @@ pub async fn deliveries_are_stored_once_leased_settled_and_listed(s: S) {
         s.enqueue_deliveries(&[delivery(&gone, "e1", 5)])
             .await
             .unwrap(),
-        0
+        [false]
     );
     let oldest = s.oldest_pending_delivery().await.unwrap().unwrap();
     assert!((oldest - d1.created_at).num_seconds().abs() <= 1);
@@ -170,11 +180,8 @@ pub async fn deliveries_are_stored_once_leased_settled_and_listed(s: S) {
         error: None,
         duration_ms: 12,
     });
-    assert!(
-        !s.settle_delivery(&ok, "p2").await.unwrap(),
-        "not p2's lease"
-    );
-    assert!(s.settle_delivery(&ok, "p1").await.unwrap());
+    assert!(!settle(&s, &ok, "p2").await, "not p2's lease");
+    assert!(settle(&s, &ok, "p1").await);
     let mut later = got[1].clone();
     later.next_at = Some(t + Duration::minutes(5));
     later.push_attempt(Attempt {
@@ -183,7 +190,7 @@ pub async fn deliveries_are_stored_once_leased_settled_and_listed(s: S) {
         error: Some("timed out".into()),
         duration_ms: 10_000,
     });
-    assert!(s.settle_delivery(&later, "p1").await.unwrap());
+    assert!(settle(&s, &later, "p1").await);
     let read = s.get_delivery(&ok.id).await.unwrap().unwrap();
     assert_eq!(read.status, DeliveryStatus::Succeeded);
     assert_eq!(read.attempts.len(), 1);
@@ -201,10 +208,7 @@ pub async fn deliveries_are_stored_once_leased_settled_and_listed(s: S) {
         .unwrap();
     assert_eq!(took.len(), 1);
     assert_eq!(took[0].id, d3.id);
-    assert!(
-        !s.settle_delivery(&got[0], "p2").await.unwrap(),
-        "lease lost"
-    );
+    assert!(!settle(&s, &got[0], "p2").await, "lease lost");
 
     let list = s.list_deliveries(&w.id, None, 2).await.unwrap();
     let seqs: Vec<i64> = list.iter().map(|d| d.seq).collect();
@@ -253,4 +257,32 @@ pub async fn concurrent_claims_lease_each_delivery_once(s: S) {
     unique.dedup();
     assert_eq!(unique.len(), got.len(), "a delivery leased twice: {got:?}");
     assert!(!got.is_empty());
+}
+
+/// A delivery stored with its maker's lease (sent at once by the process that made it) is
+/// that process's until the lease ends: others do not take it, its maker settles it.
+pub async fn deliveries_made_leased_are_their_makers(s: S) {
+    let w = hook("org:wh4", now());
+    s.create_webhook(&w, &[]).await.unwrap();
+    let t = now();
+    let mut d = delivery(&w, "e1", 1);
+    d.holder = Some("maker".into());
+    d.lease_until = Some(t + Duration::seconds(30));
+    assert_eq!(s.enqueue_deliveries(&[d.clone()]).await.unwrap(), [true]);
+    let other = s
+        .claim_deliveries("other", t, t + Duration::seconds(30), 10)
+        .await
+        .unwrap();
+    assert!(other.is_empty(), "{other:?}");
+    // Unsettled when its lease ends: another process takes it.
+    let later = t + Duration::seconds(31);
+    let taken = s
+        .claim_deliveries("other", later, later + Duration::seconds(30), 10)
+        .await
+        .unwrap();
+    assert_eq!(taken.len(), 1);
+    assert!(!settle(&s, &d, "maker").await, "its lease is gone");
+    let mut done = taken[0].clone();
+    done.status = DeliveryStatus::Succeeded;
+    assert!(settle(&s, &done, "other").await);
 }

@@ -7,7 +7,9 @@ mod dto;
 pub mod net;
 mod service;
 
-pub use service::{new_secret, sign, FanOut, Inner as WebhooksInner, WebhookMetrics, Webhooks};
+pub use service::{
+    new_secret, sign, FanOut, Inner as WebhooksInner, WebhookMetrics, Webhooks, HANDED_BATCHES,
+};
 
 /// The webhooks plugin's operations.
 pub type Apis = (OrgWebhookApi, AdminWebhookApi);

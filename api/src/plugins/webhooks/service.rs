@@ -32,6 +32,8 @@ use tokio::sync::{Notify, Semaphore};
 const BODY_READ: usize = 4 * 1024;
 /// Deliveries leased at once, per concurrent sender.
 const CLAIM_PER_SENDER: u32 = 4;
+/// Batches the fan-out may have in flight at once.
+pub const HANDED_BATCHES: usize = 4;
 
 /// Counters of deliveries.
 #[derive(Clone)]
@@ -57,6 +59,8 @@ pub struct Inner {
     pub actors: actors::Actors,
     pub wake: Notify,
     pub client: reqwest::Client,
+    /// Batches the fan-out hands to the sender at once (see `fan_out`).
+    pub handed: Arc<Semaphore>,
 }
 
 impl std::ops::Deref for Webhooks {
@@ -170,21 +174,30 @@ impl Webhooks {
         })
     }
 
-    /// One round: lease what is due, send it (each endpoint's in order, endpoints side by
-    /// side up to the concurrency), settle it. How many were sent.
+    /// How long one try may take, with its bookkeeping.
+    fn per_try(&self) -> Duration {
+        Duration::from_millis(self.config.timeout_ms) + Duration::from_secs(1)
+    }
+
+    /// One round: lease what is due and deliver it. How many were sent.
     pub async fn round(&self) -> storage::StoreResult<usize> {
         let now = self.clock.now();
-        // Long enough for every delivery of a batch to one endpoint to be tried in turn.
-        let per_try = Duration::from_millis(self.config.timeout_ms) + Duration::from_secs(1);
         let limit = (self.config.concurrency as u32).saturating_mul(CLAIM_PER_SENDER);
+        // Long enough for several deliveries to one endpoint in turn; a sender stops before
+        // a try its lease would not cover (see `send_all`).
         let lease = now
-            + chrono::Duration::from_std(per_try * (CLAIM_PER_SENDER + 1))
+            + chrono::Duration::from_std(self.per_try() * (CLAIM_PER_SENDER + 1))
                 .unwrap_or(chrono::Duration::minutes(5));
         let due = self
             .store
             .claim_deliveries(&self.holder, now, lease, limit)
             .await?;
-        let n = due.len();
+        self.deliver(due).await
+    }
+
+    /// Sends leased deliveries — each endpoint's in order, endpoints side by side up to the
+    /// concurrency — and settles them in one write. How many were tried.
+    async fn deliver(&self, due: Vec<WebhookDelivery>) -> storage::StoreResult<usize> {
         let mut by_endpoint: Vec<(String, Vec<WebhookDelivery>)> = Vec::new();
         for d in due {
             match by_endpoint.iter_mut().find(|(w, _)| *w == d.webhook_id) {
@@ -197,29 +210,67 @@ impl Webhooks {
         for (endpoint, list) in by_endpoint {
             let (me, gate) = (self.clone(), gate.clone());
             tasks.push(tokio::spawn(async move {
-                let Ok(_permit) = gate.acquire_owned().await else {
-                    return;
-                };
-                if let Err(e) = me.send_all(&endpoint, list).await {
-                    tracing::warn!(error = %e, "webhook deliveries to an endpoint failed to settle");
+                let _permit = gate.acquire_owned().await.ok()?;
+                match me.send_all(&endpoint, list).await {
+                    Ok(tried) => Some(tried),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "webhook deliveries: reading an endpoint failed");
+                        None
+                    }
                 }
             }));
         }
+        let mut tried = Vec::new();
         for t in tasks {
-            let _ = t.await;
+            if let Ok(Some(t)) = t.await {
+                tried.push(t);
+            }
+        }
+        // One write settles the round (what was not settled comes again once its lease ends).
+        let all: Vec<WebhookDelivery> = tried
+            .iter()
+            .flat_map(|(_, list)| list.iter().map(|(d, _)| d.clone()))
+            .collect();
+        let n = all.len();
+        let mut settled = self
+            .store
+            .settle_deliveries(&all, &self.holder)
+            .await?
+            .into_iter();
+        for (mut hook, list) in tried {
+            for (_, outcome) in list {
+                // A lease lost to another process: its outcome is that one's.
+                if settled.next() != Some(true) {
+                    continue;
+                }
+                self.metrics.attempts.with_label_values(&[outcome]).inc();
+                if let Some(w) = hook.as_mut().filter(|w| w.enabled) {
+                    if outcome != "retried" {
+                        self.count_outcome(w, outcome == "succeeded").await;
+                    }
+                }
+            }
         }
         Ok(n)
     }
 
-    /// Sends one endpoint's leased deliveries in order.
+    /// Sends one endpoint's leased deliveries in order: the endpoint as read, and each
+    /// delivery as it is to be settled with its outcome (`succeeded`, `retried`, `failed`).
     async fn send_all(
         &self,
         endpoint: &str,
         list: Vec<WebhookDelivery>,
-    ) -> storage::StoreResult<()> {
-        let mut hook = self.store.get_webhook(endpoint).await?;
+    ) -> storage::StoreResult<(Option<Webhook>, Vec<(WebhookDelivery, &'static str)>)> {
+        let hook = self.store.get_webhook(endpoint).await?;
+        let mut out = Vec::with_capacity(list.len());
+        let per_try = chrono::Duration::from_std(self.per_try()).unwrap_or(chrono::Duration::MAX);
         for mut d in list {
             let now = self.clock.now();
+            // Never past the lease: the rest come again once it ends (to this process or
+            // another), never sent by two at once.
+            if d.lease_until.is_some_and(|until| now + per_try > until) {
+                break;
+            }
             let attempt = match &hook {
                 None => refusal(now, "the endpoint was deleted"),
                 Some(w) if !w.enabled => refusal(now, "the endpoint is disabled"),
@@ -246,18 +297,9 @@ impl Webhooks {
                 d.next_at = None;
                 "failed"
             };
-            if !self.store.settle_delivery(&d, &self.holder).await? {
-                // Its lease ran out and another process has it: its outcome is that one's.
-                continue;
-            }
-            self.metrics.attempts.with_label_values(&[outcome]).inc();
-            if let Some(w) = hook.as_mut().filter(|w| w.enabled) {
-                if outcome != "retried" {
-                    self.count_outcome(w, ok).await;
-                }
-            }
+            out.push((d, outcome));
         }
-        Ok(())
+        Ok((hook, out))
     }
 
     /// Keeps the endpoint's count of deliveries failed in a row, and disables it when that
@@ -440,6 +482,7 @@ impl Consume for FanOut {
 impl Webhooks {
     async fn fan_out(&self, events: &[Delivery]) -> storage::StoreResult<()> {
         let mut endpoints: HashMap<String, Vec<Webhook>> = HashMap::new();
+        let mut users: HashMap<String, serde_json::Value> = HashMap::new();
         let mut out = Vec::new();
         for d in events {
             let Payload::Domain { name, data } = &d.event.payload else {
@@ -461,11 +504,11 @@ impl Webhooks {
                         continue;
                     }
                     if body.is_none() {
-                        body = Some(self.body(name, d.event.at, data).await?);
+                        body = Some(self.body(name, d.event.at, data, &mut users).await?);
                     }
                     let Some(body) = body.clone() else { continue };
                     out.push(WebhookDelivery {
-                        id: WebhookDelivery::id_for(&d.event.id, &w.id),
+                        id: WebhookDelivery::id_for(&d.event.id, d.event.at, &w.id),
                         webhook_id: w.id.clone(),
                         scope: w.scope.clone(),
                         event_id: d.event.id.clone(),
@@ -483,9 +526,40 @@ impl Webhooks {
                 }
             }
         }
-        if !out.is_empty() {
-            self.store.enqueue_deliveries(&out).await?;
-            self.wake.notify_one();
+        if out.is_empty() {
+            return Ok(());
+        }
+        // Stored leased to this process, which sends them at once (no claim to wait for);
+        // a bounded number of such batches at a time, the fan-out waiting for room.
+        let permit = self.handed.clone().acquire_owned().await.ok();
+        let most = {
+            let mut per: HashMap<&str, u32> = HashMap::new();
+            for d in &out {
+                *per.entry(d.webhook_id.as_str()).or_default() += 1;
+            }
+            per.into_values().max().unwrap_or(1)
+        };
+        let until = self.clock.now()
+            + chrono::Duration::from_std(self.per_try() * (most + 1))
+                .unwrap_or(chrono::Duration::minutes(5));
+        for d in &mut out {
+            d.holder = Some(self.holder.clone());
+            d.lease_until = Some(until);
+        }
+        let new = self.store.enqueue_deliveries(&out).await?;
+        let mine: Vec<WebhookDelivery> = out
+            .into_iter()
+            .zip(new)
+            .filter_map(|(d, new)| new.then_some(d))
+            .collect();
+        if self.config.enabled && permit.is_some() {
+            let me = self.clone();
+            tokio::spawn(async move {
+                let _permit = permit;
+                if let Err(e) = me.deliver(mine).await {
+                    tracing::warn!(error = %e, "webhook deliveries: settling failed; they are sent again once their lease ends");
+                }
+            });
         }
         Ok(())
     }
@@ -496,21 +570,30 @@ impl Webhooks {
         name: &str,
         at: DateTime<Utc>,
         data: &serde_json::Value,
+        users: &mut HashMap<String, serde_json::Value>,
     ) -> storage::StoreResult<String> {
         let mut data = data.clone();
-        if name.starts_with("member.") {
-            if let Some(uid) = data.get("userId").and_then(|v| v.as_str()) {
-                let user = self
-                    .store
-                    .get_user(&storage::UserId(uid.to_owned()))
-                    .await?;
-                if let (Some(u), Some(obj)) = (user, data.as_object_mut()) {
-                    obj.insert(
-                        "user".into(),
-                        serde_json::json!({
-                            "id": u.id, "email": u.email, "name": u.name, "image": u.image,
-                        }),
-                    );
+        let uid = name
+            .starts_with("member.")
+            .then(|| {
+                data.get("userId")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_owned)
+            })
+            .flatten();
+        if let Some(uid) = uid {
+            if !users.contains_key(&uid) {
+                let user = self.store.get_user(&storage::UserId(uid.clone())).await?;
+                let json = user.map_or(serde_json::Value::Null, |u| {
+                    serde_json::json!({
+                        "id": u.id, "email": u.email, "name": u.name, "image": u.image,
+                    })
+                });
+                users.insert(uid.clone(), json);
+            }
+            if let (Some(u), Some(obj)) = (users.get(&uid), data.as_object_mut()) {
+                if !u.is_null() {
+                    obj.insert("user".into(), u.clone());
                 }
             }
         }
