@@ -60,6 +60,18 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+impl StoreError {
+    /// What a compare-and-set that changed nothing means: the record moved on to another
+    /// version (`still_there`), or it is gone.
+    pub fn missed(still_there: bool) -> Self {
+        if still_there {
+            Self::ConcurrentModification
+        } else {
+            Self::NotFound
+        }
+    }
+}
+
 /// Users, keyed by id, with a unique (lowercased) email.
 #[async_trait]
 pub trait UserStore: Send + Sync {

@@ -159,10 +159,7 @@ impl ScyllaStore {
         if self.batch_lwt(writes).await? {
             return Ok(());
         }
-        Err(match self.get_api_key(&k.id).await? {
-            Some(_) => StoreError::ConcurrentModification,
-            None => StoreError::NotFound,
-        })
+        Err(StoreError::missed(self.get_api_key(&k.id).await?.is_some()))
     }
 
     async fn remove_api_key(&self, id: &ApiKeyId) -> StoreResult<bool> {

@@ -141,12 +141,11 @@ impl ScyllaStore {
         if self.batch_lwt(writes).await? {
             return Ok(());
         }
-        Err(
-            match self.get_passkey_by_credential(&p.credential_id).await? {
-                Some(_) => StoreError::ConcurrentModification,
-                None => StoreError::NotFound,
-            },
-        )
+        Err(StoreError::missed(
+            self.get_passkey_by_credential(&p.credential_id)
+                .await?
+                .is_some(),
+        ))
     }
 
     /// The row goes first and the user's version moves after (as unlinking an account): a

@@ -147,10 +147,7 @@ impl ScyllaStore {
         if ok {
             return Ok(());
         }
-        Err(match self.get_user(user).await? {
-            Some(_) => StoreError::ConcurrentModification,
-            None => StoreError::NotFound,
-        })
+        Err(StoreError::missed(self.get_user(user).await?.is_some()))
     }
 
     /// Moves a user's version, whatever it is now (its accounts or memberships changed).
@@ -515,10 +512,7 @@ impl ScyllaStore {
             if new_email {
                 self.release_email(&user.email, &user.id).await?;
             }
-            return Err(match self.get_user(&user.id).await? {
-                Some(_) => StoreError::ConcurrentModification,
-                None => StoreError::NotFound,
-            });
+            return Err(StoreError::missed(self.get_user(&user.id).await?.is_some()));
         }
         if new_email {
             self.release_email(&current.email, &user.id).await?;

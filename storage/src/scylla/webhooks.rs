@@ -39,9 +39,10 @@ struct Due {
 }
 
 impl ScyllaStore {
-    async fn write_delivery_doc(&self, d: &WebhookDelivery) -> StoreResult<()> {
-        self.exec(
-            &format!(
+    /// The write of a delivery's document (expiring after [`KEEP_SECS`]).
+    fn doc_insert(&self, d: &WebhookDelivery) -> StoreResult<(String, Vec<V>)> {
+        Ok((
+            format!(
                 "INSERT INTO {} (webhook_id, seq, id, doc) VALUES (?, ?, ?, ?) USING TTL ?",
                 self.t("webhook_deliveries")
             ),
@@ -52,9 +53,12 @@ impl ScyllaStore {
                 text(&json(d)?),
                 int(KEEP_SECS),
             ],
-        )
-        .await
-        .map(drop)
+        ))
+    }
+
+    async fn write_delivery_doc(&self, d: &WebhookDelivery) -> StoreResult<()> {
+        let (cql, values) = self.doc_insert(d)?;
+        self.exec(&cql, values).await.map(drop)
     }
 
     fn due_insert(&self, d: &WebhookDelivery, if_not_exists: bool) -> (String, Vec<V>) {
@@ -278,10 +282,7 @@ impl WebhookStore for ScyllaStore {
                 if self.write_webhook(w, Some(expected), d).await? {
                     return Ok(());
                 }
-                Err(match self.get_webhook(&w.id).await? {
-                    Some(_) => StoreError::ConcurrentModification,
-                    None => StoreError::NotFound,
-                })
+                Err(StoreError::missed(self.get_webhook(&w.id).await?.is_some()))
             },
         )
         .await
@@ -347,19 +348,7 @@ impl WebhookStore for ScyllaStore {
             }
             // Made again after a crash, it is the same delivery written over itself.
             self.batch(vec![
-                (
-                    format!(
-                        "INSERT INTO {} (webhook_id, seq, id, doc) VALUES (?, ?, ?, ?) USING TTL ?",
-                        self.t("webhook_deliveries")
-                    ),
-                    vec![
-                        text(&d.webhook_id),
-                        big(d.seq),
-                        text(&d.id),
-                        text(&json(d)?),
-                        int(KEEP_SECS),
-                    ],
-                ),
+                self.doc_insert(d)?,
                 self.due_insert(d, false),
                 (
                     format!(

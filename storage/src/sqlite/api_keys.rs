@@ -181,16 +181,7 @@ impl ApiKeyStore for SqliteStore {
             if n == 1 {
                 return Ok(());
             }
-            let there: Option<i64> = one(
-                c,
-                "SELECT version FROM api_keys WHERE id = ?1",
-                params![id],
-                |r| r.get(0),
-            )?;
-            Err(match there {
-                Some(_) => StoreError::ConcurrentModification,
-                None => StoreError::NotFound,
-            })
+            Err(moved_or_gone(c, "api_keys", "id", &id)?)
         })
         .await
     }

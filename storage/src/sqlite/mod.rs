@@ -558,15 +558,24 @@ fn bump_user(conn: &Connection, user: &str) -> StoreResult<()> {
 
 /// After a guarded user write touched no row: the user moved on, or is gone.
 fn user_moved_or_gone(conn: &Connection, user: &str) -> StoreResult<StoreError> {
+    moved_or_gone(conn, "users", "id", user)
+}
+
+/// After a compare-and-set on the row of `table` whose `key` column is `value` touched no
+/// row: it moved on to another version, or it is gone (see [`StoreError::missed`]).
+fn moved_or_gone(
+    conn: &Connection,
+    table: &str,
+    key: &str,
+    value: &str,
+) -> StoreResult<StoreError> {
     let exists: Option<i64> = conn
-        .query_row("SELECT 1 FROM users WHERE id = ?1", [user], |r| r.get(0))
+        .prepare_cached(&format!("SELECT 1 FROM {table} WHERE {key} = ?1"))
+        .map_err(map_err)?
+        .query_row([value], |r| r.get(0))
         .optional()
         .map_err(map_err)?;
-    Ok(if exists.is_some() {
-        StoreError::ConcurrentModification
-    } else {
-        StoreError::NotFound
-    })
+    Ok(StoreError::missed(exists.is_some()))
 }
 
 #[cfg(test)]

@@ -124,16 +124,7 @@ impl PasskeyStore for SqliteStore {
             if n == 1 {
                 return Ok(());
             }
-            let there: Option<i64> = one(
-                c,
-                "SELECT version FROM passkeys WHERE id = ?1",
-                params![p.id.0],
-                |r| r.get(0),
-            )?;
-            Err(match there {
-                Some(_) => StoreError::ConcurrentModification,
-                None => StoreError::NotFound,
-            })
+            Err(moved_or_gone(c, "passkeys", "id", &p.id.0)?)
         })
         .await
     }

@@ -87,16 +87,7 @@ impl TwoFactorStore for SqliteStore {
                 // The user is gone.
                 return Err(StoreError::NotFound);
             }
-            let there: Option<i64> = one(
-                c,
-                "SELECT version FROM two_factors WHERE user_id = ?1",
-                params![t.user_id.0],
-                |r| r.get(0),
-            )?;
-            Err(match there {
-                Some(_) => StoreError::ConcurrentModification,
-                None => StoreError::NotFound,
-            })
+            Err(moved_or_gone(c, "two_factors", "user_id", &t.user_id.0)?)
         })
         .await
     }

@@ -129,16 +129,7 @@ impl WebhookStore for SqliteStore {
             if n == 1 {
                 return Ok(());
             }
-            let there: Option<i64> = one(
-                c,
-                "SELECT version FROM webhooks WHERE id = ?1",
-                [&id],
-                |r| r.get(0),
-            )?;
-            Err(match there {
-                Some(_) => StoreError::ConcurrentModification,
-                None => StoreError::NotFound,
-            })
+            Err(moved_or_gone(c, "webhooks", "id", &id)?)
         })
         .await
     }
