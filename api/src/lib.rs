@@ -91,10 +91,9 @@ pub struct Inner {
     pub magic_links: plugins::magic_link::MagicLinks,
     /// Webhooks: endpoints, the deliveries' fan-out and sender.
     pub webhooks: plugins::webhooks::Webhooks,
-    /// Stores a delivery for each event an endpoint wants.
-    pub webhooks_consumer: Option<actors::consumers::ConsumerHandle>,
-    /// Sends due deliveries.
-    pub webhooks_sender: Option<Arc<tokio::task::JoinHandle<()>>>,
+    /// The fan-out that stores a delivery for each event an endpoint wants, and the sender
+    /// (when `webhooks.enabled`).
+    pub webhooks_running: Option<Arc<plugins::webhooks::Running>>,
     pub jwt: jwt::Jwt,
     pub role_catalog: RoleCatalog,
     pub limiter: Arc<rate_limit::Limiter>,
@@ -444,35 +443,17 @@ impl AppState {
             },
             Arc::new(metrics::EventCounter(metrics.events.clone())),
         );
-        let webhooks = plugins::webhooks::Webhooks::new(plugins::webhooks::WebhooksInner {
-            config: config.webhooks.clone(),
-            store: store.clone(),
-            clock: clock.clone(),
-            sealer: crypto::Sealer::new(secret.expose(), "gatehouse webhook secrets v1", "gw1."),
-            metrics: plugins::webhooks::WebhookMetrics {
+        let webhooks = plugins::webhooks::Webhooks::new(
+            config.webhooks.clone(),
+            store.clone(),
+            clock.clone(),
+            secret.expose(),
+            plugins::webhooks::WebhookMetrics {
                 attempts: metrics.webhook_attempts.clone(),
                 lag: metrics.webhook_lag.clone(),
             },
-            holder: storage::random_string(16),
-            actors: actors.clone(),
-            wake: Default::default(),
-            client: plugins::webhooks::Webhooks::client(&config.webhooks),
-            handed: Arc::new(tokio::sync::Semaphore::new(
-                plugins::webhooks::HANDED_BATCHES,
-            )),
-        });
-        let (webhooks_consumer, webhooks_sender) = if config.webhooks.enabled {
-            let consumer = actors::consumers::spawn(
-                store.clone(),
-                clock.clone(),
-                storage::random_string(16),
-                plugins::webhooks::Webhooks::fan_out_spec(),
-                Arc::new(plugins::webhooks::FanOut(webhooks.clone())),
-            );
-            (Some(consumer), Some(Arc::new(webhooks.spawn_sender())))
-        } else {
-            (None, None)
-        };
+        );
+        let webhooks_running = webhooks.start().map(Arc::new);
         let views_consumer = (config.organization.view_cache.ttl_ms > 0)
             .then(|| actors.spawn_view_invalidation(Duration::from_millis(200)));
         if jwt.enabled() {
@@ -586,8 +567,7 @@ impl AppState {
             email_otp,
             magic_links,
             webhooks,
-            webhooks_consumer,
-            webhooks_sender,
+            webhooks_running,
             origins: http::TrustedOrigins::new(&config.base_url, &config.origins_besides_base()),
             cookies,
             signer,

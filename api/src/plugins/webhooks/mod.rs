@@ -7,9 +7,7 @@ mod dto;
 pub mod net;
 mod service;
 
-pub use service::{
-    new_secret, sign, FanOut, Inner as WebhooksInner, WebhookMetrics, Webhooks, HANDED_BATCHES,
-};
+pub use service::{new_secret, sign, Running, WebhookMetrics, Webhooks};
 
 /// The webhooks plugin's operations.
 pub type Apis = (OrgWebhookApi, AdminWebhookApi);
@@ -120,8 +118,8 @@ impl Scoped {
         })
     }
 
-    /// The audit record of a change of endpoint `id`, as events to store with it.
-    fn events(&self, state: &AppState, act: &'static str, id: &str) -> Vec<storage::Event> {
+    /// The audit record of `act` on endpoint `id`.
+    fn note(&self, act: &'static str, id: &str) -> Event {
         let mut ev = Event::new(act, &self.origin).target(id);
         if let Some(a) = &self.actor {
             ev = ev.actor(a);
@@ -131,9 +129,15 @@ impl Scoped {
         if let Some(o) = &self.org {
             ev = ev.org(o);
         }
+        ev
+    }
+
+    /// The audit record of a change of endpoint `id`, as events to store with it.
+    fn events(&self, state: &AppState, act: &'static str, id: &str) -> Vec<storage::Event> {
+        let ctx = state.audit.noted(self.note(act, id));
         state
             .actors
-            .events_of(&service::aggregate(&self.scope), &state.audit.noted(ev))
+            .events_of(&service::aggregate(&self.scope), &ctx)
     }
 
     /// Endpoint `id` if it is in this scope (else `WEBHOOK_NOT_FOUND`).
@@ -221,34 +225,29 @@ async fn list(state: &AppState, s: Scoped) -> ApiResult<Vec<WebhookDto>> {
     Ok(all.iter().map(WebhookDto::from).collect())
 }
 
-/// Writes `change` of endpoint `id` (compare-and-set, tried again when another write came
-/// first), with its audit record.
+/// Writes `change` of endpoint `id` of this scope (see [`Webhooks::edit`]), with its audit
+/// record.
 async fn change(
     state: &AppState,
     s: &Scoped,
     id: &str,
     act: &'static str,
-    edit: impl Fn(&mut Webhook),
+    change: impl Fn(&mut Webhook),
 ) -> ApiResult<Webhook> {
-    for _ in 0..5 {
-        let old = s.find(state, id).await?;
-        let mut w = old.clone();
-        edit(&mut w);
-        w.version = old.version + 1;
-        w.updated_at = state.clock.now();
-        match state
-            .webhooks
-            .store
-            .update_webhook(&w, old.version, &s.events(state, act, id))
-            .await
-        {
-            Ok(()) => return Ok(w),
-            Err(storage::StoreError::ConcurrentModification) => continue,
-            Err(storage::StoreError::NotFound) => return Err(Code::WebhookNotFound.into()),
-            Err(e) => return Err(e.into()),
-        }
+    let edited = state.webhooks.edit(id, |old| {
+        // Another scope's endpoint is left as it is, and not found.
+        (old.scope == s.scope).then(|| {
+            let mut w = old.clone();
+            change(&mut w);
+            (w, s.events(state, act, id))
+        })
+    });
+    match edited.await {
+        Ok(Some(w)) if w.scope == s.scope => Ok(w),
+        Ok(_) => Err(Code::WebhookNotFound.into()),
+        Err(storage::StoreError::ConcurrentModification) => Err(Code::ServiceUnavailable.into()),
+        Err(e) => Err(e.into()),
     }
-    Err(Code::ServiceUnavailable.into())
 }
 
 async fn update(state: &AppState, s: Scoped, body: UpdateWebhookBody) -> ApiResult<WebhookDto> {
@@ -348,19 +347,19 @@ async fn redeliver(state: &AppState, s: Scoped, delivery_id: &str) -> ApiResult<
         .await?
         .filter(|d| d.scope == s.scope)
         .ok_or(Code::WebhookDeliveryNotFound)?;
-    if !hooks.store.redeliver(&d.id, state.clock.now()).await? {
+    let now = state.clock.now();
+    if !hooks.store.redeliver(&d.id, now).await? {
         return Err(Code::WebhookDeliveryPending.into());
     }
-    let ctx = s.events(state, action::WEBHOOK_REDELIVERED, &d.webhook_id);
-    if let Err(e) = state.actors.store().append_events(&ctx).await {
-        tracing::warn!(error = %e, "could not record a redelivery in the audit log");
-    }
+    // No endpoint changes: its record is stored on its own.
+    let note = s.note(action::WEBHOOK_REDELIVERED, &d.webhook_id);
+    state.audit.record(state.audit.noted(note)).await;
     hooks.wake.notify_one();
-    let d = hooks
-        .store
-        .get_delivery(&d.id)
-        .await?
-        .ok_or(Code::WebhookDeliveryNotFound)?;
+    // As the store now holds it (see `WebhookStore::redeliver`).
+    let mut d = d;
+    d.status = storage::DeliveryStatus::Pending;
+    d.next_at = Some(now);
+    d.tries = 0;
     Ok(DeliveryDto::from(&d))
 }
 

@@ -33,7 +33,7 @@ const BODY_READ: usize = 4 * 1024;
 /// Deliveries leased at once, per concurrent sender.
 const CLAIM_PER_SENDER: u32 = 4;
 /// Batches the fan-out may have in flight at once.
-pub const HANDED_BATCHES: usize = 4;
+const HANDED_BATCHES: usize = 4;
 
 /// Counters of deliveries.
 #[derive(Clone)]
@@ -51,16 +51,21 @@ pub struct Webhooks(Arc<Inner>);
 pub struct Inner {
     pub config: WebhooksConfig,
     pub store: DynStore,
-    pub clock: Arc<dyn Clock>,
-    pub sealer: Sealer,
-    pub metrics: WebhookMetrics,
+    clock: Arc<dyn Clock>,
+    sealer: Sealer,
+    metrics: WebhookMetrics,
     /// This process, as a lease holder.
-    pub holder: String,
-    pub actors: actors::Actors,
+    holder: String,
     pub wake: Notify,
-    pub client: reqwest::Client,
+    client: reqwest::Client,
     /// Batches the fan-out hands to the sender at once (see `fan_out`).
-    pub handed: Arc<Semaphore>,
+    handed: Arc<Semaphore>,
+}
+
+/// A running fan-out and sender (see [`Webhooks::start`]).
+pub struct Running {
+    pub fan_out: actors::consumers::ConsumerHandle,
+    pub sender: tokio::task::JoinHandle<()>,
 }
 
 impl std::ops::Deref for Webhooks {
@@ -94,13 +99,49 @@ pub fn sign(secret: &str, id: &str, timestamp: i64, body: &str) -> Option<String
 }
 
 impl Webhooks {
-    pub fn new(inner: Inner) -> Self {
-        Self(Arc::new(inner))
+    /// The service of this process; secrets are sealed under `server_secret`.
+    pub fn new(
+        config: WebhooksConfig,
+        store: DynStore,
+        clock: Arc<dyn Clock>,
+        server_secret: &str,
+        metrics: WebhookMetrics,
+    ) -> Self {
+        Self(Arc::new(Inner {
+            client: Self::client(&config),
+            config,
+            store,
+            clock,
+            sealer: Sealer::new(server_secret, "gatehouse webhook secrets v1", "gw1."),
+            metrics,
+            holder: storage::random_string(16),
+            wake: Notify::new(),
+            handed: Arc::new(Semaphore::new(HANDED_BATCHES)),
+        }))
+    }
+
+    /// Starts this process's fan-out and sender (none when `webhooks.enabled` is off: the
+    /// routes still answer, nothing is delivered).
+    pub fn start(&self) -> Option<Running> {
+        if !self.config.enabled {
+            return None;
+        }
+        let fan_out = actors::consumers::spawn(
+            self.store.clone(),
+            self.clock.clone(),
+            storage::random_string(16),
+            Self::fan_out_spec(),
+            Arc::new(FanOut(self.clone())),
+        );
+        Some(Running {
+            fan_out,
+            sender: self.spawn_sender(),
+        })
     }
 
     /// The HTTP client deliveries go through: no redirects, the timeout, and (unless private
     /// addresses are allowed) a resolver that refuses names resolving to them.
-    pub fn client(config: &WebhooksConfig) -> reqwest::Client {
+    fn client(config: &WebhooksConfig) -> reqwest::Client {
         let b = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_millis(config.timeout_ms))
@@ -116,7 +157,7 @@ impl Webhooks {
     }
 
     /// The consumer that stores deliveries (see the module).
-    pub fn fan_out_spec() -> ConsumerSpec {
+    fn fan_out_spec() -> ConsumerSpec {
         ConsumerSpec {
             name: "webhooks".into(),
             topic: Topic::Domain,
@@ -147,7 +188,7 @@ impl Webhooks {
     }
 
     /// Starts the sender: leases due deliveries and sends them until the process ends.
-    pub fn spawn_sender(&self) -> tokio::task::JoinHandle<()> {
+    fn spawn_sender(&self) -> tokio::task::JoinHandle<()> {
         let me = self.clone();
         tokio::spawn(async move {
             let mut lag_checked = Instant::now() - Duration::from_secs(60);
@@ -305,57 +346,79 @@ impl Webhooks {
     /// Keeps the endpoint's count of deliveries failed in a row, and disables it when that
     /// reaches `webhooks.disable_after`.
     async fn count_outcome(&self, w: &mut Webhook, ok: bool) {
-        for _ in 0..4 {
-            let mut next = w.clone();
-            if ok {
-                if w.failures_in_row == 0 {
-                    return;
+        let limit = self.config.disable_after;
+        let counted = self
+            .edit(&w.id, |old| {
+                let mut next = old.clone();
+                if ok {
+                    if old.failures_in_row == 0 {
+                        return None;
+                    }
+                    next.failures_in_row = 0;
+                } else {
+                    next.failures_in_row += 1;
+                    if limit > 0 && next.failures_in_row >= limit && next.enabled {
+                        next.enabled = false;
+                        next.disabled_reason = Some("failing".into());
+                    }
                 }
-                next.failures_in_row = 0;
-            } else {
-                next.failures_in_row += 1;
-                let limit = self.config.disable_after;
-                if limit > 0 && next.failures_in_row >= limit && next.enabled {
-                    next.enabled = false;
-                    next.disabled_reason = Some("failing".into());
-                }
+                let events = if old.enabled && !next.enabled {
+                    let mut ev = storage::AuditEvent::new(
+                        crate::audit::action::WEBHOOK_DISABLED,
+                        self.clock.now(),
+                    );
+                    ev.target = Some(old.id.clone());
+                    ev.organization_id = old
+                        .scope
+                        .strip_prefix("org:")
+                        .map(|o| storage::OrgId(o.into()));
+                    ev.details
+                        .insert("failedInRow".into(), next.failures_in_row.to_string());
+                    vec![storage::Event::audit(
+                        aggregate(&old.scope),
+                        ev,
+                        90 * 86_400,
+                    )]
+                } else {
+                    vec![]
+                };
+                Some((next, events))
+            })
+            .await;
+        if let Ok(Some(now)) = counted {
+            if w.enabled && !now.enabled {
+                tracing::warn!(webhook = %w.id, "webhook endpoint disabled: its deliveries keep failing");
             }
-            next.version += 1;
-            next.updated_at = self.clock.now();
-            let disabled = w.enabled && !next.enabled;
-            let events = if disabled {
-                let mut ev = storage::AuditEvent::new(
-                    crate::audit::action::WEBHOOK_DISABLED,
-                    self.clock.now(),
-                );
-                ev.target = Some(w.id.clone());
-                ev.organization_id = w
-                    .scope
-                    .strip_prefix("org:")
-                    .map(|o| storage::OrgId(o.into()));
-                ev.details
-                    .insert("failedInRow".into(), next.failures_in_row.to_string());
-                vec![storage::Event::audit(aggregate(&w.scope), ev, 90 * 86_400)]
-            } else {
-                vec![]
+            *w = now;
+        }
+    }
+
+    /// Writes an edit of endpoint `id` by compare-and-set: `edit` sees the stored endpoint
+    /// and answers the new one with the events to store with it, or `None` (nothing to
+    /// write); when another write came first it is read and edited again (5 times at most,
+    /// then `ConcurrentModification`). The endpoint as it now is (`None`: there is none).
+    pub async fn edit(
+        &self,
+        id: &str,
+        edit: impl Fn(&Webhook) -> Option<(Webhook, Vec<storage::Event>)>,
+    ) -> storage::StoreResult<Option<Webhook>> {
+        for _ in 0..5 {
+            let Some(old) = self.store.get_webhook(id).await? else {
+                return Ok(None);
             };
-            match self.store.update_webhook(&next, w.version, &events).await {
-                Ok(()) => {
-                    if disabled {
-                        tracing::warn!(webhook = %w.id, "webhook endpoint disabled: its deliveries keep failing");
-                    }
-                    *w = next;
-                    return;
-                }
-                Err(storage::StoreError::ConcurrentModification) => {
-                    match self.store.get_webhook(&w.id).await {
-                        Ok(Some(fresh)) => *w = fresh,
-                        _ => return,
-                    }
-                }
-                Err(_) => return,
+            let Some((mut next, events)) = edit(&old) else {
+                return Ok(Some(old));
+            };
+            next.version = old.version + 1;
+            next.updated_at = self.clock.now();
+            match self.store.update_webhook(&next, old.version, &events).await {
+                Ok(()) => return Ok(Some(next)),
+                Err(storage::StoreError::ConcurrentModification) => continue,
+                Err(storage::StoreError::NotFound) => return Ok(None),
+                Err(e) => return Err(e),
             }
         }
+        Err(storage::StoreError::ConcurrentModification)
     }
 
     /// One try: sign, send, read a little of the answer.
@@ -464,7 +527,7 @@ fn next_seq(at: DateTime<Utc>) -> i64 {
 }
 
 /// The fan-out consumer (see the module).
-pub struct FanOut(pub Webhooks);
+struct FanOut(Webhooks);
 
 #[async_trait::async_trait]
 impl Consume for FanOut {
@@ -552,7 +615,7 @@ impl Webhooks {
             .zip(new)
             .filter_map(|(d, new)| new.then_some(d))
             .collect();
-        if self.config.enabled && permit.is_some() {
+        if permit.is_some() {
             let me = self.clone();
             tokio::spawn(async move {
                 let _permit = permit;
