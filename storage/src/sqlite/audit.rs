@@ -145,16 +145,32 @@ impl SqliteStore {
     /// Counts `n` events appended (by any write of this process); moves the unmoved ones
     /// under the indexes, behind the caller's back, when it is time (see [`SqliteStore::staged`]).
     pub(super) fn audit_appended(&self, n: usize) {
-        if self.staged(n) && !self.inner.audit_settling.swap(true, Ordering::AcqRel) {
-            // Moved behind the caller's back: the caller's event is stored already.
-            let store = self.clone();
-            tokio::spawn(async move {
+        if !self.staged(n) {
+            return;
+        }
+        // Asked for: a move running now may have read `audit_recent` for the last time
+        // before these events came, so it goes again when it ends.
+        self.inner.audit_again.store(true, Ordering::Release);
+        if self.inner.audit_settling.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        // Moved behind the caller's back: the caller's event is stored already.
+        let store = self.clone();
+        tokio::spawn(async move {
+            loop {
+                store.inner.audit_again.store(false, Ordering::Release);
                 if let Err(e) = store.settle_audit().await {
                     tracing::warn!(error = %e, "moving audit events under their indexes failed");
                 }
                 store.inner.audit_settling.store(false, Ordering::Release);
-            });
-        }
+                // Asked again during the move, and no other move took over: once more.
+                if !store.inner.audit_again.load(Ordering::Acquire)
+                    || store.inner.audit_settling.swap(true, Ordering::AcqRel)
+                {
+                    return;
+                }
+            }
+        });
     }
 
     /// Moves every event of `audit_recent` (appended by any process) under the indexes, a

@@ -76,6 +76,8 @@ struct Inner {
     audit_staged: Mutex<audit::Staged>,
     audit_batch: AtomicUsize,
     audit_settling: std::sync::atomic::AtomicBool,
+    /// A move was asked for since the running one began (it goes again: see `audit_appended`).
+    audit_again: std::sync::atomic::AtomicBool,
 }
 
 /// The SQLite store. Cheap to clone.
@@ -270,6 +272,7 @@ impl SqliteStore {
                 audit_staged: Mutex::default(),
                 audit_batch: AtomicUsize::new(audit::SETTLE_BATCH),
                 audit_settling: Default::default(),
+                audit_again: Default::default(),
             }),
         })
     }
