@@ -65,7 +65,9 @@ pub fn spawn(
         let shards = store.event_shards();
         // A process's own consumer starts at the stream's head, once it knows it.
         let mut own: Vec<Option<Option<String>>> = vec![None; shards as usize];
+        let mut backoff = Backoff::new(spec.poll);
         loop {
+            let mut failed = None;
             for shard in 0..shards {
                 let r = if spec.shared {
                     round(&store, &clock, &holder, &spec, shard, &handler).await
@@ -81,15 +83,69 @@ pub fn spawn(
                     .await
                 };
                 if let Err(e) = r {
-                    tracing::warn!(consumer = %spec.name, shard, error = %e, "event consumer round failed");
+                    failed.get_or_insert((shard, e));
                 }
             }
-            let _ = tokio::time::timeout(spec.poll, woken.notified()).await;
+            match failed {
+                // A failing store is asked again later and later, not woken by every write.
+                Some((shard, e)) => {
+                    let wait = backoff.failed(&e, || {
+                        format!("event consumer {} (shard {shard})", spec.name)
+                    });
+                    tokio::time::sleep(wait).await;
+                }
+                None => {
+                    backoff.succeeded(|| format!("event consumer {}", spec.name));
+                    let _ = tokio::time::timeout(spec.poll, woken.notified()).await;
+                }
+            }
         }
     });
     ConsumerHandle {
         wake,
         task: Arc::new(task),
+    }
+}
+
+/// How a background loop waits after failed rounds: doubling from its usual pause up to
+/// [`Backoff::MAX`], with one warning when the failures start and one line when they end (the
+/// failures between are debug lines), so a store that is down neither floods the log nor is
+/// asked in a tight loop.
+pub struct Backoff {
+    first: Duration,
+    failures: u32,
+}
+
+impl Backoff {
+    /// The longest wait between two tries.
+    pub const MAX: Duration = Duration::from_secs(5);
+
+    pub fn new(first: Duration) -> Self {
+        Self {
+            first: first.max(Duration::from_millis(50)),
+            failures: 0,
+        }
+    }
+
+    /// A round failed: says so (a warning the first time), and how long to wait.
+    pub fn failed(&mut self, e: &dyn std::fmt::Display, what: impl FnOnce() -> String) -> Duration {
+        if self.failures == 0 {
+            tracing::warn!(error = %e, "{}: a round failed; retrying with backoff", what());
+        } else {
+            tracing::debug!(error = %e, failures = self.failures + 1, "{}: a round failed", what());
+        }
+        self.failures = self.failures.saturating_add(1);
+        self.first
+            .saturating_mul(1 << (self.failures - 1).min(16))
+            .min(Self::MAX)
+    }
+
+    /// A round went through: after failures, says the loop recovered.
+    pub fn succeeded(&mut self, what: impl FnOnce() -> String) {
+        if self.failures > 0 {
+            tracing::info!(failures = self.failures, "{}: working again", what());
+            self.failures = 0;
+        }
     }
 }
 

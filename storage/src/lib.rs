@@ -119,6 +119,15 @@ pub trait AccountStore: Send + Sync {
     ) -> StoreResult<Option<Account>>;
     /// Replaces the mutable fields (tokens, password, scope); `NotFound` if it is gone.
     async fn update_account(&self, account: &Account, events: &[Event]) -> StoreResult<()>;
+    /// Sets the account's password to `account.password` only if the stored one is still
+    /// `previous` (the one the caller checked): a compare-and-set that holds across processes.
+    /// `ConcurrentModification` when it changed meanwhile, `NotFound` when the account is gone.
+    async fn replace_password(
+        &self,
+        account: &Account,
+        previous: &str,
+        events: &[Event],
+    ) -> StoreResult<()>;
     /// Unlinks an account of `user`, only if the user is at version `expected` (the version the
     /// "not the last account" decision was made on): `ConcurrentModification` otherwise.
     async fn delete_account(

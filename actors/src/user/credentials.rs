@@ -15,18 +15,30 @@ impl UserActor {
         ctx: &Ctx,
     ) -> Result<Option<Session>, ActorError> {
         let store = &self.shared.store;
-        let current = store
+        let Some(mut account) = store
             .list_accounts(user)
             .await?
             .into_iter()
             .find(|a| a.provider_id == CREDENTIAL_PROVIDER)
-            .and_then(|a| a.password);
-        if current.as_deref() != Some(current_hash) {
+            .filter(|a| a.password.as_deref() == Some(current_hash))
+        else {
             return Err(ActorError::Refused(Rule::InvalidPassword));
-        }
+        };
         let events = self.request(user, ctx, &Facts::default());
-        self.set_password(user, new_hash, PasswordChange::OnlyIfExists, &events)
-            .await?;
+        account.password = Some(new_hash);
+        account.updated_at = self.now();
+        // Only if the password is still the one checked: another process may have changed it
+        // since (then the current password given is not current any more).
+        match store
+            .replace_password(&account, current_hash, &events)
+            .await
+        {
+            Ok(()) => {}
+            Err(storage::StoreError::ConcurrentModification | storage::StoreError::NotFound) => {
+                return Err(ActorError::Refused(Rule::InvalidPassword))
+            }
+            Err(e) => return Err(e.into()),
+        }
         match new_session {
             Some(new) => {
                 self.revoke_sessions(user, None, &Ctx::default()).await?;

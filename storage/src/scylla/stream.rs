@@ -82,6 +82,13 @@ pub(crate) enum Probe {
         provider: String,
         account: String,
     },
+    /// The account's password is this one (a compare-and-set of the password).
+    AccountPassword {
+        user: String,
+        provider: String,
+        account: String,
+        password: String,
+    },
     VerificationExists {
         identifier: String,
     },
@@ -373,6 +380,23 @@ impl ScyllaStore {
                 )
                 .await?
                 .is_some(),
+            Probe::AccountPassword {
+                user,
+                provider,
+                account,
+                password,
+            } => self
+                .row(
+                    &format!(
+                        "SELECT password FROM {} WHERE user_id = ? AND provider_id = ? \
+                         AND account_id = ?",
+                        self.t("accounts_by_user")
+                    ),
+                    vec![text(user), text(provider), text(account)],
+                )
+                .await?
+                .and_then(|r| super::Cols(&r).otext(0))
+                .is_some_and(|p| &p == password),
         })
     }
 

@@ -6,7 +6,25 @@ use super::{ScyllaOptions, ScyllaStore};
 /// when there is none, so a test can skip. With `REQUIRE_SCYLLA=1` a missing node is a panic:
 /// CI sets it, so the ScyllaDB tests can never be skipped there by accident.
 pub fn nodes_from_env() -> Option<Vec<String>> {
-    match std::env::var("SCYLLA_URI") {
+    nodes_named_by(
+        "SCYLLA_URI",
+        "REQUIRE_SCYLLA",
+        "storage/cql-test-node/start.sh starts a node",
+    )
+}
+
+/// The three-node cluster named by `CQL_CLUSTER_URI` (storage/cql-test-node/cluster.sh), as
+/// [`nodes_from_env`] (`REQUIRE_CQL_CLUSTER=1` makes its absence a panic).
+pub fn cluster_nodes_from_env() -> Option<Vec<String>> {
+    nodes_named_by(
+        "CQL_CLUSTER_URI",
+        "REQUIRE_CQL_CLUSTER",
+        "storage/cql-test-node/cluster.sh start starts one",
+    )
+}
+
+fn nodes_named_by(var: &str, require: &str, hint: &str) -> Option<Vec<String>> {
+    match std::env::var(var) {
         Ok(uri) if !uri.trim().is_empty() => Some(
             uri.split(',')
                 .map(|s| s.trim().to_owned())
@@ -15,12 +33,10 @@ pub fn nodes_from_env() -> Option<Vec<String>> {
         ),
         _ => {
             #[allow(clippy::panic)]
-            if std::env::var("REQUIRE_SCYLLA").as_deref() == Ok("1") {
-                panic!("REQUIRE_SCYLLA=1 but SCYLLA_URI is not set");
+            if std::env::var(require).as_deref() == Ok("1") {
+                panic!("{require}=1 but {var} is not set");
             }
-            eprintln!(
-                "SCYLLA_URI is not set: skipping (storage/cql-test-node/start.sh starts a node)"
-            );
+            eprintln!("{var} is not set: skipping ({hint})");
             None
         }
     }
@@ -29,10 +45,15 @@ pub fn nodes_from_env() -> Option<Vec<String>> {
 /// A fresh keyspace on the node from the environment (`prefix` + random), single-replica, and
 /// its guard; `None` when there is no node (see [`nodes_from_env`]).
 pub fn throwaway_keyspace(prefix: &str) -> Option<(ScyllaOptions, DropKeyspace)> {
-    let nodes = nodes_from_env()?;
+    Some(throwaway_keyspace_on(nodes_from_env()?, prefix))
+}
+
+/// A fresh keyspace on `nodes` (`prefix` + random), single-replica (set `replication` before the
+/// first connection for more), and its guard.
+pub fn throwaway_keyspace_on(nodes: Vec<String>, prefix: &str) -> (ScyllaOptions, DropKeyspace) {
     let name = format!("{prefix}_{}", crate::random_lower_alnum(12));
     let opts = ScyllaOptions::new(nodes, &name);
-    Some((opts.clone(), DropKeyspace(opts)))
+    (opts.clone(), DropKeyspace(opts))
 }
 
 /// Drops its keyspace when dropped.

@@ -402,6 +402,55 @@ impl AccountStore for ScyllaStore {
             .await
     }
 
+    async fn replace_password(
+        &self,
+        account: &Account,
+        previous: &str,
+        events: &[Event],
+    ) -> StoreResult<()> {
+        let a = account;
+        let probe = Probe::AccountPassword {
+            user: a.user_id.0.clone(),
+            provider: a.provider_id.clone(),
+            account: a.account_id.clone(),
+            password: a.password.clone().unwrap_or_default(),
+        };
+        self.decide(
+            events,
+            |_| probe,
+            always,
+            |_| async {
+                let applied = self
+                    .lwt(
+                        &format!(
+                            "UPDATE {} SET password = ?, updated_at = ? WHERE user_id = ? \
+                         AND provider_id = ? AND account_id = ? IF password = ?",
+                            self.t("accounts_by_user")
+                        ),
+                        vec![
+                            otext(a.password.as_deref()),
+                            ms(&a.updated_at),
+                            text(&a.user_id.0),
+                            text(&a.provider_id),
+                            text(&a.account_id),
+                            text(previous),
+                        ],
+                    )
+                    .await?;
+                if applied {
+                    return Ok(());
+                }
+                let still_there = self
+                    .list_accounts(&a.user_id)
+                    .await?
+                    .iter()
+                    .any(|x| x.id == a.id);
+                Err(StoreError::missed(still_there))
+            },
+        )
+        .await
+    }
+
     async fn delete_account(
         &self,
         user: &UserId,

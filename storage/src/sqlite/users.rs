@@ -204,6 +204,30 @@ impl AccountStore for SqliteStore {
         .await
     }
 
+    async fn replace_password(
+        &self,
+        account: &Account,
+        previous: &str,
+        events: &[Event],
+    ) -> StoreResult<()> {
+        let (id, previous) = (account.id.0.clone(), previous.to_owned());
+        let (password, at) = (account.password.clone(), ms(&account.updated_at));
+        self.write_with(events, always, move |c| {
+            let n = c
+                .exec(
+                    "UPDATE accounts SET password = ?2, updated_at = ?3 \
+                     WHERE id = ?1 AND password = ?4",
+                    params![id, password, at, previous],
+                )
+                .map_err(map_err)?;
+            if n == 0 {
+                return Err(moved_or_gone(c, "accounts", "id", &id)?);
+            }
+            Ok(())
+        })
+        .await
+    }
+
     async fn delete_account(
         &self,
         user: &UserId,

@@ -7,11 +7,14 @@ use futures::future::join_all;
 use std::sync::Arc;
 use storage::*;
 
+mod accounts;
 mod api_keys;
 mod events;
 mod passkeys;
 mod two_factor;
 mod webhooks;
+#[allow(unused_imports)]
+pub use accounts::*;
 #[allow(unused_imports)]
 pub use api_keys::*;
 #[allow(unused_imports)]
@@ -1766,6 +1769,7 @@ macro_rules! contract_tests {
             create_user_is_atomic_with_its_account,
             concurrent_sign_ups_of_one_email_one_wins,
             accounts,
+            a_password_is_replaced_only_over_the_one_checked,
             sessions_lifecycle,
             deleted_session_is_never_written_back,
             purge_expired_sessions,

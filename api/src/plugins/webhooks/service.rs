@@ -192,12 +192,17 @@ impl Webhooks {
         let me = self.clone();
         tokio::spawn(async move {
             let mut lag_checked = Instant::now() - Duration::from_secs(60);
+            let mut backoff = actors::consumers::Backoff::new(Duration::from_millis(500));
             loop {
                 let sent = match me.round().await {
-                    Ok(n) => n,
+                    Ok(n) => {
+                        backoff.succeeded(|| "webhook deliveries".into());
+                        n
+                    }
                     Err(e) => {
-                        tracing::warn!(error = %e, "webhook deliveries: a round failed");
-                        0
+                        let wait = backoff.failed(&e, || "webhook deliveries".into());
+                        tokio::time::sleep(wait).await;
+                        continue;
                     }
                 };
                 if lag_checked.elapsed() >= Duration::from_secs(5) {

@@ -4,15 +4,20 @@
 //! keeps with its actors must hold when the other process writes at the same moment.
 mod api_keys;
 mod by_mail;
+mod cluster;
+mod credentials;
 mod webhooks;
 
 use crate::common::Server;
 use api_keys::a_keys_quota_and_rate_limit_hold_across_processes;
 use by_mail::a_mailed_code_or_link_signs_in_once_across_processes;
+use credentials::a_password_change_raced_over_two_processes_applies_once;
 use futures::future::join_all;
 use serde_json::{json, Value};
 use std::process::Command;
-use storage::scylla::testing::{throwaway_keyspace, DropKeyspace};
+use storage::scylla::testing::{
+    cluster_nodes_from_env, nodes_from_env, throwaway_keyspace_on, DropKeyspace,
+};
 use webhooks::{
     a_backlog_on_two_processes_is_delivered_once, a_process_killed_mid_delivery_loses_no_event,
 };
@@ -33,13 +38,16 @@ pub(crate) struct Pair {
     dir: tempfile::TempDir,
     /// Both processes' environment (to start one again).
     env: Vec<(String, String)>,
-    _keyspace: Option<DropKeyspace>,
+    /// The keyspace both processes use (CQL backends), and its guard.
+    keyspace: Option<(storage::scylla::ScyllaOptions, DropKeyspace)>,
 }
 
 #[derive(Clone, Copy)]
 pub(crate) enum Backend {
     Sqlite,
     Scylla,
+    /// The three-node cluster (`CQL_CLUSTER_URI`), the keyspace replicated on all three.
+    Cluster,
 }
 
 /// Starts two processes on one store (`None`: the backend is not available here).
@@ -54,8 +62,15 @@ pub(crate) fn pair(backend: Backend, extra: &[(&str, &str)]) -> Option<Pair> {
     ];
     env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let mut keyspace = None;
-    if let Backend::Scylla = backend {
-        let (opts, guard) = throwaway_keyspace("gh_proc")?;
+    let nodes = match backend {
+        Backend::Sqlite => None,
+        Backend::Scylla => Some((nodes_from_env()?, 1)),
+        Backend::Cluster => Some((cluster_nodes_from_env()?, 3)),
+    };
+    if let Some((nodes, replicas)) = nodes {
+        let (mut opts, guard) = throwaway_keyspace_on(nodes, "gh_proc");
+        opts.replication =
+            format!("{{'class': 'SimpleStrategy', 'replication_factor': {replicas}}}");
         env.extend([
             ("GATEHOUSE_STORE".into(), "scylla".into()),
             ("GATEHOUSE_SCYLLA__URI".into(), opts.nodes.join(",")),
@@ -78,7 +93,7 @@ pub(crate) fn pair(backend: Backend, extra: &[(&str, &str)]) -> Option<Pair> {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        keyspace = Some(guard);
+        keyspace = Some((opts, guard));
     }
     let vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     Some(Pair {
@@ -87,7 +102,7 @@ pub(crate) fn pair(backend: Backend, extra: &[(&str, &str)]) -> Option<Pair> {
         http: reqwest::Client::new(),
         dir,
         env,
-        _keyspace: keyspace,
+        keyspace,
     })
 }
 
@@ -134,6 +149,23 @@ impl Pair {
         cookie: Option<&str>,
         server_key: bool,
     ) -> Reply {
+        let r = self
+            .try_call(server, method, path, body, cookie, server_key)
+            .await;
+        assert!(r.status < 500, "{path}: {} {}", r.status, r.body);
+        r
+    }
+
+    /// As `call`, any status.
+    async fn try_call(
+        &self,
+        server: &Server,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+        cookie: Option<&str>,
+        server_key: bool,
+    ) -> Reply {
         let mut req = self
             .http
             .request(method, format!("{}{path}", server.base))
@@ -158,12 +190,17 @@ impl Pair {
             .map(|c| c.split(';').next().unwrap_or_default().to_owned());
         let text = r.text().await.unwrap();
         let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        assert!(status < 500, "{path}: {status} {body}");
         Reply {
             status,
             body,
             cookie,
         }
+    }
+
+    /// As `post`, any status.
+    async fn try_post(&self, s: &Server, path: &str, body: Value, cookie: Option<&str>) -> Reply {
+        self.try_call(s, reqwest::Method::POST, path, Some(body), cookie, false)
+            .await
     }
 
     async fn post(&self, s: &Server, path: &str, body: Value, cookie: Option<&str>) -> Reply {
@@ -271,6 +308,7 @@ macro_rules! on_both_backends {
 
 on_both_backends!(
     sign_ups_of_one_email_make_one_user,
+    a_password_change_raced_over_two_processes_applies_once,
     a_mailed_code_or_link_signs_in_once_across_processes,
     a_keys_quota_and_rate_limit_hold_across_processes,
     a_process_killed_mid_delivery_loses_no_event,
@@ -475,7 +513,9 @@ async fn limits_count_requests_to_either_process(backend: Backend) {
     );
     match backend {
         Backend::Sqlite => assert_eq!(sent, 3),
-        Backend::Scylla => assert!(sent <= 3, "{sent} of 20 passed a limit of 3"),
+        Backend::Scylla | Backend::Cluster => {
+            assert!(sent <= 3, "{sent} of 20 passed a limit of 3")
+        }
     }
     let r = p
         .post(
@@ -494,7 +534,7 @@ async fn a_ban_leaves_no_session_on_either_process(backend: Backend) {
     let Some(p) = pair(backend, &[]) else { return };
     let trials = match backend {
         Backend::Sqlite => 30,
-        Backend::Scylla => 10,
+        Backend::Scylla | Backend::Cluster => 10,
     };
     for trial in 0..trials {
         let email = format!("banned{trial}@example.com");
@@ -676,7 +716,7 @@ async fn a_revoked_session_stays_revoked_while_the_other_process_refreshes_it(ba
 async fn joins_stop_at_the_membership_limit(backend: Backend) {
     let trials = match backend {
         Backend::Sqlite => TRIALS,
-        Backend::Scylla => TRIALS / 4,
+        Backend::Scylla | Backend::Cluster => TRIALS / 4,
     };
     let Some(p) = pair(backend, &[("GATEHOUSE_LIMITS__MEMBERSHIP_LIMIT", "100")]) else {
         return;
