@@ -38,8 +38,8 @@ enum Command {
     /// migrates itself), then exit. Run it once per deployment, before the servers start.
     Migrate,
     /// Write everything in the configured store as JSON lines (users with their accounts and
-    /// live sessions, organizations with everything in them, key pairs) — e.g. to move from
-    /// SQLite to ScyllaDB. The dump holds password hashes and tokens: keep it as safe as the
+    /// live sessions, organizations with everything in them, key pairs, pending links) — e.g.
+    /// to move from SQLite to ScyllaDB. The dump holds password hashes and tokens: keep it as safe as the
     /// database.
     Export {
         /// Write here (created, readable by the owner only) instead of standard output.

@@ -594,6 +594,13 @@ pub trait ScanStore: Send + Sync {
         after: Option<&str>,
         limit: u32,
     ) -> StoreResult<Page<Organization>>;
+    /// The single-use values (pending reset, verification, email-change and sign-in links and
+    /// codes), expired ones included where the backend still holds them.
+    async fn scan_verifications(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Page<Verification>>;
 
     /// The admin's listing of users (see [`UserQuery`]). By default every user is scanned and
     /// the query applied in memory; a backend that can do better answers it itself.

@@ -3,9 +3,11 @@
 //! then one line per user (with its accounts and live sessions), per organization (with its
 //! members, invitations, teams, team members and roles) and per signing key pair.
 //!
-//! The dump holds password hashes, OAuth tokens, session tokens and private keys: treat it as
-//! the database itself. Pending single-use values (reset, verification and deletion links) are
-//! not carried over; they are short-lived and can be asked for again.
+//! Then the pending single-use values (reset, verification, email-change and deletion links,
+//! sign-in codes) that have not expired: a reset asked for before the move still works after it.
+//!
+//! The dump holds password hashes, OAuth tokens, session tokens, pending links and private keys:
+//! treat it as the database itself.
 use crate::*;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
@@ -65,6 +67,10 @@ pub enum Record {
     KeyPair {
         key_pair: KeyPair,
     },
+    /// A pending single-use value (its identifier and value as stored).
+    Verification {
+        verification: Verification,
+    },
 }
 
 /// How many of each a dump held.
@@ -76,19 +82,22 @@ pub struct Counts {
     pub organizations: u64,
     pub members: u64,
     pub key_pairs: u64,
+    pub verifications: u64,
 }
 
 impl std::fmt::Display for Counts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} users, {} accounts, {} sessions, {} organizations, {} members, {} key pairs",
+            "{} users, {} accounts, {} sessions, {} organizations, {} members, {} key pairs, \
+             {} pending links and codes",
             self.users,
             self.accounts,
             self.sessions,
             self.organizations,
             self.members,
-            self.key_pairs
+            self.key_pairs,
+            self.verifications
         )
     }
 }
@@ -193,6 +202,18 @@ pub async fn export(store: &dyn Store, out: &mut impl Write) -> Result<Counts, T
     for key_pair in store.list_key_pairs().await? {
         n.key_pairs += 1;
         write_line(out, &Record::KeyPair { key_pair })?;
+    }
+    let mut after = None::<String>;
+    loop {
+        let page = store.scan_verifications(after.as_deref(), PAGE).await?;
+        for verification in page.items.into_iter().filter(|v| v.expires_at > now) {
+            n.verifications += 1;
+            write_line(out, &Record::Verification { verification })?;
+        }
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
     }
     out.flush().map_err(TransferError::Write)?;
     Ok(n)
@@ -325,6 +346,13 @@ pub async fn import(store: &dyn Store, input: impl BufRead) -> Result<Counts, Tr
                     .await
                     .map_err(|e| at(format!("key pair {}: {e}", key_pair.id.0)))?;
                 n.key_pairs += 1;
+            }
+            Record::Verification { verification } => {
+                store
+                    .create_verification(&verification, &[])
+                    .await
+                    .map_err(|e| at(format!("pending link or code {}: {e}", verification.id)))?;
+                n.verifications += 1;
             }
         }
     }

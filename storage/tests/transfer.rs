@@ -199,6 +199,28 @@ async fn populated(s: &DynStore) {
         );
         s.create_webhook(&w, &[]).await.unwrap();
     }
+    // A pending reset link and an expired one (left behind).
+    for (identifier, expires_at) in [
+        ("reset-password:pending-transfer", now + Duration::hours(1)),
+        (
+            "reset-password:expired-transfer",
+            now - Duration::minutes(1),
+        ),
+    ] {
+        s.create_verification(
+            &Verification {
+                id: VerificationId::generate(),
+                identifier: identifier.into(),
+                value: users[0].id.0.clone(),
+                expires_at,
+                created_at: now - Duration::hours(2),
+                updated_at: now - Duration::hours(2),
+            },
+            &[],
+        )
+        .await
+        .unwrap();
+    }
     s.create_key_pair(&KeyPair {
         id: KeyPairId::generate(),
         public_key: "{\"kty\":\"OKP\"}".into(),
@@ -244,8 +266,14 @@ async fn round_trip(source: &DynStore, target: &DynStore) {
         "expired sessions are left behind"
     );
     assert_eq!(
-        (counts.organizations, counts.members, counts.key_pairs),
-        (2, 6, 1)
+        (
+            counts.organizations,
+            counts.members,
+            counts.key_pairs,
+            counts.verifications
+        ),
+        (2, 6, 1, 1),
+        "expired links are left behind"
     );
     let after = dump(target).await;
     assert_eq!(normalized(&before), normalized(&after));
@@ -268,6 +296,11 @@ async fn round_trip(source: &DynStore, target: &DynStore) {
         let key = target.find_api_key(hash).await.unwrap();
         assert!(key.is_some_and(|k| k.remaining == Some(8)), "{hash} moved");
     }
+    let pending = target
+        .get_verification("reset-password:pending-transfer")
+        .await
+        .unwrap();
+    assert!(pending.is_some(), "a pending reset link moves");
     for id in ["hook-org", "hook-server"] {
         let w = target.get_webhook(id).await.unwrap();
         assert!(w.is_some_and(|w| w.secret == "gw1.sealed"), "{id} moved");

@@ -2,6 +2,7 @@
 //! request path.
 use super::organizations::{org_of, STATIC_COLS};
 use super::users::{user_of, USER_COLS};
+use super::verifications::{verification_of, VERIFICATION_COLS};
 use super::*;
 use crate::*;
 use async_trait::async_trait;
@@ -76,5 +77,30 @@ impl ScanStore for ScyllaStore {
             next: next_of(&rows, limit)?,
             items,
         })
+    }
+
+    async fn scan_verifications(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Page<Verification>> {
+        let rows = self
+            .scan(
+                VERIFICATION_COLS,
+                "verifications",
+                "identifier",
+                after,
+                limit,
+            )
+            .await?;
+        let items = rows
+            .iter()
+            .map(verification_of)
+            .collect::<StoreResult<Vec<_>>>()?;
+        // The cursor is the partition key, the identifier.
+        let next = (items.len() >= limit as usize)
+            .then(|| items.last().map(|v| v.identifier.clone()))
+            .flatten();
+        Ok(Page { next, items })
     }
 }

@@ -5,9 +5,10 @@ use super::*;
 use crate::*;
 use async_trait::async_trait;
 
-const VERIFICATION_COLS: &str = "id, identifier, value, expires_at, created_at, updated_at";
+pub(crate) const VERIFICATION_COLS: &str =
+    "id, identifier, value, expires_at, created_at, updated_at";
 
-fn verification_of(r: &Row) -> StoreResult<Verification> {
+pub(crate) fn verification_of(r: &Row) -> StoreResult<Verification> {
     let c = Cols(r);
     Ok(Verification {
         id: VerificationId(c.text(0)?),

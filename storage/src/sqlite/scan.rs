@@ -44,6 +44,28 @@ impl ScanStore for SqliteStore {
             .await?;
         Ok(Page::from_overfetch(rows, limit, |o| o.id.0.clone()))
     }
+
+    async fn scan_verifications(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Page<Verification>> {
+        let after = after.unwrap_or_default().to_owned();
+        let rows = self
+            .read(move |c| {
+                all(
+                    c,
+                    &format!(
+                        "SELECT {VERIFICATION_COLS} FROM verifications WHERE identifier > ?1 \
+                         ORDER BY identifier LIMIT ?2"
+                    ),
+                    params![after, i64::from(limit) + 1],
+                    verification_row,
+                )
+            })
+            .await?;
+        Ok(Page::from_overfetch(rows, limit, |v| v.identifier.clone()))
+    }
 }
 
 /// The SQL of a user listing: the `WHERE` clause (with its parameters) and the `ORDER BY`.
