@@ -153,10 +153,14 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 fn main() -> ExitCode {
     // SAFETY: options are set before any other thread exists (mimalloc's options are not
-    // thread-safe to set), with values mimalloc documents for them.
+    // thread-safe to set), with values mimalloc documents for them; the same holds for the
+    // signal disposition.
     unsafe {
         libmimalloc_sys::mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0);
         libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0);
+        // A file that may not grow (a size limit: `ulimit -f`) is a failed write the store
+        // reports (503, reads go on), not a signal that ends the process — as PostgreSQL does.
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
     let cli = Cli::parse();
     if let Some(Command::Openapi) = cli.command {

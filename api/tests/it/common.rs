@@ -23,6 +23,16 @@ pub struct H {
     _dir: tempfile::TempDir,
 }
 
+/// The session cookie (`name=value`) a real server's answer sets, not a clearing one.
+pub fn session_cookie_of(headers: &reqwest::header::HeaderMap) -> Option<String> {
+    headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|c| c.contains("session_token=") && !c.contains("Max-Age=0"))
+        .map(|c| c.split(';').next().unwrap_or_default().to_owned())
+}
+
 pub struct Resp {
     pub status: StatusCode,
     pub headers: poem::http::HeaderMap,

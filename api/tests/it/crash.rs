@@ -118,14 +118,7 @@ async fn an_invitation_outlives_its_process(backend: Backend) {
     .await
     .unwrap();
     assert_eq!(r.status(), 200);
-    let cookie = r
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|c| c.contains("session_token="))
-        .map(|c| c.split(';').next().unwrap().to_owned())
-        .unwrap();
+    let cookie = crate::common::session_cookie_of(r.headers()).unwrap();
     let r = post(
         &http,
         &a,

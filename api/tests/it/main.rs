@@ -11,6 +11,7 @@ mod authenticator;
 mod common;
 mod compat;
 mod crash;
+mod disk_full;
 mod e2e;
 mod email_change_otp;
 mod email_otp;

@@ -98,6 +98,13 @@ fn map_err(e: rusqlite::Error) -> StoreError {
         {
             StoreError::Unavailable(e.to_string())
         }
+        // The disk is full or failing (or the file may not grow): nothing was written, and the
+        // caller may try again once there is room; reads go on.
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(f.code, ErrorCode::DiskFull | ErrorCode::SystemIoFailure) =>
+        {
+            StoreError::Unavailable(e.to_string())
+        }
         _ => internal(e),
     }
 }
@@ -178,9 +185,11 @@ fn open(path: &Path, flags: OpenFlags) -> StoreResult<Connection> {
     Ok(conn)
 }
 
-/// Takes and releases the write lock: fails on a read-only file or folder (SQLite otherwise
-/// opens such a file read-only without a word, and every later write fails). Only on a file
-/// at this build's schema version (both callers checked it).
+/// Writes and commits the header's schema version, unchanged: fails on a read-only file or
+/// folder (SQLite otherwise opens such a file read-only without a word, and every later write
+/// fails) and on a disk that is full or failing (a commit's frame cannot be written), so the
+/// readiness check says so, and says ready again once there is room. Only on a file at this
+/// build's schema version (both callers checked it): the value written is the one there.
 fn probe_write(conn: &Connection) -> rusqlite::Result<()> {
     if conn.is_readonly(rusqlite::MAIN_DB)? {
         return Err(rusqlite::Error::SqliteFailure(
@@ -188,9 +197,9 @@ fn probe_write(conn: &Connection) -> rusqlite::Result<()> {
             Some("the file is read-only".into()),
         ));
     }
-    // A write that is rolled back: the header is rewritten in the journal, never applied.
+    // One page (the header) in the write-ahead log: what any write needs.
     let wrote = conn.execute_batch(&format!(
-        "BEGIN IMMEDIATE; PRAGMA user_version = {};",
+        "BEGIN IMMEDIATE; PRAGMA user_version = {}; COMMIT;",
         schema::VERSION
     ));
     // Whatever failed, the connection leaves no transaction open.

@@ -181,13 +181,7 @@ impl Pair {
         }
         let r = req.send().await.unwrap();
         let status = r.status().as_u16();
-        let cookie = r
-            .headers()
-            .get_all("set-cookie")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .find(|c| c.contains("session_token=") && !c.contains("Max-Age=0"))
-            .map(|c| c.split(';').next().unwrap_or_default().to_owned());
+        let cookie = crate::common::session_cookie_of(r.headers());
         let text = r.text().await.unwrap();
         let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
         Reply {
