@@ -467,7 +467,9 @@ impl Actors {
         let marker = storage::Verification {
             id: storage::VerificationId::generate(),
             identifier: identifier.to_owned(),
-            value: "marker".into(),
+            // Its own value: a partitioned store keeps a lookup by value, and one value shared
+            // by every marker (every mail sent) would be one ever-growing partition.
+            value: identifier.to_owned(),
             expires_at: now + lifetime,
             created_at: now,
             updated_at: now,

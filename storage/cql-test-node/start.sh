@@ -6,7 +6,9 @@
 #   - starts org.apache.cassandra.service.CassandraDaemon on JDK 17 with the flags it needs;
 #   - waits until CQL answers and prints `SCYLLA_URI=127.0.0.1:<port>` as its last line.
 # Environment: CQL_NODE_DIR (work dir, default a fresh temp dir), CQL_PORT (default: a free one),
-# CQL_CACHE (jar cache, default ~/.cache/gatehouse/cql-node), CASSANDRA_JAVA (a JDK 17 `java`).
+# CQL_CACHE (jar cache, default ~/.cache/gatehouse/cql-node), CASSANDRA_JAVA (a JDK 17 `java`),
+# CQL_JMX_PORT (JMX on 127.0.0.1 for nodetool, e.g. `java -cp "$CQL_CACHE/lib/*"
+# org.apache.cassandra.tools.NodeTool -p $CQL_JMX_PORT tablestats`; default off).
 # stop.sh (beside this file) ends the node by its PID.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -21,7 +23,8 @@ cql_prepare
 cql_configure "$node" 127.0.0.1 "127.0.0.1:$storage_port" "$port" "$storage_port" \
     "$(printf 'initial_token: 0\nhinted_handoff_enabled: false')"
 # A throwaway node: its system tables need not survive a crash.
-cql_launch "$node" 1G -Xmx2G -Dcassandra.unsafesystem=true
+cql_launch "$node" 1G -Xmx2G -Dcassandra.unsafesystem=true \
+    ${CQL_JMX_PORT:+"-Dcassandra.jmx.local.port=$CQL_JMX_PORT"}
 pid="$(cat "$node/cassandra.pid")"
 echo "$node" > "$here/.node-dir"
 if ! cql_wait "$node" 127.0.0.1 "$port"; then

@@ -5,7 +5,9 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 /// `(backend, call, seconds, ok)`: `backend` is `sqlite` or `scylla`; `call` is `read` or
-/// `write` (SQLite), `query`, `serial` or `batch` (ScyllaDB).
+/// `write` (SQLite), `query`, `serial` (a read at the serial consistency), `lwt` (a conditional
+/// statement: a lightweight transaction), `batch` or `batch_lwt` (a conditional batch) on
+/// ScyllaDB.
 pub type Observer = fn(&'static str, &'static str, f64, bool);
 
 static OBSERVER: OnceLock<Observer> = OnceLock::new();

@@ -198,13 +198,23 @@ impl ScyllaStore {
     }
 
     pub(crate) async fn exec(&self, cql: &str, values: Vec<V>) -> StoreResult<QueryResult> {
+        self.exec_as("query", cql, values).await
+    }
+
+    /// A statement, observed as `call` (`query`, or `lwt` for a conditional one).
+    async fn exec_as(
+        &self,
+        call: &'static str,
+        cql: &str,
+        values: Vec<V>,
+    ) -> StoreResult<QueryResult> {
         let started = crate::observe::start();
         let r = self
             .session
             .execute_unpaged(cql.to_owned(), values)
             .await
             .map_err(unavailable);
-        crate::observe::done("scylla", "query", started, r.is_ok());
+        crate::observe::done("scylla", call, started, r.is_ok());
         r
     }
 
@@ -243,20 +253,24 @@ impl ScyllaStore {
 
     /// A lightweight transaction: whether it applied.
     pub(crate) async fn lwt(&self, cql: &str, values: Vec<V>) -> StoreResult<bool> {
-        applied(self.exec(cql, values).await?)
+        applied(self.exec_as("lwt", cql, values).await?)
     }
 
     /// A logged batch of plain writes (applied together, eventually, across partitions).
     pub(crate) async fn batch(&self, statements: Vec<(String, Vec<V>)>) -> StoreResult<()> {
-        self.run_batch(statements).await.map(|_| ())
+        self.run_batch("batch", statements).await.map(|_| ())
     }
 
     /// A conditional batch on one partition: whether it applied.
     pub(crate) async fn batch_lwt(&self, statements: Vec<(String, Vec<V>)>) -> StoreResult<bool> {
-        applied(self.run_batch(statements).await?)
+        applied(self.run_batch("batch_lwt", statements).await?)
     }
 
-    async fn run_batch(&self, statements: Vec<(String, Vec<V>)>) -> StoreResult<QueryResult> {
+    async fn run_batch(
+        &self,
+        call: &'static str,
+        statements: Vec<(String, Vec<V>)>,
+    ) -> StoreResult<QueryResult> {
         let mut batch = Batch::new(BatchType::Logged);
         let mut values = Vec::with_capacity(statements.len());
         for (cql, v) in statements {
@@ -269,7 +283,7 @@ impl ScyllaStore {
             .batch(&batch, values)
             .await
             .map_err(unavailable);
-        crate::observe::done("scylla", "batch", started, r.is_ok());
+        crate::observe::done("scylla", call, started, r.is_ok());
         r
     }
 }
