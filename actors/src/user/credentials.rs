@@ -39,6 +39,10 @@ impl UserActor {
             }
             Err(e) => return Err(e.into()),
         }
+        // As every new password: the outstanding reset links (issued for the old one) end.
+        store
+            .delete_verifications_of(&user.0, RESET_PASSWORD_PREFIX)
+            .await?;
         match new_session {
             Some(new) => {
                 self.revoke_sessions(user, None, &Ctx::default()).await?;
