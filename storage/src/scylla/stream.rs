@@ -370,14 +370,7 @@ impl ScyllaStore {
                 provider,
                 account,
             } => self
-                .row(
-                    &format!(
-                        "SELECT account_id FROM {} WHERE user_id = ? AND provider_id = ? \
-                         AND account_id = ?",
-                        self.t("accounts_by_user")
-                    ),
-                    vec![text(user), text(provider), text(account)],
-                )
+                .account_password(user, provider, account)
                 .await?
                 .is_some(),
             Probe::AccountPassword {
@@ -386,16 +379,9 @@ impl ScyllaStore {
                 account,
                 password,
             } => self
-                .row(
-                    &format!(
-                        "SELECT password FROM {} WHERE user_id = ? AND provider_id = ? \
-                         AND account_id = ?",
-                        self.t("accounts_by_user")
-                    ),
-                    vec![text(user), text(provider), text(account)],
-                )
+                .account_password(user, provider, account)
                 .await?
-                .and_then(|r| super::Cols(&r).otext(0))
+                .flatten()
                 .is_some_and(|p| &p == password),
         })
     }

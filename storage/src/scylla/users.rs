@@ -441,10 +441,9 @@ impl AccountStore for ScyllaStore {
                     return Ok(());
                 }
                 let still_there = self
-                    .list_accounts(&a.user_id)
+                    .account_password(&a.user_id.0, &a.provider_id, &a.account_id)
                     .await?
-                    .iter()
-                    .any(|x| x.id == a.id);
+                    .is_some();
                 Err(StoreError::missed(still_there))
             },
         )
@@ -605,6 +604,27 @@ impl ScyllaStore {
     pub(crate) async fn add_account(&self, account: &Account) -> StoreResult<()> {
         self.insert_account(account).await?;
         self.bump_user(&account.user_id).await
+    }
+
+    /// An account's stored password: `None` when the account is gone, `Some(None)` when it
+    /// has none (a provider's account).
+    pub(crate) async fn account_password(
+        &self,
+        user: &str,
+        provider: &str,
+        account: &str,
+    ) -> StoreResult<Option<Option<String>>> {
+        Ok(self
+            .row(
+                &format!(
+                    "SELECT password FROM {} WHERE user_id = ? AND provider_id = ? \
+                     AND account_id = ?",
+                    self.t("accounts_by_user")
+                ),
+                vec![text(user), text(provider), text(account)],
+            )
+            .await?
+            .map(|r| Cols(&r).otext(0)))
     }
 
     pub(crate) async fn write_account(&self, account: &Account) -> StoreResult<()> {
