@@ -149,22 +149,29 @@ impl Backoff {
     }
 }
 
-/// Drops this process's organization views that another process's decisions changed (its
-/// own decisions drop them before they answer): an organization's events drop its view, a
-/// change of a user (who shows in organizations' member lists) drops them all.
-pub(crate) struct ViewInvalidation(pub(crate) Arc<crate::views::ViewCache>);
+/// Drops what this process's caches hold that another process's decisions changed (its own
+/// decisions drop them before they answer): an organization's events drop its view; a change
+/// of a user drops that user from the sessions' user cache and every view (a user shows in
+/// organizations' member lists).
+pub(crate) struct CacheInvalidation {
+    pub(crate) views: Arc<crate::views::ViewCache>,
+    pub(crate) users: Arc<crate::cache::TtlCache<storage::UserId, Arc<storage::User>>>,
+}
 
 #[async_trait::async_trait]
-impl Consume for ViewInvalidation {
+impl Consume for CacheInvalidation {
     async fn handle(&self, events: &[Delivery]) -> usize {
         for d in events {
             let storage::Payload::Domain { name, .. } = &d.event.payload else {
                 continue;
             };
             if let Some(org) = d.event.aggregate.strip_prefix("org:") {
-                self.0.drop_org(&storage::OrgId(org.to_owned()));
+                self.views.drop_org(&storage::OrgId(org.to_owned()));
             } else if matches!(name.as_str(), "user.updated" | "user.deleted") {
-                self.0.drop_all();
+                if let Some(user) = d.event.aggregate.strip_prefix("user:") {
+                    self.users.drop_key(&storage::UserId(user.to_owned()));
+                }
+                self.views.drop_all();
             }
         }
         events.len()
@@ -172,22 +179,30 @@ impl Consume for ViewInvalidation {
 }
 
 impl crate::Actors {
-    /// Starts this process's view invalidation (see [`ViewInvalidation`]), polling every
+    /// Whether this process caches anything another process's events must drop.
+    pub fn caches_enabled(&self) -> bool {
+        !self.shared.config.view_cache.ttl.is_zero() || self.shared.users.enabled()
+    }
+
+    /// Starts this process's cache invalidation (see [`CacheInvalidation`]), polling every
     /// `poll`.
-    pub fn spawn_view_invalidation(&self, poll: Duration) -> ConsumerHandle {
+    pub fn spawn_cache_invalidation(&self, poll: Duration) -> ConsumerHandle {
         spawn(
             self.shared.store.clone(),
             self.shared.clock.clone(),
             String::new(),
             ConsumerSpec {
-                name: "views".into(),
+                name: "caches".into(),
                 topic: Topic::Domain,
                 batch: 500,
                 poll,
                 lease: Duration::ZERO,
                 shared: false,
             },
-            Arc::new(ViewInvalidation(self.shared.views.clone())),
+            Arc::new(CacheInvalidation {
+                views: self.shared.views.clone(),
+                users: self.shared.users.clone(),
+            }),
         )
     }
 }

@@ -15,6 +15,7 @@
 )]
 
 mod admin;
+mod cache;
 pub mod consumers;
 mod events;
 mod org;
@@ -32,6 +33,7 @@ use std::time::Duration;
 use storage::{Clock, DynStore, StoreError};
 
 pub use admin::{AdminAction, AdminUpdate, Caller};
+pub use cache::CacheConfig;
 pub use events::{fill_mail, Ctx, Facts, Fill, Note, When, INVITATION_ID, INVITATION_ROLE};
 pub use org::{Acting, OrgHandle, OrgPatch, RoleChange, TeamChange, TeamOutcome};
 pub use policies::Standing;
@@ -42,7 +44,7 @@ pub use user::{
     PasswordChange, ProviderAccount, ProviderTokens, ResetOutcome, SignedIn, UserHandle, UserPatch,
     CHANGE_EMAIL_PREFIX, RESET_PASSWORD_PREFIX, TRUST_DEVICE_PREFIX, UNPROVEN_PASSWORD_PREFIX,
 };
-pub use views::{Answers, ViewCacheConfig};
+pub use views::Answers;
 
 /// The one error type of the actors crate.
 #[derive(Debug, thiserror::Error)]
@@ -269,7 +271,9 @@ pub struct ActorConfig {
     /// The admin plugin's roles (global, not per organization).
     pub admin: policy::AdminRoles,
     /// The organization view cache (see `views`).
-    pub view_cache: ViewCacheConfig,
+    pub view_cache: CacheConfig,
+    /// The cache of sessions' users (see [`Reader::session_with_user`]).
+    pub user_cache: CacheConfig,
 }
 
 impl Default for ActorConfig {
@@ -284,7 +288,14 @@ impl Default for ActorConfig {
                 admin_roles: vec!["admin".into()],
                 ..Default::default()
             },
-            view_cache: ViewCacheConfig::default(),
+            view_cache: CacheConfig {
+                ttl: Duration::from_secs(1),
+                max_entries: 1024,
+            },
+            user_cache: CacheConfig {
+                ttl: Duration::from_secs(1),
+                max_entries: 10_000,
+            },
         }
     }
 }
@@ -302,6 +313,9 @@ pub(crate) struct Shared {
     pub policies: policies::Policies,
     /// Organization views this process read (see `views`): changes drop them.
     pub views: Arc<views::ViewCache>,
+    /// Users of sessions this process resolved (see [`Reader::session_with_user`]): every
+    /// message to a user's actor drops that user.
+    pub users: Arc<cache::TtlCache<storage::UserId, Arc<storage::User>>>,
 }
 
 /// The actor system of one server: its supervisor and what every actor shares.
@@ -363,6 +377,7 @@ impl Actors {
                     config.view_cache.clone(),
                     config.org.membership_limit,
                 )),
+                users: Arc::new(cache::TtlCache::new(&config.user_cache)),
                 store,
                 clock,
                 config,
@@ -404,6 +419,7 @@ impl Actors {
         Reader {
             store: self.shared.store.clone(),
             views: self.shared.views.clone(),
+            users: self.shared.users.clone(),
         }
     }
 

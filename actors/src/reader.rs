@@ -1,6 +1,7 @@
 //! What the HTTP layer may read of the store: reads only. Every write goes through an actor
 //! (or one of the few owner-less writes on [`crate::Actors`]), so a handler cannot write around
 //! the actors by accident: the type does not offer it.
+use crate::cache::{Found, TtlCache};
 use crate::views::{self, Lookup, ViewCache};
 use std::sync::Arc;
 use storage::*;
@@ -10,6 +11,7 @@ use storage::*;
 pub struct Reader {
     pub(crate) store: DynStore,
     pub(crate) views: Arc<ViewCache>,
+    pub(crate) users: Arc<TtlCache<UserId, Arc<User>>>,
 }
 
 macro_rules! reads {
@@ -86,6 +88,36 @@ impl CachedView {
 }
 
 impl Reader {
+    /// The session of `token` (always as stored now: a revoked session is gone at once) and
+    /// its user (`None`: gone). Unless `fresh`, the user comes from this process's user cache
+    /// when it holds it (see `cache`: never stale after a change made through this process,
+    /// dropped when another process's `user.updated` / `user.deleted` is read, at most
+    /// `ttl` old), so a session resolved again costs one read; `fresh` (or the cache off)
+    /// reads both in one round trip where the store can.
+    pub async fn session_with_user(
+        &self,
+        token: &str,
+        fresh: bool,
+    ) -> StoreResult<Option<(Session, Option<User>)>> {
+        if fresh || !self.users.enabled() {
+            return self.store.get_session_with_user(token).await;
+        }
+        let Some(session) = self.store.get_session(token).await? else {
+            return Ok(None);
+        };
+        let ticket = match self.users.lookup(&session.user_id) {
+            Found::Hit(user) => return Ok(Some((session, Some(User::clone(&user))))),
+            Found::Miss(ticket) => ticket,
+            Found::Off => 0,
+        };
+        let user = self.store.get_user(&session.user_id).await?;
+        if let Some(u) = &user {
+            self.users
+                .fill(&session.user_id, ticket, Arc::new(u.clone()));
+        }
+        Ok(Some((session, user)))
+    }
+
     /// The organization from this process's view cache, when it holds it (`None`: read it
     /// with [`Reader::organization_view`], which fills the cache). Fresh as every read of the
     /// cache is (see `views`).

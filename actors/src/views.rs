@@ -17,53 +17,19 @@
 //! A hit answers any member window and the viewer's own membership from the complete member
 //! list, without the store; the answers routes write from an entry are kept with it
 //! ([`Answers`]), so an unchanged organization's answer is written once, not on every read.
-use std::collections::HashMap;
+use crate::cache::{CacheConfig, Found, TtlCache};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 use storage::{Member, OrgId, OrganizationView, User, UserId, ViewQuery};
 
-/// How the cache behaves (see the module documentation).
-#[derive(Debug, Clone)]
-pub struct ViewCacheConfig {
-    /// How old an entry may be when read (zero: no cache).
-    pub ttl: Duration,
-    /// Organizations held at most.
-    pub max_entries: usize,
-}
-
-impl Default for ViewCacheConfig {
-    fn default() -> Self {
-        Self {
-            ttl: Duration::from_secs(1),
-            max_entries: 1024,
-        }
-    }
-}
-
+#[derive(Clone)]
 enum Entry {
     /// Every member of the organization (`viewer` unset).
     Complete {
-        at: Instant,
         view: Arc<OrganizationView>,
         answers: Arc<Answers>,
     },
     /// More members than a view reads: not cached.
-    TooLarge { at: Instant },
-}
-
-impl Entry {
-    fn at(&self) -> Instant {
-        match self {
-            Entry::Complete { at, .. } | Entry::TooLarge { at } => *at,
-        }
-    }
-}
-
-#[derive(Default)]
-struct Inner {
-    /// Drops so far (see the module documentation).
-    drops: u64,
-    entries: HashMap<OrgId, Entry>,
+    TooLarge,
 }
 
 /// What [`ViewCache::lookup`] found.
@@ -78,100 +44,56 @@ pub(crate) enum Lookup {
 }
 
 pub(crate) struct ViewCache {
-    config: ViewCacheConfig,
     /// The members a view reads (the membership limit): the window of a fill.
     pub(crate) window: u32,
-    inner: Mutex<Inner>,
+    entries: TtlCache<OrgId, Entry>,
 }
 
 impl ViewCache {
-    pub(crate) fn new(config: ViewCacheConfig, window: u32) -> Self {
+    pub(crate) fn new(config: CacheConfig, window: u32) -> Self {
         Self {
-            config,
             window,
-            inner: Mutex::default(),
+            entries: TtlCache::new(&config),
         }
-    }
-
-    fn enabled(&self) -> bool {
-        !self.config.ttl.is_zero() && self.config.max_entries > 0
     }
 
     pub(crate) fn lookup(&self, org: &OrgId) -> Lookup {
-        if !self.enabled() {
-            return Lookup::Bypass;
-        }
-        let Ok(inner) = self.inner.lock() else {
-            return Lookup::Bypass;
-        };
-        let fresh = |e: &Entry| e.at().elapsed() < self.config.ttl;
-        match inner.entries.get(org) {
-            Some(e @ Entry::Complete { view, answers, .. }) if fresh(e) => {
-                Lookup::Hit(view.clone(), answers.clone())
-            }
-            Some(e @ Entry::TooLarge { .. }) if fresh(e) => Lookup::Bypass,
-            _ => Lookup::Miss(inner.drops),
+        match self.entries.lookup(org) {
+            Found::Hit(Entry::Complete { view, answers }) => Lookup::Hit(view, answers),
+            Found::Hit(Entry::TooLarge) | Found::Off => Lookup::Bypass,
+            Found::Miss(ticket) => Lookup::Miss(ticket),
         }
     }
 
     /// Caches `view` (read with [`Self::window`] members and details, after a
     /// [`Lookup::Miss`] that gave `ticket`) unless a drop happened since.
     pub(crate) fn fill(&self, org: &OrgId, ticket: u64, view: &OrganizationView) {
-        let Ok(mut inner) = self.inner.lock() else {
-            return;
-        };
-        if inner.drops != ticket {
-            return;
-        }
-        let now = Instant::now();
-        if inner.entries.len() >= self.config.max_entries && !inner.entries.contains_key(org) {
-            let ttl = self.config.ttl;
-            inner.entries.retain(|_, e| e.at().elapsed() < ttl);
-            if inner.entries.len() >= self.config.max_entries {
-                // Full of fresh entries: the oldest goes.
-                let oldest = inner
-                    .entries
-                    .iter()
-                    .min_by_key(|(_, e)| e.at())
-                    .map(|(k, _)| k.clone());
-                if let Some(k) = oldest {
-                    inner.entries.remove(&k);
-                }
-            }
-        }
         let entry = if complete(view) {
             let mut shared = view.clone();
             shared.viewer = None;
             Entry::Complete {
-                at: now,
                 view: Arc::new(shared),
                 answers: Arc::default(),
             }
         } else {
-            Entry::TooLarge { at: now }
+            Entry::TooLarge
         };
-        inner.entries.insert(org.clone(), entry);
+        self.entries.fill(org, ticket, entry);
     }
 
     /// After a change of this organization.
     pub(crate) fn drop_org(&self, org: &OrgId) {
-        if let Ok(mut inner) = self.inner.lock() {
-            inner.drops += 1;
-            inner.entries.remove(org);
-        }
+        self.entries.drop_key(org);
     }
 
     /// After a change that may show in any organization (a user's).
     pub(crate) fn drop_all(&self) {
-        if let Ok(mut inner) = self.inner.lock() {
-            inner.drops += 1;
-            inner.entries.clear();
-        }
+        self.entries.drop_all();
     }
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.inner.lock().map(|i| i.entries.len()).unwrap_or(0)
+        self.entries.len()
     }
 }
 
@@ -261,6 +183,7 @@ pub(crate) fn answer(view: &OrganizationView, q: &ViewQuery) -> OrganizationView
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
     use storage::{Member, MemberId, Organization, User};
 
     /// An organization of `n` members, read with `window` members and details.
@@ -307,7 +230,7 @@ mod tests {
 
     fn cache(ttl_ms: u64, max_entries: usize) -> ViewCache {
         ViewCache::new(
-            ViewCacheConfig {
+            CacheConfig {
                 ttl: Duration::from_millis(ttl_ms),
                 max_entries,
             },

@@ -32,9 +32,14 @@ enum Shared {
 /// Two actor systems ("processes"), each with its own connection to one store; `None` when the
 /// CQL node is not configured here (`SCYLLA_URI`; `REQUIRE_SCYLLA=1` makes that an error).
 async fn two(backend: Backend, limit: u32) -> Option<Two> {
+    two_with(backend, |c| c.org.membership_limit = limit).await
+}
+
+/// [`two`], each process's configuration changed by `tune`.
+async fn two_with(backend: Backend, tune: impl Fn(&mut ActorConfig)) -> Option<Two> {
     let cfg = || {
         let mut c = ActorConfig::default();
-        c.org.membership_limit = limit;
+        tune(&mut c);
         c
     };
     let (store_a, store_b, shared): (DynStore, DynStore, Shared) = match backend {
@@ -145,6 +150,7 @@ on_both_backends!(
     removing_teams_from_two_processes_keeps_the_last_one,
     profile_changes_from_two_processes_are_both_kept,
     a_membership_changed_in_one_process_counts_in_the_others_next_decision,
+    a_user_changed_in_one_process_shows_in_the_others_sessions,
 );
 
 /// The two last owners remove each other, one from each process: one stays, every time.
@@ -630,4 +636,88 @@ async fn two_consumers_handle_each_event_once(backend: Backend) {
         assert_eq!(seen.get(id), Some(&1), "event {id}");
     }
     assert_eq!(seen.len(), ids.len());
+}
+
+/// A session is always read from the store, its user from the process's user cache: a change
+/// of the user through this process shows at once, a change through the other process once
+/// its event is read (the cache's lifetime is a minute here, so nothing else drops it), a
+/// revoked session is gone at once everywhere, and a fresh read never uses the cache.
+async fn a_user_changed_in_one_process_shows_in_the_others_sessions(backend: Backend) {
+    use std::time::{Duration, Instant};
+    let Some(t) = two_with(backend, |c| c.user_cache.ttl = Duration::from_secs(60)).await else {
+        return;
+    };
+    let events = t.a.spawn_cache_invalidation(Duration::from_millis(50));
+    let reader = t.a.reader();
+    let u = new_user(&t.store).await;
+    let now = SystemClock.now();
+    let session = Session {
+        id: SessionId::generate(),
+        token: random_string(32),
+        user_id: u.id.clone(),
+        expires_at: now + chrono::Duration::days(1),
+        ip_address: None,
+        user_agent: None,
+        created_at: now,
+        updated_at: now,
+        active_organization_id: None,
+        active_team_id: None,
+        impersonated_by: None,
+    };
+    t.store.create_session(&session, &[]).await.unwrap();
+    let name = |fresh: bool| {
+        let reader = reader.clone();
+        let token = session.token.clone();
+        async move {
+            let (_, user) = reader
+                .session_with_user(&token, fresh)
+                .await
+                .unwrap()
+                .expect("the session");
+            user.expect("the user").name
+        }
+    };
+    assert_eq!(name(false).await, "U");
+    // Written around both processes (no actor, no event): the cache answers, a fresh read not.
+    let mut changed = t.store.get_user(&u.id).await.unwrap().unwrap();
+    changed.name = "Behind".into();
+    changed.version += 1;
+    t.store.update_user(&changed, &[]).await.unwrap();
+    assert_eq!(name(false).await, "U", "the user is cached");
+    assert_eq!(name(true).await, "Behind");
+    let rename = |process: &Actors, to: &str| {
+        let user = process.user(u.id.clone());
+        let patch = UserPatch {
+            name: Some(to.into()),
+            ..UserPatch::default()
+        };
+        async move { user.update_user(patch).await.unwrap() }
+    };
+    // Through this process's actor: at once.
+    rename(&t.a, "Here").await;
+    assert_eq!(name(false).await, "Here");
+    // Through the other process: once its event is read (a CQL reader waits a few seconds).
+    rename(&t.b, "There").await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        events.wake();
+        let seen = name(false).await;
+        if seen == "There" {
+            break;
+        }
+        assert_eq!(seen, "Here", "only the old or the new name");
+        assert!(
+            Instant::now() < deadline,
+            "the other process's change never showed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Revoked by the other process: gone at once, the cached user notwithstanding.
+    t.b.user(u.id.clone()).revoke_sessions(None).await.unwrap();
+    assert!(reader
+        .session_with_user(&session.token, false)
+        .await
+        .unwrap()
+        .is_none());
+    events.stop();
 }

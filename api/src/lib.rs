@@ -276,9 +276,13 @@ fn actor_config(config: &Config) -> actors::ActorConfig {
             admin_roles: config.admin.admin_roles.clone(),
             admin_user_ids: config.admin.admin_user_ids.clone(),
         },
-        view_cache: actors::ViewCacheConfig {
+        view_cache: actors::CacheConfig {
             ttl: Duration::from_millis(config.organization.view_cache.ttl_ms),
             max_entries: config.organization.view_cache.max_entries,
+        },
+        user_cache: actors::CacheConfig {
+            ttl: Duration::from_millis(config.session.user_cache.ttl_ms),
+            max_entries: config.session.user_cache.max_entries,
         },
     }
 }
@@ -454,8 +458,9 @@ impl AppState {
             },
         );
         let webhooks_running = webhooks.start().map(Arc::new);
-        let views_consumer = (config.organization.view_cache.ttl_ms > 0)
-            .then(|| actors.spawn_view_invalidation(Duration::from_millis(200)));
+        let views_consumer = actors
+            .caches_enabled()
+            .then(|| actors.spawn_cache_invalidation(Duration::from_millis(200)));
         if jwt.enabled() {
             jwt.ensure_keys(&actors, &actors.reader(), clock.now())
                 .await?;

@@ -409,7 +409,11 @@ impl Sessions {
             }
         }
         let now = self.clock.now();
-        let Some((session, user)) = self.reader.get_session_with_user(&token).await? else {
+        let Some((session, user)) = self
+            .reader
+            .session_with_user(&token, opts.disable_cookie_cache)
+            .await?
+        else {
             pending.push(self.cookies.clear_all());
             return Ok(None);
         };

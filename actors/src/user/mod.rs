@@ -453,8 +453,9 @@ impl Actor for UserActor {
                 let _ = reply.send(r);
             }
         }
+        // Again after the change: its caller may have given up before it landed.
+        self.shared.users.drop_key(&state.id);
         if shown {
-            // Again after the change: its caller may have given up before it landed.
             self.shared.views.drop_all();
         }
         Ok(())
@@ -501,8 +502,9 @@ impl UserHandle {
         self
     }
 
-    /// Asks the actor for a change. One that may show in organizations' views (see
-    /// [`UserMsg::shows_in_organizations`]) drops them before the caller sees the answer.
+    /// Asks the actor for a change. The user leaves the sessions' user cache, and a change
+    /// that may show in organizations' views (see [`UserMsg::shows_in_organizations`]) drops
+    /// them, before the caller sees the answer.
     async fn call<T: Send + 'static>(
         &self,
         build: impl Fn(Reply<T>) -> UserMsg,
@@ -529,6 +531,8 @@ impl UserHandle {
                 &self.id.0,
             )
             .await;
+        // Any message may change the user (the sessions' user cache holds it).
+        shared.users.drop_key(&self.id);
         if shown.load(std::sync::atomic::Ordering::Relaxed) {
             shared.views.drop_all();
         }

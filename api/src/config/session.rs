@@ -13,6 +13,33 @@ pub struct SessionConfig {
     /// Lifetime of a `rememberMe: false` session, seconds (1 day).
     pub dont_remember_expires_in: u64,
     pub cookie_cache: CookieCacheConfig,
+    pub user_cache: UserCacheConfig,
+}
+
+/// Each process keeps the users of the sessions it resolved lately, so resolving a session
+/// again reads only the session (always from the store: a revoked session is gone at once).
+/// A change of the user made through this process is seen by its next read; one made by
+/// another process sharing the store when this process reads its event (within a fraction
+/// of a second) and at the latest after `ttl_ms`. Routes that ask for a fresh session
+/// (`disableCookieCache`, sensitive changes) and the admin routes read the user from the
+/// store.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UserCacheConfig {
+    /// Milliseconds a cached user is trusted at most (0: no cache, every session resolution
+    /// reads its user).
+    pub ttl_ms: u64,
+    /// Users kept at most.
+    pub max_entries: usize,
+}
+
+impl Default for UserCacheConfig {
+    fn default() -> Self {
+        Self {
+            ttl_ms: 1000,
+            max_entries: 10_000,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -99,6 +126,7 @@ impl Default for SessionConfig {
             fresh_age: 86400,
             dont_remember_expires_in: 86400,
             cookie_cache: CookieCacheConfig::default(),
+            user_cache: UserCacheConfig::default(),
         }
     }
 }
