@@ -39,8 +39,8 @@ enum Command {
     Migrate,
     /// Write everything in the configured store as JSON lines (users with their accounts and
     /// live sessions, organizations with everything in them, key pairs, pending links) — e.g.
-    /// to move from SQLite to ScyllaDB. The dump holds password hashes and tokens: keep it as safe as the
-    /// database.
+    /// to move from SQLite to ScyllaDB. The dump holds password hashes, session tokens and
+    /// pending links: keep it as safe as the database.
     Export {
         /// Write here (created, readable by the owner only) instead of standard output.
         #[arg(long, value_name = "PATH")]

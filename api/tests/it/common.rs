@@ -23,6 +23,36 @@ pub struct H {
     _dir: tempfile::TempDir,
 }
 
+/// Points `env` at the keyspace of `opts` (store, nodes, keyspace, replication) and makes its
+/// schema with the `migrate` command, as a deployment does once before its servers start.
+pub fn migrate_cql(
+    env: &mut Vec<(String, String)>,
+    opts: &storage::scylla::ScyllaOptions,
+    data_dir: &std::path::Path,
+) {
+    env.extend([
+        ("GATEHOUSE_STORE".into(), "scylla".into()),
+        ("GATEHOUSE_SCYLLA__URI".into(), opts.nodes.join(",")),
+        ("GATEHOUSE_SCYLLA__KEYSPACE".into(), opts.keyspace.clone()),
+        (
+            "GATEHOUSE_SCYLLA__REPLICATION".into(),
+            opts.replication.clone(),
+        ),
+    ]);
+    let out = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+        .arg("migrate")
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .env("GATEHOUSE_DATA_DIR", data_dir)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The session cookie (`name=value`) a real server's answer sets, not a clearing one.
 pub fn session_cookie_of(headers: &reqwest::header::HeaderMap) -> Option<String> {
     headers

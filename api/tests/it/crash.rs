@@ -3,7 +3,6 @@
 //! same store finds both, on SQLite and on the CQL node.
 use crate::common::Server;
 use serde_json::{json, Value};
-use std::process::Command;
 use std::time::{Duration, Instant};
 use storage::scylla::testing::throwaway_keyspace;
 
@@ -72,26 +71,7 @@ async fn an_invitation_outlives_its_process(backend: Backend) {
             let Some((opts, guard)) = throwaway_keyspace("gh_crash") else {
                 return;
             };
-            env.extend([
-                ("GATEHOUSE_STORE".into(), "scylla".into()),
-                ("GATEHOUSE_SCYLLA__URI".into(), opts.nodes.join(",")),
-                ("GATEHOUSE_SCYLLA__KEYSPACE".into(), opts.keyspace.clone()),
-                (
-                    "GATEHOUSE_SCYLLA__REPLICATION".into(),
-                    opts.replication.clone(),
-                ),
-            ]);
-            let out = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-                .arg("migrate")
-                .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-                .env("GATEHOUSE_DATA_DIR", dir.path())
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            crate::common::migrate_cql(&mut env, &opts, dir.path());
             _keyspace = Some(guard);
             "abort-before-settle"
         }

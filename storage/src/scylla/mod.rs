@@ -151,27 +151,20 @@ impl ScyllaStore {
                 opts.keyspace
             )));
         }
-        let profile = ExecutionProfile::builder()
+        let mut profile = ExecutionProfile::builder()
             .consistency(opts.consistency)
             .serial_consistency(Some(opts.serial_consistency))
-            .request_timeout(Some(opts.request_timeout))
-            .build();
-        let mut builder = SessionBuilder::new()
-            .known_nodes(&opts.nodes)
-            .connection_timeout(opts.connect_timeout)
-            .default_execution_profile_handle(profile.into_handle());
+            .request_timeout(Some(opts.request_timeout));
         if let Some(dc) = &opts.local_datacenter {
             let policy = scylla::policies::load_balancing::DefaultPolicy::builder()
                 .prefer_datacenter(dc.clone())
                 .build();
-            let profile = ExecutionProfile::builder()
-                .consistency(opts.consistency)
-                .serial_consistency(Some(opts.serial_consistency))
-                .request_timeout(Some(opts.request_timeout))
-                .load_balancing_policy(policy)
-                .build();
-            builder = builder.default_execution_profile_handle(profile.into_handle());
+            profile = profile.load_balancing_policy(policy);
         }
+        let builder = SessionBuilder::new()
+            .known_nodes(&opts.nodes)
+            .connection_timeout(opts.connect_timeout)
+            .default_execution_profile_handle(profile.build().into_handle());
         let session = builder.build().await.map_err(|e| {
             StoreError::Unavailable(format!("cannot connect to {:?}: {e}", opts.nodes))
         })?;
@@ -208,10 +201,14 @@ impl ScyllaStore {
         cql: &str,
         values: Vec<V>,
     ) -> StoreResult<QueryResult> {
+        // A read may be retried on another node (after a broken connection, an overloaded or
+        // timed-out replica); a write is never sent twice.
+        let mut st = Statement::new(cql.to_owned());
+        st.set_is_idempotent(cql.starts_with("SELECT "));
         let started = crate::observe::start();
         let r = self
             .session
-            .execute_unpaged(cql.to_owned(), values)
+            .execute_unpaged(st, values)
             .await
             .map_err(unavailable);
         crate::observe::done("scylla", call, started, r.is_ok());

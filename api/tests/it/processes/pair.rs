@@ -1,7 +1,6 @@
 //! Two `gatehouse` processes on one store, and how the races talk to them.
 use crate::common::Server;
 use serde_json::{json, Value};
-use std::process::Command;
 use storage::scylla::testing::{
     cluster_nodes_from_env, nodes_from_env, throwaway_keyspace_on, DropKeyspace,
 };
@@ -50,28 +49,8 @@ pub(crate) fn pair(backend: Backend, extra: &[(&str, &str)]) -> Option<Pair> {
         let (mut opts, guard) = throwaway_keyspace_on(nodes, "gh_proc");
         opts.replication =
             format!("{{'class': 'SimpleStrategy', 'replication_factor': {replicas}}}");
-        env.extend([
-            ("GATEHOUSE_STORE".into(), "scylla".into()),
-            ("GATEHOUSE_SCYLLA__URI".into(), opts.nodes.join(",")),
-            ("GATEHOUSE_SCYLLA__KEYSPACE".into(), opts.keyspace.clone()),
-            (
-                "GATEHOUSE_SCYLLA__REPLICATION".into(),
-                opts.replication.clone(),
-            ),
-        ]);
         // The schema is made once, by the migrate command, before any server starts.
-        let out = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-            .arg("migrate")
-            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .env("GATEHOUSE_DATA_DIR", dir.path())
-            .env("RUST_LOG", "warn")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        crate::common::migrate_cql(&mut env, &opts, dir.path());
         keyspace = Some((opts, guard));
     }
     let vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
