@@ -24,6 +24,9 @@ pub struct CacheConfig {
     pub max_entries: usize,
 }
 
+/// The users of sessions this process resolved (see `Reader::session_with_user`).
+pub(crate) type UserCache = TtlCache<storage::UserId, std::sync::Arc<storage::User>>;
+
 /// What [`TtlCache::lookup`] found.
 pub(crate) enum Found<V> {
     Hit(V),

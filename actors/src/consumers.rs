@@ -155,7 +155,7 @@ impl Backoff {
 /// organizations' member lists).
 pub(crate) struct CacheInvalidation {
     pub(crate) views: Arc<crate::views::ViewCache>,
-    pub(crate) users: Arc<crate::cache::TtlCache<storage::UserId, Arc<storage::User>>>,
+    pub(crate) users: Arc<crate::cache::UserCache>,
 }
 
 #[async_trait::async_trait]
@@ -181,7 +181,7 @@ impl Consume for CacheInvalidation {
 impl crate::Actors {
     /// Whether this process caches anything another process's events must drop.
     pub fn caches_enabled(&self) -> bool {
-        !self.shared.config.view_cache.ttl.is_zero() || self.shared.users.enabled()
+        self.shared.views.enabled() || self.shared.users.enabled()
     }
 
     /// Starts this process's cache invalidation (see [`CacheInvalidation`]), polling every

@@ -315,7 +315,7 @@ pub(crate) struct Shared {
     pub views: Arc<views::ViewCache>,
     /// Users of sessions this process resolved (see [`Reader::session_with_user`]): every
     /// message to a user's actor drops that user.
-    pub users: Arc<cache::TtlCache<storage::UserId, Arc<storage::User>>>,
+    pub users: Arc<cache::UserCache>,
 }
 
 /// The actor system of one server: its supervisor and what every actor shares.

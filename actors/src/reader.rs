@@ -1,7 +1,7 @@
 //! What the HTTP layer may read of the store: reads only. Every write goes through an actor
 //! (or one of the few owner-less writes on [`crate::Actors`]), so a handler cannot write around
 //! the actors by accident: the type does not offer it.
-use crate::cache::{Found, TtlCache};
+use crate::cache::{Found, UserCache};
 use crate::views::{self, Lookup, ViewCache};
 use std::sync::Arc;
 use storage::*;
@@ -11,7 +11,7 @@ use storage::*;
 pub struct Reader {
     pub(crate) store: DynStore,
     pub(crate) views: Arc<ViewCache>,
-    pub(crate) users: Arc<TtlCache<UserId, Arc<User>>>,
+    pub(crate) users: Arc<UserCache>,
 }
 
 macro_rules! reads {

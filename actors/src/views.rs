@@ -57,6 +57,11 @@ impl ViewCache {
         }
     }
 
+    /// Whether it caches anything (a zero `ttl` or `max_entries` turns it off).
+    pub(crate) fn enabled(&self) -> bool {
+        self.entries.enabled()
+    }
+
     pub(crate) fn lookup(&self, org: &OrgId) -> Lookup {
         match self.entries.lookup(org) {
             Found::Hit(Entry::Complete { view, answers }) => Lookup::Hit(view, answers),
