@@ -441,6 +441,11 @@ test("passkeys: add one on the account page, sign in with it alone, rename, remo
   const { credentials } = await cdp.send("WebAuthn.getCredentials", { authenticatorId });
   assert.equal(credentials.length, 1);
   assert.ok(credentials[0].isResidentCredential, "a discoverable credential");
+  // Chromium's authenticator takes the first algorithm offered, EdDSA (as better-auth offers
+  // it): an Ed25519 key, which the server checks itself.
+  const [stored] = await page.evaluate(async () => (await fetch("/api/auth/passkey/list-user-passkeys")).json());
+  const cose = Buffer.from(stored.publicKey, "base64").toString("hex");
+  assert.ok(cose.startsWith("a401010327"), `kty OKP, alg EdDSA: ${cose}`);
   await shot(page, "passkeys-account");
 
   // Signed out, the button: the passkey alone signs in (no address, no password). The

@@ -1,10 +1,12 @@
-//! A software authenticator for the passkey tests: one ES256 credential, 'none' attestation,
-//! its bytes laid out as WebAuthn Level 2 lays them out (authenticator data, COSE key, CBOR
-//! attestation object, the signature over the authenticator data and the client data's hash).
+//! A software authenticator for the passkey tests: one ES256 or Ed25519 credential, 'none'
+//! attestation, its bytes laid out as WebAuthn Level 2 lays them out (authenticator data, COSE
+//! key, CBOR attestation object, the signature over the authenticator data and the client
+//! data's hash).
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use p256::ecdsa::signature::Signer;
 use p256::ecdsa::{Signature, SigningKey};
+use p256::elliptic_curve::rand_core::OsRng;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -33,32 +35,64 @@ fn cbor_text(s: &str) -> Vec<u8> {
     v
 }
 
-fn cbor_bytes(b: &[u8]) -> Vec<u8> {
+pub fn cbor_bytes(b: &[u8]) -> Vec<u8> {
     let mut v = cbor_head(2, b.len());
     v.extend(b);
     v
 }
 
-/// A platform authenticator holding one ES256 credential.
+/// A credential's private key.
+pub enum Key {
+    Es256(SigningKey),
+    Ed25519(ed25519_dalek::SigningKey),
+}
+
+/// A platform authenticator holding one credential.
 pub struct Authenticator {
-    pub key: SigningKey,
+    pub key: Key,
     pub id: Vec<u8>,
     pub counter: u32,
     pub rp_id: String,
     pub origin: String,
     /// The user handle it was registered with.
     pub handle: Option<Vec<u8>>,
+    /// The attestation format it answers ("none").
+    pub fmt: String,
+    /// A COSE key to register in place of its own (to test refusals).
+    pub cose: Option<Vec<u8>>,
 }
 
 impl Authenticator {
+    /// With an ES256 key.
     pub fn new() -> Self {
+        Self::with(Key::Es256(SigningKey::random(&mut OsRng)))
+    }
+
+    /// With an Ed25519 key.
+    pub fn ed25519() -> Self {
+        Self::with(Key::Ed25519(ed25519_dalek::SigningKey::generate(
+            &mut rand::rngs::OsRng,
+        )))
+    }
+
+    /// Another key of the same kind.
+    pub fn like(&self) -> Self {
+        match self.key {
+            Key::Es256(_) => Self::new(),
+            Key::Ed25519(_) => Self::ed25519(),
+        }
+    }
+
+    fn with(key: Key) -> Self {
         Self {
-            key: SigningKey::random(&mut p256::elliptic_curve::rand_core::OsRng),
+            key,
             id: rand_id(),
             counter: 0,
             rp_id: "localhost".into(),
             origin: ORIGIN.into(),
             handle: None,
+            fmt: "none".into(),
+            cose: None,
         }
     }
 
@@ -68,13 +102,37 @@ impl Authenticator {
             .into_bytes()
     }
 
-    fn cose_key(&self) -> Vec<u8> {
-        let point = self.key.verifying_key().to_encoded_point(false);
-        let mut k = vec![0xa5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21];
-        k.extend(cbor_bytes(point.x().unwrap()));
-        k.push(0x22);
-        k.extend(cbor_bytes(point.y().unwrap()));
-        k
+    pub fn cose_key(&self) -> Vec<u8> {
+        if let Some(k) = &self.cose {
+            return k.clone();
+        }
+        match &self.key {
+            // {1: 2 (EC2), 3: -7 (ES256), -1: 1 (P-256), -2: x, -3: y}
+            Key::Es256(key) => {
+                let point = key.verifying_key().to_encoded_point(false);
+                let mut k = vec![0xa5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21];
+                k.extend(cbor_bytes(point.x().unwrap()));
+                k.push(0x22);
+                k.extend(cbor_bytes(point.y().unwrap()));
+                k
+            }
+            // {1: 1 (OKP), 3: -8 (EdDSA), -1: 6 (Ed25519), -2: x}
+            Key::Ed25519(key) => {
+                let mut k = vec![0xa4, 0x01, 0x01, 0x03, 0x27, 0x20, 0x06, 0x21];
+                k.extend(cbor_bytes(key.verifying_key().as_bytes()));
+                k
+            }
+        }
+    }
+
+    fn sign(&self, data: &[u8]) -> Vec<u8> {
+        match &self.key {
+            Key::Es256(key) => {
+                let sig: Signature = key.sign(data);
+                sig.to_der().as_bytes().to_vec()
+            }
+            Key::Ed25519(key) => ed25519_dalek::Signer::sign(key, data).to_bytes().to_vec(),
+        }
     }
 
     fn auth_data(&self, attested: bool) -> Vec<u8> {
@@ -101,7 +159,7 @@ impl Authenticator {
         );
         let mut att = vec![0xa3];
         att.extend(cbor_text("fmt"));
-        att.extend(cbor_text("none"));
+        att.extend(cbor_text(&self.fmt));
         att.extend(cbor_text("attStmt"));
         att.push(0xa0);
         att.extend(cbor_text("authData"));
@@ -128,7 +186,7 @@ impl Authenticator {
         let client = self.client_data("webauthn.get", challenge);
         let mut signed = data.clone();
         signed.extend(Sha256::digest(&client));
-        let sig: Signature = self.key.sign(&signed);
+        let sig = self.sign(&signed);
         json!({
             "id": b64(&self.id),
             "rawId": b64(&self.id),
@@ -136,7 +194,7 @@ impl Authenticator {
             "response": {
                 "clientDataJSON": b64(&client),
                 "authenticatorData": b64(&data),
-                "signature": b64(sig.to_der().as_bytes()),
+                "signature": b64(&sig),
                 "userHandle": self.handle.as_deref().map(b64),
             },
             "clientExtensionResults": {},

@@ -10,6 +10,69 @@ use serde_json::{json, Value};
 
 const PW: &str = "first-password-1";
 
+#[tokio::test]
+async fn an_ed25519_passkey_registers_and_signs_in() {
+    let h = harness().await;
+    let cookie = h.sign_up("ed@example.com", PW).await.cookie_header();
+    let mut a = Authenticator::ed25519();
+    let p = register(&h, &cookie, &mut a, Some("Key")).await;
+    assert_eq!(p["counter"], 0);
+    let key = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        p["publicKey"].as_str().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        key,
+        a.cose_key(),
+        "the COSE key as the authenticator gave it"
+    );
+    for _ in 0..2 {
+        let (o, c) = sign_in_options(&h, None).await;
+        let r = verify(&h, &c, a.assert(&o)).await.expect(200);
+        assert_eq!(r.json()["user"]["email"], "ed@example.com");
+        h.session(&r.cookie_header()).await;
+    }
+    let user = h
+        .store
+        .get_user_by_email("ed@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(h.store.list_passkeys(&user.id).await.unwrap()[0].counter, 2);
+    // Signed in: offered as that user's only passkey.
+    let (o, c) = sign_in_options(&h, Some(&cookie)).await;
+    assert_eq!(o["allowCredentials"][0]["id"], b64(&a.id));
+    verify(&h, &c, a.assert(&o)).await.expect(200);
+
+    // Keys that are not Ed25519 points, another curve, an attestation other than "none".
+    let ed448 = {
+        let mut k = vec![0xa4, 0x01, 0x01, 0x03, 0x27, 0x20, 0x07, 0x21];
+        k.extend(crate::authenticator::cbor_bytes(&[7u8; 57]));
+        k
+    };
+    let short = {
+        let mut k = vec![0xa4, 0x01, 0x01, 0x03, 0x27, 0x20, 0x06, 0x21];
+        k.extend(crate::authenticator::cbor_bytes(&[7u8; 31]));
+        k
+    };
+    for (cose, fmt) in [
+        (Some(ed448), "none"),
+        (Some(short), "none"),
+        (None, "packed"),
+    ] {
+        let mut b = Authenticator::ed25519();
+        b.cose = cose;
+        b.fmt = fmt.into();
+        let (o, c) = register_options(&h, &cookie).await;
+        let r = finish_registration(&h, &c, b.register(&o))
+            .await
+            .expect(400);
+        assert_eq!(r.code(), "FAILED_TO_VERIFY_REGISTRATION", "{fmt}");
+    }
+    assert_eq!(h.store.list_passkeys(&user.id).await.unwrap().len(), 1);
+}
+
 /// Registers `a` for the user signed in with `cookie`: the stored passkey's answer.
 async fn register(h: &H, cookie: &str, a: &mut Authenticator, name: Option<&str>) -> Value {
     let (o, c) = register_options(h, cookie).await;
@@ -98,7 +161,7 @@ async fn a_passkey_registers_and_signs_in_alone() {
         .iter()
         .map(|p| p["alg"].as_i64().unwrap())
         .collect();
-    assert_eq!(algs, [-7, -257]);
+    assert_eq!(algs, [-8, -7, -257], "EdDSA, ES256, RS256 as 1.7");
     let user = h
         .store
         .get_user_by_email("pia@example.com")
@@ -187,9 +250,17 @@ async fn a_passkey_registers_and_signs_in_alone() {
 
 #[tokio::test]
 async fn every_bad_assertion_is_refused() {
+    bad_assertions(Authenticator::new()).await;
+}
+
+#[tokio::test]
+async fn every_bad_assertion_is_refused_with_an_ed25519_key() {
+    bad_assertions(Authenticator::ed25519()).await;
+}
+
+async fn bad_assertions(mut a: Authenticator) {
     let h = harness().await;
     let cookie = h.sign_up("rex@example.com", PW).await.cookie_header();
-    let mut a = Authenticator::new();
     register(&h, &cookie, &mut a, None).await;
 
     // No challenge cookie, a garbled one, an expired one.
@@ -223,13 +294,13 @@ async fn every_bad_assertion_is_refused() {
     a.origin = ORIGIN.into();
 
     // A credential nobody registered.
-    let mut stranger = Authenticator::new();
+    let mut stranger = a.like();
     let (o, c) = sign_in_options(&h, None).await;
     let r = verify(&h, &c, stranger.assert(&o)).await.expect(401);
     assert_eq!(r.code(), "PASSKEY_NOT_FOUND");
 
     // A bad signature: another key under the registered credential's id.
-    let mut forger = Authenticator::new();
+    let mut forger = a.like();
     forger.id = a.id.clone();
     forger.handle = a.handle.clone();
     forger.counter = 50;
@@ -275,6 +346,15 @@ async fn every_bad_assertion_is_refused() {
 
 #[tokio::test]
 async fn every_bad_registration_is_refused() {
+    bad_registrations(Authenticator::new()).await;
+}
+
+#[tokio::test]
+async fn every_bad_registration_is_refused_with_an_ed25519_key() {
+    bad_registrations(Authenticator::ed25519()).await;
+}
+
+async fn bad_registrations(mut a: Authenticator) {
     let h = harness().await;
     let cookie = h.sign_up("reg@example.com", PW).await.cookie_header();
     let other = h.sign_up("other@example.com", PW).await.cookie_header();
@@ -292,7 +372,6 @@ async fn every_bad_registration_is_refused() {
     assert!(!r.code().is_empty());
     // Garbled CBOR, then the challenge is gone whatever the outcome.
     let (o, c) = register_options(&h, &cookie).await;
-    let mut a = Authenticator::new();
     let mut bad = a.register(&o);
     bad["response"]["attestationObject"] = json!(b64(b"\xff\x00garbage"));
     let r = finish_registration(&h, &c, bad).await.expect(400);

@@ -2,6 +2,7 @@
 //! session, signing in with one alone (discoverable credentials, the browser's autofill), and
 //! the list, rename and delete of the account page. The ceremonies are in `service.rs`; each
 //! change is written once by the user's actor (`actors/src/user/passkeys.rs`).
+mod ed25519;
 mod service;
 
 pub use service::PasskeyFlow;
@@ -285,7 +286,7 @@ impl PasskeyApi {
             pub_key_cred_params: ALGORITHMS
                 .iter()
                 .map(|&alg| CredentialParam {
-                    alg,
+                    alg: alg as i64,
                     type_: "public-key".into(),
                 })
                 .collect(),

@@ -2,12 +2,14 @@
 //! counter and origin checks), its ceremonies' challenges (a single-use stored row named by a
 //! signed cookie, so any process can finish what another began), and what a registration or
 //! an assertion makes of a stored passkey.
+use super::ed25519::{self, AuthData, Expected};
 use crate::crypto::Signer;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::{request_cookie, CookieNames, PendingCookies};
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::Duration;
 use storage::{Clock, Passkey, PasskeyId, User, UserId, Verification, VerificationId};
@@ -24,9 +26,13 @@ pub const CHALLENGE_SECS: u64 = 300;
 /// What the browser is told to wait for the authenticator (as 1.7).
 pub const TIMEOUT_MS: u32 = 60_000;
 const PREFIX: &str = "passkey:";
-/// ES256 and RS256, in 1.7's order. 1.7 also offers EdDSA (-8) first; webauthn-rs cannot
-/// check Ed25519 keys yet, and an authenticator offered it would pick it and fail.
-pub const ALGORITHMS: [i64; 2] = [-7, -257];
+/// The keys offered, in 1.7's order. Ed25519 keys are checked by [`ed25519`] (webauthn-rs
+/// cannot yet), the others by webauthn-rs.
+pub const ALGORITHMS: [COSEAlgorithm; 3] = [
+    COSEAlgorithm::EDDSA,
+    COSEAlgorithm::ES256,
+    COSEAlgorithm::RS256,
+];
 
 /// The passkey service. Cheap to clone.
 #[derive(Clone)]
@@ -39,6 +45,8 @@ pub struct Inner {
     pub cookies: CookieNames,
     rp: WebauthnCore,
     pub rp_id: String,
+    rp_id_hash: [u8; 32],
+    origins: Vec<url::Url>,
     pub rp_name: String,
 }
 
@@ -49,11 +57,16 @@ enum Ceremony {
     Registration {
         user: String,
         state: RegistrationState,
+        /// The challenge (base64url), for the Ed25519 checks.
+        #[serde(default)]
+        challenge: String,
     },
     Authentication {
         /// The signed-in user the options were made for (only their passkeys allowed).
         user: Option<String>,
         state: AuthenticationState,
+        #[serde(default)]
+        challenge: String,
     },
 }
 
@@ -96,7 +109,7 @@ impl PasskeyFlow {
         let rp = WebauthnCore::new_unsafe_experts_only(
             rp_name,
             &rp_id,
-            allowed,
+            allowed.clone(),
             Duration::from_millis(TIMEOUT_MS as u64),
             None,
             None,
@@ -107,7 +120,9 @@ impl PasskeyFlow {
             signer,
             cookies,
             rp,
+            rp_id_hash: Sha256::digest(rp_id.as_bytes()).into(),
             rp_id,
+            origins: allowed,
             rp_name: rp_name.to_owned(),
         })))
     }
@@ -153,7 +168,7 @@ impl PasskeyFlow {
             .map_err(internal)?
             .attestation(webauthn_rs_core::proto::AttestationConveyancePreference::None)
             .user_verification_policy(UserVerificationPolicy::Preferred)
-            .credential_algorithms(vec![COSEAlgorithm::ES256, COSEAlgorithm::RS256])
+            .credential_algorithms(ALGORITHMS.to_vec())
             .exclude_credentials(Some(ids))
             .authenticator_attachment(attachment);
         let (ccr, state) = self
@@ -161,16 +176,18 @@ impl PasskeyFlow {
             .rp
             .generate_challenge_register(builder)
             .map_err(internal)?;
+        let challenge = URL_SAFE_NO_PAD.encode(&ccr.public_key.challenge[..]);
         self.remember(
             Ceremony::Registration {
                 user: user.id.0.clone(),
                 state,
+                challenge: challenge.clone(),
             },
             cookies,
         )
         .await?;
         Ok(RegisterOptions {
-            challenge: URL_SAFE_NO_PAD.encode(&ccr.public_key.challenge[..]),
+            challenge,
             user_handle: URL_SAFE_NO_PAD.encode(&handle),
             exclude,
         })
@@ -185,7 +202,12 @@ impl PasskeyFlow {
         response: serde_json::Value,
         name: Option<String>,
     ) -> ApiResult<Passkey> {
-        let Some(Ceremony::Registration { user: owner, state }) = self.take(req).await? else {
+        let Some(Ceremony::Registration {
+            user: owner,
+            state,
+            challenge,
+        }) = self.take(req).await?
+        else {
             return Err(Code::ChallengeNotFound.into());
         };
         if owner != user.id.0 {
@@ -193,13 +215,21 @@ impl PasskeyFlow {
         }
         let reg: RegisterPublicKeyCredential = serde_json::from_value(response)
             .map_err(|e| refused(Code::FailedToVerifyRegistration, e))?;
-        let cred = self
-            .0
-            .rp
-            .register_credential(&reg, &state, None)
-            .map_err(|e| refused(Code::FailedToVerifyRegistration, e))?;
         let (aaguid, public_key) = attested(&reg.response.attestation_object)
             .ok_or_else(|| refused(Code::FailedToVerifyRegistration, "authenticator data"))?;
+        let cred = match ed25519::is_eddsa(&public_key) {
+            true => {
+                let exclude = self.0.actors.reader().list_passkeys(&user.id).await?;
+                let exclude = exclude
+                    .iter()
+                    .filter_map(|p| URL_SAFE_NO_PAD.decode(&p.credential_id).ok())
+                    .collect::<Vec<_>>();
+                let challenge = URL_SAFE_NO_PAD.decode(challenge).unwrap_or_default();
+                ed25519::register(&reg, &self.expected(&challenge), &exclude)
+            }
+            false => self.0.rp.register_credential(&reg, &state, None),
+        }
+        .map_err(|e| refused(Code::FailedToVerifyRegistration, e))?;
         let transports = reg
             .response
             .transports
@@ -254,18 +284,17 @@ impl PasskeyFlow {
             .rp
             .generate_challenge_authenticate(builder)
             .map_err(internal)?;
+        let challenge = URL_SAFE_NO_PAD.encode(&rcr.public_key.challenge[..]);
         self.remember(
             Ceremony::Authentication {
                 user: user.map(|u| u.id.0.clone()),
                 state,
+                challenge: challenge.clone(),
             },
             cookies,
         )
         .await?;
-        Ok((
-            URL_SAFE_NO_PAD.encode(&rcr.public_key.challenge[..]),
-            allowed,
-        ))
+        Ok((challenge, allowed))
     }
 
     /// Checks a sign-in's assertion. An unknown credential, a deleted one and another
@@ -275,7 +304,12 @@ impl PasskeyFlow {
         req: &poem::Request,
         response: serde_json::Value,
     ) -> ApiResult<Asserted> {
-        let Some(Ceremony::Authentication { user, state }) = self.take(req).await? else {
+        let Some(Ceremony::Authentication {
+            user,
+            state,
+            challenge,
+        }) = self.take(req).await?
+        else {
             return Err(Code::ChallengeNotFound.into());
         };
         // The passkey first (as 1.7): an unknown one is told apart from a garbled answer.
@@ -306,35 +340,55 @@ impl PasskeyFlow {
         }
         let mut cred: Credential = serde_json::from_str(&passkey.credential).map_err(internal)?;
         cred.counter = passkey.counter;
-        let result = self
-            .0
-            .rp
-            .authenticate_single_credential(&rsp, &state, &cred)
-            .map_err(|e| match e {
-                WebauthnError::CredentialPossibleCompromise => Code::PasskeyCloned.into(),
-                WebauthnError::AuthenticationFailure | WebauthnError::UserNotPresent => {
-                    refused(Code::AuthenticationFailed, e)
-                }
-                e => refused(Code::MalformedAuthentication, e),
-            })?;
+        let used = match ed25519::is_ed25519(&cred) {
+            true => {
+                let challenge = URL_SAFE_NO_PAD.decode(challenge).unwrap_or_default();
+                ed25519::assert(&rsp, &self.expected(&challenge), &cred)
+            }
+            false => self
+                .0
+                .rp
+                .authenticate_single_credential(&rsp, &state, &cred)
+                .map(|r| ed25519::Used {
+                    counter: r.counter(),
+                    backup_eligible: r.backup_eligible(),
+                    backup_state: r.backup_state(),
+                }),
+        }
+        .map_err(|e| match e {
+            WebauthnError::CredentialPossibleCompromise => Code::PasskeyCloned.into(),
+            WebauthnError::AuthenticationFailure | WebauthnError::UserNotPresent => {
+                refused(Code::AuthenticationFailed, e)
+            }
+            e => refused(Code::MalformedAuthentication, e),
+        })?;
         let user = reader
             .get_user(&passkey.user_id)
             .await?
             .ok_or(Code::UnknownPasskey)?;
-        cred.counter = result.counter();
-        cred.backup_state = result.backup_state();
-        cred.backup_eligible = result.backup_eligible();
+        cred.counter = used.counter;
+        cred.backup_state = used.backup_state;
+        cred.backup_eligible = used.backup_eligible;
         let expected = passkey.version;
-        let mut used = passkey;
-        used.counter = result.counter();
-        used.backed_up = result.backup_state();
-        used.device_type = device_type(result.backup_eligible()).into();
-        used.credential = serde_json::to_string(&cred).map_err(internal)?;
+        let mut stored = passkey;
+        stored.counter = used.counter;
+        stored.backed_up = used.backup_state;
+        stored.device_type = device_type(used.backup_eligible).into();
+        stored.credential = serde_json::to_string(&cred).map_err(internal)?;
         Ok(Asserted {
-            used,
+            used: stored,
             expected,
             user,
         })
+    }
+
+    /// What the Ed25519 checks hold an answer to `challenge` against.
+    fn expected<'a>(&'a self, challenge: &'a [u8]) -> Expected<'a> {
+        Expected {
+            challenge,
+            rp_id_hash: &self.0.rp_id_hash,
+            origins: &self.0.origins,
+        }
     }
 
     async fn remember(&self, ceremony: Ceremony, cookies: &PendingCookies) -> ApiResult<()> {
@@ -391,35 +445,22 @@ fn device_type(backup_eligible: bool) -> &'static str {
 
 /// The AAGUID and the COSE public key in an attestation object's authenticator data.
 fn attested(attestation_object: &[u8]) -> Option<(String, Vec<u8>)> {
-    use serde_cbor_2::Value;
-    let Value::Map(m) = serde_cbor_2::from_slice::<Value>(attestation_object).ok()? else {
-        return None;
-    };
-    let auth = m.into_iter().find_map(|(k, v)| match (k, v) {
-        (Value::Text(k), Value::Bytes(b)) if k == "authData" => Some(b),
-        _ => None,
-    })?;
-    // rpIdHash 32, flags 1, counter 4, then the attested credential data: AAGUID 16, the
-    // credential id's length 2, the id, the COSE key.
-    let aaguid = auth.get(37..53)?;
-    let len = u16::from_be_bytes([*auth.get(53)?, *auth.get(54)?]) as usize;
-    let rest = auth.get(55 + len..)?;
-    let mut de = serde_cbor_2::Deserializer::from_slice(rest);
-    serde::de::IgnoredAny::deserialize(&mut de).ok()?;
-    let key = rest.get(..de.byte_offset())?.to_vec();
-    let h = aaguid
+    let (_, auth) = ed25519::attestation_object(attestation_object)?;
+    let attested = AuthData::parse(&auth)?.attested?;
+    let h = attested
+        .aaguid
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect::<String>();
     let aaguid = format!(
         "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
+        h.get(0..8)?,
+        h.get(8..12)?,
+        h.get(12..16)?,
+        h.get(16..20)?,
+        h.get(20..32)?
     );
-    Some((aaguid, key))
+    Some((aaguid, attested.key.to_vec()))
 }
 
 fn internal(e: impl std::fmt::Display) -> ApiError {
