@@ -41,8 +41,9 @@ pub use reader::{CachedView, Reader};
 pub use social::{SocialSignIn, SocialUser};
 pub use user::{
     take_use, Accepted, BanChange, KeyEdit, LinkMode, Linked, MailSignIn, NewSession,
-    PasswordChange, ProviderAccount, ProviderTokens, ResetOutcome, SignedIn, UserHandle, UserPatch,
-    CHANGE_EMAIL_PREFIX, RESET_PASSWORD_PREFIX, TRUST_DEVICE_PREFIX, UNPROVEN_PASSWORD_PREFIX,
+    PasswordChange, Proof, ProviderAccount, ProviderTokens, ResetOutcome, SignedIn, UserHandle,
+    UserPatch, CHANGE_EMAIL_PREFIX, RESET_PASSWORD_PREFIX, TRUST_DEVICE_PREFIX,
+    UNPROVEN_PASSWORD_PREFIX,
 };
 pub use views::Answers;
 
@@ -74,6 +75,8 @@ pub enum Rule {
     CodeUsed,
     /// Two-factor: no unused backup code matches.
     InvalidBackupCode,
+    /// Two-factor: the sign-in's challenge was finished already (or is gone).
+    ChallengeTaken,
     /// The user's last linked account cannot be unlinked.
     LastAccount,
     /// Passkeys: the passkey is the user's last way to sign in (no account, no other one).

@@ -365,6 +365,7 @@ impl From<actors::ActorError> for ApiError {
                     Rule::TwoFactorNotEnabled => Code::TwoFactorNotEnabled.into(),
                     Rule::CodeUsed => Code::InvalidCode.into(),
                     Rule::InvalidBackupCode => Code::InvalidBackupCode.into(),
+                    Rule::ChallengeTaken => Code::InvalidTwoFactorCookie.into(),
                     Rule::AccountNotFound => Code::AccountNotFound.into(),
                     Rule::HasPassword => Code::UserAlreadyHasPassword.into(),
                     Rule::OrganizationNotFound => Code::OrganizationNotFound.into(),

@@ -225,9 +225,20 @@ impl Sessions {
             true => self.reader.get_user(&user.id).await?.unwrap_or(user),
             false => user,
         };
+        Ok(self.started(cookies, user, session, remember_me))
+    }
+
+    /// A session just started for `user`: its cookies set.
+    pub(crate) fn started(
+        &self,
+        cookies: &PendingCookies,
+        user: User,
+        session: Session,
+        remember_me: bool,
+    ) -> Authed {
         let authed = Authed { session, user };
         cookies.push(self.session_cookies(&authed, !remember_me));
-        Ok(authed)
+        authed
     }
 
     /// A new session in place of the caller's `old` one, after a change a session made before

@@ -527,6 +527,26 @@ pub trait TwoFactorStore: Send + Sync {
     ) -> StoreResult<()>;
     /// Removes the user's second factor; `false` when there was none.
     async fn delete_two_factor(&self, user: &UserId, events: &[Event]) -> StoreResult<bool>;
+    /// A sign-in's second step: the factor as the code's use left it (over the stored one at
+    /// the given version, as [`put_two_factor`](Self::put_two_factor); `None` for a code by
+    /// mail when the user has no factor row), the challenge taken (the verification
+    /// `challenge`, whose value must be the session's user), the new session and `events` —
+    /// on SQLite one transaction, on ScyllaDB in that order. Errors: the factor moved
+    /// (`ConcurrentModification`) or is gone (`NotFound`, also when the user is), the challenge
+    /// gone or another user's (`Conflict("challenge")`); then nothing of it was written, except
+    /// on ScyllaDB a factor use before a challenge found gone (the code is spent then, as a
+    /// code tried on a dead challenge is).
+    async fn finish_second_step(&self, step: &SecondStep<'_>) -> StoreResult<()>;
+}
+
+/// What [`TwoFactorStore::finish_second_step`] writes.
+pub struct SecondStep<'a> {
+    /// The factor after the code's use, and the version it was read at.
+    pub factor: Option<(&'a TwoFactor, u64)>,
+    /// The challenge's verification identifier.
+    pub challenge: &'a str,
+    pub session: &'a Session,
+    pub events: &'a [Event],
 }
 
 /// Passkeys (passkey plugin): WebAuthn credentials, several per user, each credential id

@@ -26,7 +26,7 @@ mod two_factor;
 pub use api_keys::{take_use, KeyEdit};
 pub use mailbox::MailSignIn;
 pub use social::{LinkMode, Linked, ProviderAccount, ProviderTokens, SignedIn};
-pub use two_factor::TRUST_DEVICE_PREFIX;
+pub use two_factor::{Proof, TRUST_DEVICE_PREFIX};
 
 type Reply<T> = RpcReplyPort<Result<T, ActorError>>;
 

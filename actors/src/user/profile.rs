@@ -3,8 +3,9 @@
 use super::*;
 
 impl UserActor {
-    /// Refuses a banned user (`Banned`); a ban that has ended is lifted here.
-    pub(super) async fn check_not_banned(&self, id: &UserId) -> Result<(), ActorError> {
+    /// Refuses a banned user (`Banned`); a ban that has ended is lifted here. Answers the
+    /// user as stored now.
+    pub(super) async fn check_not_banned(&self, id: &UserId) -> Result<User, ActorError> {
         let store = &self.shared.store;
         let mut attempts = Attempts::new();
         while attempts.next().await {
@@ -13,7 +14,7 @@ impl UserActor {
                 .await?
                 .ok_or(ActorError::Refused(Rule::UserGone))?;
             if !user.banned {
-                return Ok(());
+                return Ok(user);
             }
             let now = self.now();
             if user.ban_expires.is_none_or(|t| t > now) {
@@ -25,7 +26,7 @@ impl UserActor {
             user.updated_at = now;
             user.version += 1;
             match store.update_user(&user, &[]).await {
-                Ok(()) => return Ok(()),
+                Ok(()) => return Ok(user),
                 Err(storage::StoreError::ConcurrentModification) => continue,
                 Err(e) => return Err(e.into()),
             }

@@ -10,6 +10,22 @@ impl UserActor {
         ctx: &Ctx,
     ) -> Result<Session, ActorError> {
         self.check_not_banned(user).await?;
+        let session = self.new_session(user, new);
+        let events = self.session_created(&session, ctx);
+        self.shared
+            .store
+            .create_session(&session, &events)
+            .await
+            .map_err(|e| match e {
+                // The user is gone (deleted meanwhile).
+                storage::StoreError::NotFound => ActorError::Refused(Rule::UserGone),
+                other => other.into(),
+            })?;
+        self.session_stands(user, session).await
+    }
+
+    /// A new session of `user` (not stored yet).
+    pub(super) fn new_session(&self, user: &UserId, new: NewSession) -> Session {
         let now = self.now();
         let policy = &self.shared.config.sessions;
         let lifetime = match new.lifetime {
@@ -17,7 +33,7 @@ impl UserActor {
             None if new.dont_remember => policy.dont_remember_expires_in,
             None => policy.expires_in,
         };
-        let session = Session {
+        Session {
             id: SessionId::generate(),
             token: storage::random_string(32),
             user_id: user.clone(),
@@ -29,29 +45,32 @@ impl UserActor {
             active_organization_id: None,
             active_team_id: None,
             impersonated_by: new.impersonated_by,
-        };
-        let events = Emit::user(user, now)
-            .domain("session.created", data::session(&session))
+        }
+    }
+
+    /// What storing a new session emits: `session.created` and the request's audit notes.
+    pub(super) fn session_created(&self, session: &Session, ctx: &Ctx) -> Vec<storage::Event> {
+        Emit::user(&session.user_id, self.now())
+            .domain("session.created", data::session(session))
             .request(
                 ctx,
                 &Facts {
-                    session: Some(&session),
+                    session: Some(session),
                     ..Facts::default()
                 },
             )
-            .done();
-        self.shared
-            .store
-            .create_session(&session, &events)
-            .await
-            .map_err(|e| match e {
-                // The user is gone (deleted meanwhile).
-                storage::StoreError::NotFound => ActorError::Refused(Rule::UserGone),
-                other => other.into(),
-            })?;
-        // A ban decided in another process between the check and the write: either it is
-        // seen now (and this session goes), or it was written after this session and its
-        // revocation of every session removes this one too.
+            .done()
+    }
+
+    /// A session just stored, kept unless a ban came meanwhile. A ban decided in another
+    /// process between the check before the write and the write: either it is seen now (and
+    /// this session goes), or it was written after this session and its revocation of every
+    /// session removes this one too.
+    pub(super) async fn session_stands(
+        &self,
+        user: &UserId,
+        session: Session,
+    ) -> Result<Session, ActorError> {
         if let Err(e) = self.check_not_banned(user).await {
             let events = Emit::user(user, self.now())
                 .domain("session.revoked", data::session(&session))

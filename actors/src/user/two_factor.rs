@@ -1,9 +1,46 @@
 //! The user's second factor (two-factor plugin): enrolling, codes used once (a TOTP time step
-//! and each backup code), new backup codes, turning it off. The caller checks a code against
-//! the secret (it holds the sealing key); here each use is written once, compare-and-set on
-//! the factor's version, so two processes cannot both accept one code.
+//! and each backup code), new backup codes, turning it off, and a sign-in's second step. The
+//! caller checks a code against the secret (it holds the sealing key); here each use is
+//! written once, compare-and-set on the factor's version, so two processes cannot both accept
+//! one code.
 use super::*;
-use storage::{StoreError, TwoFactor};
+use storage::{SecondStep, StoreError, TwoFactor};
+
+/// What proved a sign-in's second factor.
+#[derive(Debug, Clone)]
+pub enum Proof {
+    /// An authenticator code, of this TOTP time step.
+    TotpStep(i64),
+    /// A backup code (its hash).
+    BackupCode(String),
+    /// A code by mail, taken already: the factor's version moves, which ends a run of wrong
+    /// codes (a user without a factor row is signed in all the same).
+    MailedCode,
+}
+
+impl Proof {
+    /// The factor after this use, or the refusal.
+    fn apply(&self, tf: &mut TwoFactor) -> Result<(), ActorError> {
+        match self {
+            Proof::TotpStep(step) => {
+                if *step <= tf.last_step {
+                    return Err(ActorError::Refused(Rule::CodeUsed));
+                }
+                tf.last_step = *step;
+            }
+            Proof::BackupCode(hash) => {
+                let at = tf
+                    .backup_codes
+                    .iter()
+                    .position(|h| same(h, hash))
+                    .ok_or(ActorError::Refused(Rule::InvalidBackupCode))?;
+                tf.backup_codes.remove(at);
+            }
+            Proof::MailedCode => {}
+        }
+        Ok(())
+    }
+}
 
 pub(crate) enum TwoFactorMsg {
     Enroll {
@@ -16,16 +53,17 @@ pub(crate) enum TwoFactorMsg {
         step: i64,
         reply: Reply<User>,
     },
-    UseBackupCode {
-        hash: String,
-        reply: Reply<User>,
+    /// A sign-in's second step: the proof used, the challenge taken, the session started.
+    SignIn {
+        proof: Proof,
+        challenge: String,
+        new: NewSession,
+        reply: Reply<(Session, User)>,
     },
     ReplaceBackupCodes {
         hashes: Vec<String>,
         reply: Reply<()>,
     },
-    /// A right code by mail: the factor's version moves, which ends a run of wrong codes.
-    EndRun(Reply<()>),
     Disable(Reply<User>),
 }
 
@@ -50,29 +88,16 @@ impl UserActor {
                 let _ = reply.send(self.enroll(id, secret, backup_codes, on, ctx).await);
             }
             TwoFactorMsg::UseStep { step, reply } => {
-                let r = self
-                    .use_factor(id, ctx, |tf| {
-                        if step <= tf.last_step {
-                            return Err(ActorError::Refused(Rule::CodeUsed));
-                        }
-                        tf.last_step = step;
-                        Ok(())
-                    })
-                    .await;
-                let _ = reply.send(r);
+                let proof = Proof::TotpStep(step);
+                let _ = reply.send(self.use_factor(id, ctx, |tf| proof.apply(tf)).await);
             }
-            TwoFactorMsg::UseBackupCode { hash, reply } => {
-                let r = self
-                    .use_factor(id, ctx, |tf| {
-                        let at = tf
-                            .backup_codes
-                            .iter()
-                            .position(|h| same(h, &hash))
-                            .ok_or(ActorError::Refused(Rule::InvalidBackupCode))?;
-                        tf.backup_codes.remove(at);
-                        Ok(())
-                    })
-                    .await;
+            TwoFactorMsg::SignIn {
+                proof,
+                challenge,
+                new,
+                reply,
+            } => {
+                let r = self.second_step(id, &proof, &challenge, new, ctx).await;
                 let _ = reply.send(r);
             }
             TwoFactorMsg::ReplaceBackupCodes { hashes, reply } => {
@@ -81,13 +106,6 @@ impl UserActor {
                         tf.backup_codes = hashes.clone();
                         Ok(())
                     })
-                    .await
-                    .map(|_| ());
-                let _ = reply.send(r);
-            }
-            TwoFactorMsg::EndRun(reply) => {
-                let r = self
-                    .change_factor(id, ctx, "", |_| Ok(()))
                     .await
                     .map(|_| ());
                 let _ = reply.send(r);
@@ -202,6 +220,58 @@ impl UserActor {
         Err(contended())
     }
 
+    /// A sign-in's second step in one store write: the proof's use of the factor, the
+    /// challenge taken, the new session and its events (retried on another process's change
+    /// of the factor). Answers the session and the user as stored.
+    async fn second_step(
+        &self,
+        id: &UserId,
+        proof: &Proof,
+        challenge: &str,
+        new: NewSession,
+        ctx: &Ctx,
+    ) -> Result<(Session, User), ActorError> {
+        let store = &self.shared.store;
+        let mut attempts = Attempts::new();
+        while attempts.next().await {
+            let user = self.check_not_banned(id).await?;
+            if !user.two_factor_enabled {
+                return Err(ActorError::Refused(Rule::TwoFactorNotEnabled));
+            }
+            let factor = match (store.get_two_factor(id).await?, proof) {
+                (None, Proof::MailedCode) => None,
+                (None, _) => return Err(ActorError::Refused(Rule::TwoFactorNotEnabled)),
+                (Some(mut tf), _) => {
+                    let expected = tf.version;
+                    proof.apply(&mut tf)?;
+                    tf.version += 1;
+                    tf.updated_at = self.now();
+                    Some((tf, expected))
+                }
+            };
+            let session = self.new_session(id, new.clone());
+            let events = self.session_created(&session, ctx);
+            let step = SecondStep {
+                factor: factor.as_ref().map(|(tf, v)| (tf, *v)),
+                challenge,
+                session: &session,
+                events: &events,
+            };
+            match store.finish_second_step(&step).await {
+                Ok(()) => return Ok((self.session_stands(id, session).await?, user)),
+                Err(StoreError::ConcurrentModification) => continue,
+                Err(StoreError::NotFound) => {
+                    return Err(ActorError::Refused(Rule::TwoFactorNotEnabled))
+                }
+                Err(StoreError::Conflict(_)) => {
+                    return Err(ActorError::Refused(Rule::ChallengeTaken))
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(contended())
+    }
+
     async fn turn_on(&self, id: &UserId, ctx: &Ctx) -> Result<User, ActorError> {
         let user = self
             .change_user(
@@ -275,11 +345,20 @@ impl UserHandle {
             .await
     }
 
-    /// Uses a backup code (its hash): refused (`InvalidBackupCode`) unless unused.
-    pub async fn use_backup_code(&self, hash: &str) -> Result<User, ActorError> {
+    /// A sign-in's second step with `proof`: the challenge (its verification identifier)
+    /// taken, the session started — one store write. Refused: `CodeUsed`,
+    /// `InvalidBackupCode`, `TwoFactorNotEnabled`, `ChallengeTaken`, `Banned`.
+    pub async fn finish_second_step(
+        &self,
+        proof: Proof,
+        challenge: &str,
+        new: NewSession,
+    ) -> Result<(Session, User), ActorError> {
         self.call(|reply| {
-            UserMsg::TwoFactor(TwoFactorMsg::UseBackupCode {
-                hash: hash.to_owned(),
+            UserMsg::TwoFactor(TwoFactorMsg::SignIn {
+                proof: proof.clone(),
+                challenge: challenge.to_owned(),
+                new: new.clone(),
                 reply,
             })
         })
@@ -295,12 +374,6 @@ impl UserHandle {
             })
         })
         .await
-    }
-
-    /// Records a right code by mail: the next wrong code starts a new run.
-    pub async fn end_wrong_code_run(&self) -> Result<(), ActorError> {
-        self.call(|reply| UserMsg::TwoFactor(TwoFactorMsg::EndRun(reply)))
-            .await
     }
 
     /// Turns the second factor off (with the devices trusted to skip it).

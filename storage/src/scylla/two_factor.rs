@@ -112,6 +112,20 @@ impl TwoFactorStore for ScyllaStore {
         .await
     }
 
+    /// Three partitions, so three writes in the trait's order: the factor's compare-and-set
+    /// first (the code's single use), then the challenge (single use), then the session with
+    /// the events.
+    async fn finish_second_step(&self, step: &SecondStep<'_>) -> StoreResult<()> {
+        if let Some((tf, expected)) = step.factor {
+            self.put_two_factor(tf, Some(expected), &[]).await?;
+        }
+        match self.consume_verification(step.challenge).await? {
+            Some(v) if v.value == step.session.user_id.0 => {}
+            _ => return Err(StoreError::Conflict("challenge")),
+        }
+        self.create_session(step.session, step.events).await
+    }
+
     async fn delete_two_factor(&self, user: &UserId, events: &[Event]) -> StoreResult<bool> {
         let id = user.0.clone();
         self.decide(

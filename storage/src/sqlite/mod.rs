@@ -497,6 +497,24 @@ fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(drop)
 }
 
+/// Runs `f` all or nothing inside the writer's transaction: an error rolls back what it wrote.
+fn atomically<T>(
+    conn: &mut Connection,
+    f: impl FnOnce(&mut Connection) -> StoreResult<T>,
+) -> StoreResult<T> {
+    control(conn, "SAVEPOINT atomically").map_err(map_err)?;
+    match f(conn) {
+        Ok(v) => {
+            control(conn, "RELEASE atomically").map_err(map_err)?;
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK TO atomically; RELEASE atomically");
+            Err(e)
+        }
+    }
+}
+
 /// Runs a write; `None` when it panicked (a bug: its caller is answered `Internal` when the
 /// dropped answer channel tells it so, and the thread goes on).
 fn run_caught(conn: &mut Connection, job: WriteJob) -> Option<Deliver> {

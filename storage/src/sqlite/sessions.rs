@@ -3,33 +3,44 @@ use super::*;
 use crate::*;
 use rusqlite::params;
 
+/// Inserts a new session: `NotFound` when its user is gone.
+pub(super) fn insert_session(c: &Connection, s: &Session) -> StoreResult<()> {
+    c.exec(
+        &format!(
+            "INSERT INTO sessions ({SESSION_COLS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"
+        ),
+        params![
+            s.id.0,
+            s.token,
+            s.user_id.0,
+            ms(&s.expires_at),
+            s.ip_address,
+            s.user_agent,
+            ms(&s.created_at),
+            ms(&s.updated_at),
+            s.active_organization_id.as_ref().map(|x| &x.0),
+            s.active_team_id.as_ref().map(|x| &x.0),
+            s.impersonated_by.as_ref().map(|x| &x.0)
+        ],
+    )
+    .map_err(|e| match e {
+        // The user was deleted meanwhile: its sessions must not come back.
+        rusqlite::Error::SqliteFailure(f, _)
+            if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY =>
+        {
+            StoreError::NotFound
+        }
+        e => unique("token")(e),
+    })?;
+    Ok(())
+}
+
 #[async_trait]
 impl SessionStore for SqliteStore {
     async fn create_session(&self, session: &Session, events: &[Event]) -> StoreResult<()> {
         let s = session.clone();
-        self.write_with(events, always, move |c| {
-            c.exec(
-                &format!("INSERT INTO sessions ({SESSION_COLS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"),
-                params![
-                    s.id.0, s.token, s.user_id.0, ms(&s.expires_at), s.ip_address, s.user_agent,
-                    ms(&s.created_at), ms(&s.updated_at),
-                    s.active_organization_id.as_ref().map(|x| &x.0),
-                    s.active_team_id.as_ref().map(|x| &x.0),
-                    s.impersonated_by.as_ref().map(|x| &x.0)
-                ],
-            )
-            .map_err(|e| match e {
-                // The user was deleted meanwhile: its sessions must not come back.
-                rusqlite::Error::SqliteFailure(f, _)
-                    if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY =>
-                {
-                    StoreError::NotFound
-                }
-                e => unique("token")(e),
-            })?;
-            Ok(())
-        })
-        .await
+        self.write_with(events, always, move |c| insert_session(c, &s))
+            .await
     }
 
     async fn get_session(&self, token: &str) -> StoreResult<Option<Session>> {

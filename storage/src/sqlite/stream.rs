@@ -18,24 +18,14 @@ pub(super) fn with_events<T>(
     if events.is_empty() {
         return change(c);
     }
-    control(c, "SAVEPOINT emitting").map_err(map_err)?;
-    let r = change(c).and_then(|v| {
+    // What the change wrote goes with the events it could not be stored with.
+    atomically(c, |c| {
+        let v = change(c)?;
         if keep(&v) {
             emit(c, events)?;
         }
         Ok(v)
-    });
-    match r {
-        Ok(v) => {
-            control(c, "RELEASE emitting").map_err(map_err)?;
-            Ok(v)
-        }
-        Err(e) => {
-            // What the change wrote goes with the events it could not be stored with.
-            let _ = c.execute_batch("ROLLBACK TO emitting; RELEASE emitting");
-            Err(e)
-        }
-    }
+    })
 }
 
 /// Inserts `events`: audit records into the audit log, the others into the stream.

@@ -21,6 +21,29 @@ fn two_factor_row(r: &Row) -> rusqlite::Result<TwoFactor> {
     })
 }
 
+/// Writes `t` over the stored factor at version `v`.
+fn update_factor(c: &Connection, t: &TwoFactor, codes: &str, v: u64) -> StoreResult<()> {
+    let n = c
+        .exec(
+            "UPDATE two_factors SET secret = ?2, backup_codes = ?3, last_step = ?4, \
+             updated_at = ?5, version = ?6 WHERE user_id = ?1 AND version = ?7",
+            params![
+                t.user_id.0,
+                t.secret,
+                codes,
+                t.last_step,
+                ms(&t.updated_at),
+                t.version as i64,
+                v as i64
+            ],
+        )
+        .map_err(map_err)?;
+    match n {
+        1 => Ok(()),
+        _ => Err(moved_or_gone(c, "two_factors", "user_id", &t.user_id.0)?),
+    }
+}
+
 #[async_trait]
 impl TwoFactorStore for SqliteStore {
     async fn get_two_factor(&self, user: &UserId) -> StoreResult<Option<TwoFactor>> {
@@ -64,30 +87,43 @@ impl TwoFactorStore for SqliteStore {
                         ],
                     )
                     .map_err(unique("two factor"))?,
-                Some(v) => c
-                    .exec(
-                        "UPDATE two_factors SET secret = ?2, backup_codes = ?3, last_step = ?4, \
-                         updated_at = ?5, version = ?6 WHERE user_id = ?1 AND version = ?7",
-                        params![
-                            t.user_id.0,
-                            t.secret,
-                            codes,
-                            t.last_step,
-                            ms(&t.updated_at),
-                            t.version as i64,
-                            v as i64
-                        ],
-                    )
-                    .map_err(map_err)?,
+                Some(v) => return update_factor(c, &t, &codes, v),
             };
-            if n == 1 {
-                return Ok(());
-            }
-            if expected.is_none() {
+            match n {
+                1 => Ok(()),
                 // The user is gone.
-                return Err(StoreError::NotFound);
+                _ => Err(StoreError::NotFound),
             }
-            Err(moved_or_gone(c, "two_factors", "user_id", &t.user_id.0)?)
+        })
+        .await
+    }
+
+    async fn finish_second_step(&self, step: &SecondStep<'_>) -> StoreResult<()> {
+        let factor = match step.factor {
+            Some((t, v)) => {
+                let codes = serde_json::to_string(&t.backup_codes).map_err(internal)?;
+                Some((t.clone(), codes, v))
+            }
+            None => None,
+        };
+        let challenge = step.challenge.to_owned();
+        let session = step.session.clone();
+        self.write_with(step.events, always, move |c| {
+            atomically(c, |c| {
+                if let Some((t, codes, v)) = &factor {
+                    update_factor(c, t, codes, *v)?;
+                }
+                let taken = c
+                    .exec(
+                        "DELETE FROM verifications WHERE identifier = ?1 AND value = ?2",
+                        params![challenge, session.user_id.0],
+                    )
+                    .map_err(map_err)?;
+                if taken != 1 {
+                    return Err(StoreError::Conflict("challenge"));
+                }
+                super::sessions::insert_session(c, &session)
+            })
         })
         .await
     }

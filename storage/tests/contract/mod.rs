@@ -1827,6 +1827,8 @@ macro_rules! contract_tests {
             two_factors_compare_and_set_and_go_with_their_user,
             concurrent_uses_of_one_two_factor_one_wins,
             two_factor_writes_carry_their_events,
+            a_second_step_uses_the_code_takes_the_challenge_and_starts_the_session,
+            concurrent_second_steps_of_one_challenge_one_wins,
             passkeys_register_once_change_and_go,
             concurrent_writes_of_one_passkey_one_wins,
             passkey_writes_carry_their_events,

@@ -121,3 +121,141 @@ pub async fn two_factor_writes_carry_their_events(s: S) {
         .collect();
     assert_eq!(seen, ["two_factor.enabled", "two_factor.disabled"]);
 }
+
+fn challenge(u: &User) -> Verification {
+    let t = now();
+    Verification {
+        id: VerificationId::generate(),
+        identifier: format!("two-factor:{}", random_string(24)),
+        value: u.id.0.clone(),
+        expires_at: t + Duration::minutes(10),
+        created_at: t,
+        updated_at: t,
+    }
+}
+
+/// A sign-in's second step: the code's use, the challenge taken and the session with its
+/// events, written together; refused as a whole when the factor moved or the challenge is
+/// gone.
+pub async fn a_second_step_uses_the_code_takes_the_challenge_and_starts_the_session(s: S) {
+    let u = user("step@example.com");
+    s.create_user(&u, None, &[]).await.unwrap();
+    let agg = format!("user:{}", u.id.0);
+    let tf = factor(&u);
+    s.put_two_factor(&tf, None, &[]).await.unwrap();
+    let c = challenge(&u);
+    s.create_verification(&c, &[]).await.unwrap();
+    let mut used = tf.clone();
+    used.backup_codes = vec!["h2".into()];
+    used.version = 2;
+
+    // Over a version that moved: nothing of it written.
+    let lost = session(&u);
+    let r = s
+        .finish_second_step(&SecondStep {
+            factor: Some((&used, 7)),
+            challenge: &c.identifier,
+            session: &lost,
+            events: &[domain(&agg, "session.lost", 1)],
+        })
+        .await;
+    assert!(
+        matches!(r, Err(StoreError::ConcurrentModification)),
+        "{r:?}"
+    );
+    assert_eq!(s.get_session(&lost.token).await.unwrap(), None);
+    assert!(s.get_verification(&c.identifier).await.unwrap().is_some());
+    assert_eq!(s.get_two_factor(&u.id).await.unwrap(), Some(tf.clone()));
+
+    // Right: all three.
+    let won = session(&u);
+    s.finish_second_step(&SecondStep {
+        factor: Some((&used, 1)),
+        challenge: &c.identifier,
+        session: &won,
+        events: &[domain(&agg, "session.created", 2)],
+    })
+    .await
+    .unwrap();
+    assert_eq!(s.get_session(&won.token).await.unwrap(), Some(won.clone()));
+    assert_eq!(s.get_verification(&c.identifier).await.unwrap(), None);
+    assert_eq!(s.get_two_factor(&u.id).await.unwrap(), Some(used.clone()));
+
+    // The challenge used: a second step again (a code by mail, no factor change) starts
+    // nothing.
+    let again = session(&u);
+    let r = s
+        .finish_second_step(&SecondStep {
+            factor: None,
+            challenge: &c.identifier,
+            session: &again,
+            events: &[domain(&agg, "session.again", 3)],
+        })
+        .await;
+    assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+    assert_eq!(s.get_session(&again.token).await.unwrap(), None);
+
+    // Another user's challenge starts no session of this one.
+    let other = user("other-step@example.com");
+    s.create_user(&other, None, &[]).await.unwrap();
+    let theirs = challenge(&other);
+    s.create_verification(&theirs, &[]).await.unwrap();
+    let r = s
+        .finish_second_step(&SecondStep {
+            factor: None,
+            challenge: &theirs.identifier,
+            session: &again,
+            events: &[domain(&agg, "session.theirs", 4)],
+        })
+        .await;
+    assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+    assert_eq!(s.get_session(&again.token).await.unwrap(), None);
+
+    let seen: Vec<String> = names(&all_of(&s, Topic::Domain).await)
+        .into_iter()
+        .filter(|n| n.starts_with("session."))
+        .collect();
+    assert_eq!(seen, ["session.created"]);
+}
+
+/// Several processes finishing one challenge at once (each with its own backup code): one
+/// session.
+pub async fn concurrent_second_steps_of_one_challenge_one_wins(s: S) {
+    let u = user("step-race@example.com");
+    s.create_user(&u, None, &[]).await.unwrap();
+    let tf = factor(&u);
+    s.put_two_factor(&tf, None, &[]).await.unwrap();
+    let c = challenge(&u);
+    s.create_verification(&c, &[]).await.unwrap();
+    let tries = (0..8).map(|i| {
+        let (s, c, tf, u) = (s.clone(), c.clone(), tf.clone(), u.clone());
+        async move {
+            let mut used = tf.clone();
+            used.backup_codes.truncate(i % 2);
+            used.version = 2;
+            let new = session(&u);
+            let r = s
+                .finish_second_step(&SecondStep {
+                    factor: (i % 3 != 0).then_some((&used, 1)),
+                    challenge: &c.identifier,
+                    session: &new,
+                    events: &[],
+                })
+                .await;
+            (r, new.token)
+        }
+    });
+    let results = join_all(tries).await;
+    let mut live = 0;
+    for (r, token) in &results {
+        let stored = s.get_session(token).await.unwrap();
+        assert_eq!(r.is_ok(), stored.is_some(), "{r:?}");
+        live += usize::from(stored.is_some());
+    }
+    assert_eq!(
+        live,
+        1,
+        "{:?}",
+        results.iter().map(|r| &r.0).collect::<Vec<_>>()
+    );
+}

@@ -18,8 +18,9 @@ use crate::dto::{StatusResponse, Text, UserDto};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::PendingCookies;
 use crate::plugins::{text, Tag};
-use crate::session::{Authed, ResolveOptions};
+use crate::session::{Authed, ResolveOptions, Sessions};
 use crate::AppState;
+use actors::Proof;
 use poem::web::Data;
 use poem::Request;
 use poem_openapi::payload::Json;
@@ -310,22 +311,8 @@ impl TwoFactorApi {
         let Some(step) = flow.matching_step(&tf, &body.code.0)? else {
             return Err(failed(&state, req, &challenge, "totp", Code::InvalidCode).await);
         };
-        let used = state
-            .actors
-            .user(challenge.user.id.clone())
-            .use_totp_step(step)
-            .await;
-        if let Err(e) = used {
-            let e = ApiError::from(e);
-            if e.code == Code::InvalidCode {
-                // A right code used already (a replay, or the loser of a race on one code):
-                // refused and audited, not counted as a guess — it is not one, and counting
-                // it would let the race's losers end the winner's challenge.
-                return Err(refused(&state, req, &challenge, "totp", Code::InvalidCode).await);
-            }
-            return Err(e);
-        }
-        finish(&state, req, cookies, challenge, "totp", body.trust_device).await
+        let proof = Proof::TotpStep(step);
+        finish(&state, req, cookies, challenge, proof, body.trust_device).await
     }
 
     /// Mail a sign-in code
@@ -376,16 +363,8 @@ impl TwoFactorApi {
             return Err(failed(&state, req, &challenge, "otp", Code::InvalidCode).await);
         }
         // A right code ends a run of wrong ones, by mail as by the authenticator.
-        if let Err(e) = state
-            .actors
-            .user(challenge.user.id.clone())
-            .end_wrong_code_run()
-            .await
-        {
-            // Not recorded is not refused: the code was right.
-            tracing::warn!(error = %e, "a right code by mail did not end the run of wrong codes");
-        }
-        finish(&state, req, cookies, challenge, "otp", body.trust_device).await
+        let proof = Proof::MailedCode;
+        finish(&state, req, cookies, challenge, proof, body.trust_device).await
     }
 
     /// Verify a backup code
@@ -409,28 +388,8 @@ impl TwoFactorApi {
         let flow = &state.two_factor;
         let challenge = flow.challenge(req).await?;
         flow.may_try(&challenge).await?;
-        let used = state
-            .actors
-            .user(challenge.user.id.clone())
-            .use_backup_code(&flow.code_hash(&body.code.0))
-            .await;
-        if let Err(e) = used {
-            let e = ApiError::from(e);
-            if matches!(e.code, Code::InvalidBackupCode | Code::TwoFactorNotEnabled) {
-                let code = Code::InvalidBackupCode;
-                return Err(failed(&state, req, &challenge, "backup-code", code).await);
-            }
-            return Err(e);
-        }
-        finish(
-            &state,
-            req,
-            cookies,
-            challenge,
-            "backup-code",
-            body.trust_device,
-        )
-        .await
+        let proof = Proof::BackupCode(flow.code_hash(&body.code.0));
+        finish(&state, req, cookies, challenge, proof, body.trust_device).await
     }
 }
 
@@ -462,34 +421,60 @@ async fn refused(
     code.into()
 }
 
-/// A right code: the challenge ends (once), the session starts, the browser is trusted if
-/// asked.
+/// A right code: its use, the challenge's end (once) and the new session in one write; the
+/// browser trusted if asked. A code that turns out used already or unknown is refused there.
 async fn finish(
     state: &AppState,
     req: &Request,
     cookies: &PendingCookies,
     challenge: Challenge,
-    method: &'static str,
+    proof: Proof,
     trust_device: Option<bool>,
 ) -> ApiResult<Json<SignedIn>> {
     let flow = &state.two_factor;
-    flow.take(&challenge).await?;
-    // 1.7 clears a `dont_remember` left from before after a code, not after a backup code.
-    cookies.push(flow.clear_challenge(challenge.remember_me && method != "backup-code"));
+    let method = match proof {
+        Proof::TotpStep(_) => "totp",
+        Proof::BackupCode(_) => "backup-code",
+        Proof::MailedCode => "otp",
+    };
     let ev = Event::new(action::TWO_FACTOR_CHALLENGE, &Origin::of(req))
         .own(&challenge.user.id)
         .detail("method", method)
         .fill(actors::Fill::TargetSession);
+    let done = state
+        .actors
+        .user(challenge.user.id.clone())
+        .with(state.audit.noted(ev))
+        .finish_second_step(
+            proof,
+            &challenge.identifier(),
+            Sessions::new_session(req, challenge.remember_me),
+        )
+        .await;
+    let (session, user) = match done {
+        Ok(done) => done,
+        Err(e) => {
+            let e = ApiError::from(e);
+            return Err(match (method, e.code) {
+                // A right code used already (a replay, or the loser of a race on one code):
+                // refused and audited, not counted as a guess — it is not one, and counting
+                // it would let the race's losers end the winner's challenge.
+                ("totp", Code::InvalidCode) => {
+                    refused(state, req, &challenge, method, Code::InvalidCode).await
+                }
+                ("backup-code", Code::InvalidBackupCode | Code::TwoFactorNotEnabled) => {
+                    let code = Code::InvalidBackupCode;
+                    failed(state, req, &challenge, method, code).await
+                }
+                _ => e,
+            });
+        }
+    };
+    // 1.7 clears a `dont_remember` left from before after a code, not after a backup code.
+    cookies.push(flow.clear_challenge(challenge.remember_me && method != "backup-code"));
     let authed = state
         .sessions
-        .start_session(
-            req,
-            cookies,
-            challenge.user,
-            challenge.remember_me,
-            state.audit.noted(ev),
-        )
-        .await?;
+        .started(cookies, user, session, challenge.remember_me);
     if trust_device == Some(true) {
         flow.trust_device(&authed.user.id, cookies).await?;
         let ev =

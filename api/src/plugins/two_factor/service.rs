@@ -60,6 +60,11 @@ impl Challenge {
     fn run(&self) -> u64 {
         self.factor.as_ref().map_or(0, |f| f.version)
     }
+
+    /// Its stored row's identifier.
+    pub fn identifier(&self) -> String {
+        format!("{CHALLENGE_PREFIX}{}", self.id)
+    }
 }
 
 impl TwoFactorFlow {
@@ -392,10 +397,7 @@ impl TwoFactorFlow {
             )
             .await?;
         if tries.count >= cfg.max_attempts {
-            self.0
-                .actors
-                .take_state(&format!("{CHALLENGE_PREFIX}{}", c.id))
-                .await?;
+            self.0.actors.take_state(&c.identifier()).await?;
             return Err(Code::TooManyAttemptsRequestNewCode.into());
         }
         Ok(())
@@ -427,17 +429,6 @@ impl TwoFactorFlow {
             tracing::warn!(error = %e, "two-factor attempt not counted");
         }
         code.into()
-    }
-
-    /// Ends the challenge (once: of two requests finishing one challenge, one does).
-    pub async fn take(&self, c: &Challenge) -> ApiResult<()> {
-        self.0
-            .actors
-            .take_state(&format!("{CHALLENGE_PREFIX}{}", c.id))
-            .await?
-            .filter(|v| v.value == c.user.id.0)
-            .map(|_| ())
-            .ok_or_else(|| Code::InvalidTwoFactorCookie.into())
     }
 
     /// The `Set-Cookie`s that end the challenge in the browser (and, for a remembered
