@@ -382,6 +382,8 @@ pub struct Server {
     /// `http://addr/api/auth`.
     pub base: String,
     pub addr: String,
+    /// Where its log (standard error) goes, shown when the test fails.
+    log: Option<std::path::PathBuf>,
 }
 
 impl Server {
@@ -395,7 +397,14 @@ impl Server {
         env: &[(&str, &str)],
         open_files: Option<u32>,
     ) -> Self {
-        Self::spawn(data_dir, env, open_files, Stdio::inherit())
+        // Its log beside its data, not in the test run's output: shown if the test fails.
+        static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let log = data_dir.with_extension(format!("{n}.log"));
+        let file = std::fs::File::create(&log).expect("the server's log file");
+        let mut server = Self::spawn(data_dir, env, open_files, Stdio::from(file));
+        server.log = Some(log);
+        server
     }
 
     /// With its log (standard error) written to `log`.
@@ -452,6 +461,7 @@ impl Server {
             child,
             base: format!("http://{addr}/api/auth"),
             addr,
+            log: None,
         }
     }
 
@@ -475,6 +485,17 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
+        let Some(log) = &self.log else {
+            return;
+        };
+        if std::thread::panicking() {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            eprintln!(
+                "--- the gatehouse process's log ({}):\n{text}",
+                log.display()
+            );
+        }
+        let _ = std::fs::remove_file(log);
     }
 }
 
