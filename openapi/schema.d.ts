@@ -2114,8 +2114,8 @@ export interface paths {
          * Settings of the hosted pages
          * @description What a sign-up or password form should tell the person before they submit (a Gatehouse
          *     extension): the app's name, whether a sign-up mails a verification link, the password
-         *     rules, whether codes and links by mail are offered, and the tenant's look (`[ui]`).
-         *     Nothing secret.
+         *     rules, whether codes and links by mail are offered, the tenant's look (`[ui]`) and the
+         *     origins a sign-in may lead back to. Nothing secret.
          */
         get: operations["pageSettings"];
         put?: never;
@@ -3767,6 +3767,12 @@ export interface components {
             /** @description The accent colour, `#rgb` or `#rrggbb`. */
             primaryColor?: string | null;
             supportEmail?: string | null;
+            /**
+             * @description The origins a sign-in may lead back to (a `redirectTo` of the tenant's app): the base
+             *     URL's and `trusted_origins`, `*` wildcards kept (one without a scheme matches the
+             *     host of any http or https origin).
+             */
+            trustedOrigins: string[];
         };
         /**
          * Passkey

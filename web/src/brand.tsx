@@ -4,7 +4,7 @@
 // inline style).
 import { useEffect } from "react";
 import { useNavigate } from "react-router";
-import { safeRedirect } from "./redirect";
+import { landing } from "./redirect";
 import { usePageSettings } from "./settings";
 
 /** Black or white, whichever reads better on `hex` (`#rgb` / `#rrggbb`). */
@@ -51,16 +51,18 @@ export function SupportLine() {
   );
 }
 
-/** Where a sign-in (or sign-up) leads: the page's `redirectTo` when it had one, else the
- * tenant's home (`ui.home_url`: a path here, or a URL of its app), else the account. */
+/** Where a sign-in (or sign-up) leads: the page's `redirectTo` when it had one (a path here,
+ * or an address of an origin the server trusts: the tenant's app), else the tenant's home
+ * (`ui.home_url`: a path here, or a URL of its app), else the account. */
 export function useAfterSignIn(redirectTo: string | null): (state?: unknown) => void {
   const navigate = useNavigate();
-  const home = usePageSettings().homeUrl;
+  const { homeUrl, trustedOrigins } = usePageSettings();
   return (state?: unknown) => {
-    if (!redirectTo && home && /^https?:\/\//i.test(home)) {
-      window.location.assign(home);
+    const to = landing(redirectTo ?? homeUrl, trustedOrigins);
+    if ("url" in to) {
+      window.location.assign(to.url);
       return;
     }
-    navigate(safeRedirect(redirectTo ?? home), { replace: true, state });
+    navigate(to.path, { replace: true, state });
   };
 }

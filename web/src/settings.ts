@@ -1,6 +1,6 @@
 // What the pages need to know of the server's configuration (GET /page-settings): the app's
 // name, whether a sign-up mails a verification link, the password rules, whether codes and
-// links by mail are offered. Until it answers
+// links by mail are offered, the origins a sign-in may lead back to. Until it answers
 // (or if it cannot), the server's defaults.
 import { useQuery } from "@tanstack/react-query";
 import { api, unwrap, type Schemas } from "./api";
@@ -13,6 +13,7 @@ export const DEFAULT_SETTINGS: PageSettings = {
   emailVerification: { sendOnSignUp: false, required: false },
   password: { minLength: 8, maxLength: 128 },
   byMail: false,
+  trustedOrigins: [],
 };
 
 export function usePageSettings(): PageSettings {

@@ -56,6 +56,12 @@ impl TrustedOrigins {
         }
     }
 
+    /// The trusted origins as matched: the base URL's, then the configured ones, normalized
+    /// (`*` wildcards kept; one without a scheme matches the host of any http(s) origin).
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+
     /// Whether an absolute URL's origin is trusted.
     pub fn is_trusted_url(&self, url: &str) -> bool {
         // An `Origin` header as browsers send it is already a serialized origin: equal to an

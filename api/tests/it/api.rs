@@ -1858,7 +1858,8 @@ async fn page_settings_follow_the_configuration() {
             .expect(200)
             .json(),
         json!({"appName": "Gatehouse", "emailVerification": {"sendOnSignUp": false, "required": false},
-               "password": {"minLength": 8, "maxLength": 128}, "byMail": true})
+               "password": {"minLength": 8, "maxLength": 128}, "byMail": true,
+               "trustedOrigins": ["http://localhost:3000"]})
     );
     let h = harness_with(|c| {
         c.mail.transport = gatehouse_api::config::MailTransport::None;
@@ -1866,6 +1867,7 @@ async fn page_settings_follow_the_configuration() {
         c.email_verification.send_on_sign_up = true;
         c.email_verification.require_email_verification = true;
         c.password.min_length = 12;
+        c.trusted_origins = vec!["https://App.example.com/".into(), "*.acme.example".into()];
     })
     .await;
     assert_eq!(
@@ -1874,7 +1876,8 @@ async fn page_settings_follow_the_configuration() {
             .expect(200)
             .json(),
         json!({"appName": "Acme", "emailVerification": {"sendOnSignUp": true, "required": true},
-               "password": {"minLength": 12, "maxLength": 128}, "byMail": false})
+               "password": {"minLength": 12, "maxLength": 128}, "byMail": false,
+               "trustedOrigins": ["http://localhost:3000", "https://app.example.com", "*.acme.example"]})
     );
     // The tenant's look: its name wins over mail.app_name, in the pages and in mail.
     let h = harness_with(|c| {

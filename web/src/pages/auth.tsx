@@ -206,15 +206,8 @@ export function TwoFactorPage() {
   const navigate = useNavigate();
   const changed = useSessionChanged();
   const methods = (params.get("methods") ?? "").split(",").filter(Boolean);
-  // The provider flow's target: a path of this site (an address of this origin becomes one).
-  let target = params.get("redirectTo");
-  try {
-    const url = target ? new URL(target, window.location.origin) : null;
-    if (url && url.origin === window.location.origin) target = url.pathname + url.search + url.hash;
-  } catch {
-    target = null;
-  }
-  const redirectTo = safeRedirect(target);
+  // The provider flow's target: a path here, or an address of the tenant's (trusted) app.
+  const land = useAfterSignIn(params.get("redirectTo"));
   return (
     <main className="narrow">
       <div className="card">
@@ -223,7 +216,7 @@ export function TwoFactorPage() {
           challenge={{ twoFactorRedirect: true, twoFactorMethods: methods }}
           onDone={async () => {
             await changed();
-            navigate(redirectTo, { replace: true });
+            land();
           }}
           onCancel={() => navigate("/sign-in", { replace: true })}
         />

@@ -323,6 +323,44 @@ it("two-factor page: after a provider sign-in, the code finishes it and goes to 
   expect(sent.find((s) => s.path === "/two-factor/verify-totp")?.body).toEqual({ code: "123456", trustDevice: false });
 });
 
+it("two-factor page: after a provider sign-in, the tenant's app (a trusted origin) is where it ends; another origin is not", async () => {
+  for (const [target, trusted] of [
+    ["https://app.acme.example/dash?x=1", true],
+    ["https://evil.example/dash", false],
+  ] as const) {
+    let signedIn = false;
+    const assign = vi.fn();
+    vi.stubGlobal("location", { ...window.location, assign, origin: window.location.origin });
+    mockServer({
+      "GET /page-settings": () => ({
+        body: {
+          appName: "Acme",
+          emailVerification: { sendOnSignUp: false, required: false },
+          password: { minLength: 8, maxLength: 128 },
+          byMail: false,
+          trustedOrigins: [window.location.origin, "https://*.acme.example"],
+        },
+      }),
+      "POST /two-factor/verify-totp": () => {
+        signedIn = true;
+        return { body: { token: "t", user } };
+      },
+      "GET /get-session": () => ({ body: signedIn ? session : null }),
+    });
+    const page = renderAt(`/two-factor?methods=totp&redirectTo=${encodeURIComponent(target)}`, [
+      { path: "/two-factor", element: <TwoFactorPage /> },
+      { path: "/account", element: <p>account page</p> },
+    ]);
+    await userEvent.type(screen.getByLabelText("Authentication code"), "123456");
+    await userEvent.click(screen.getByRole("button", { name: "Verify" }));
+    if (trusted) await waitFor(() => expect(assign).toHaveBeenCalledWith(target));
+    else expect(await screen.findByText("account page")).toBeInTheDocument();
+    if (!trusted) expect(assign).not.toHaveBeenCalled();
+    page.unmount();
+    vi.unstubAllGlobals();
+  }
+});
+
 it("sign-up: the server's password rules are said before typing and checked", async () => {
   const { sent } = mockServer({
     "GET /social-providers": () => ({ body: [] }),

@@ -16,6 +16,7 @@ const branded = (ui: Record<string, string>) => () => ({
     emailVerification: { sendOnSignUp: false, required: false },
     password: { minLength: 8, maxLength: 128 },
     byMail: false,
+    trustedOrigins: [window.location.origin, "https://app.acme.example"],
     ...ui,
   },
 });

@@ -1,5 +1,5 @@
 import { expect, it } from "vitest";
-import { safeRedirect, withRedirect } from "../redirect";
+import { landing, safeRedirect, trustedUrl, withRedirect } from "../redirect";
 import { ago, describeDevice } from "../ua";
 import { slugify } from "../pages/organizations";
 
@@ -10,6 +10,35 @@ it("keeps only local redirect targets", () => {
     expect(safeRedirect(bad)).toBe("/account");
   }
   expect(withRedirect("/sign-in", "//evil", { email: "a@b.c" })).toBe("/sign-in?email=a%40b.c&redirectTo=%2Faccount");
+});
+
+it("follows a sign-in back to an origin the server trusts, as the server matches it", () => {
+  const trusted = ["http://localhost:3000", "https://app.example.com", "*.acme.example", "https://*.shop.example"];
+  expect(trustedUrl("https://app.example.com/dash?x=1#y", trusted)).toBe("https://app.example.com/dash?x=1#y");
+  expect(trustedUrl("HTTPS://APP.example.com:443/", trusted)).toBe("https://app.example.com/");
+  expect(trustedUrl("http://eu.acme.example/x", trusted)).toBe("http://eu.acme.example/x");
+  expect(trustedUrl("https://a.shop.example/", trusted)).toBe("https://a.shop.example/");
+  for (const bad of [
+    "http://app.example.com/", // another scheme
+    "https://app.example.com:8443/", // another port
+    "https://app.example.com.evil.example/",
+    "https://evil.example/?https://app.example.com",
+    "http://a.shop.example/", // the pattern names its scheme
+    "https://user:pw@app.example.com/",
+    "https://app.example.com/a\nb",
+    "javascript:alert(1)",
+    "//app.example.com/",
+    null,
+  ]) {
+    expect(trustedUrl(bad, trusted)).toBeNull();
+  }
+  const here = "http://localhost:3000";
+  expect(landing("https://app.example.com/dash", trusted, here)).toEqual({ url: "https://app.example.com/dash" });
+  expect(landing("http://localhost:3000/organizations?x=1", trusted, here)).toEqual({ path: "/organizations?x=1" });
+  expect(landing("/organizations", trusted, here)).toEqual({ path: "/organizations" });
+  expect(landing("https://evil.example/", trusted, here)).toEqual({ path: "/account" });
+  expect(landing("https://app.example.com/dash", [], here)).toEqual({ path: "/account" });
+  expect(landing(null, trusted, here)).toEqual({ path: "/account" });
 });
 
 it("describes devices and ages", () => {

@@ -35,6 +35,10 @@ struct PageSettings {
     /// Where a sign-in with no `redirectTo` leads: a path here or a URL of a trusted origin.
     #[oai(skip_serializing_if_is_none)]
     home_url: Option<String>,
+    /// The origins a sign-in may lead back to (a `redirectTo` of the tenant's app): the base
+    /// URL's and `trusted_origins`, `*` wildcards kept (one without a scheme matches the
+    /// host of any http or https origin).
+    trusted_origins: Vec<String>,
 }
 
 #[derive(Debug, Object)]
@@ -67,8 +71,8 @@ impl MetaApi {
     ///
     /// What a sign-up or password form should tell the person before they submit (a Gatehouse
     /// extension): the app's name, whether a sign-up mails a verification link, the password
-    /// rules, whether codes and links by mail are offered, and the tenant's look (`[ui]`).
-    /// Nothing secret.
+    /// rules, whether codes and links by mail are offered, the tenant's look (`[ui]`) and the
+    /// origins a sign-in may lead back to. Nothing secret.
     #[oai(path = "/page-settings", method = "get", operation_id = "pageSettings")]
     async fn page_settings(&self, state: Data<&AppState>) -> Json<PageSettings> {
         let c = &state.config;
@@ -88,6 +92,7 @@ impl MetaApi {
             primary_color: set(&c.ui.primary_color),
             support_email: set(&c.ui.support_email),
             home_url: set(&c.ui.home_url),
+            trusted_origins: state.origins.patterns().to_vec(),
         })
     }
 
