@@ -65,8 +65,14 @@ impl Caller {
     }
 }
 
-/// Whether `user` may `act` on `org`'s keys (`apiKey:<act>` in their roles).
-async fn org_may(state: &AppState, user: &UserId, org: &OrgId, act: &str) -> ApiResult<()> {
+/// Whether `user` may `act` on `org`'s keys (`apiKey:<act>` in their roles): their standing
+/// in `org` if so.
+async fn org_may(
+    state: &AppState,
+    user: &UserId,
+    org: &OrgId,
+    act: &str,
+) -> ApiResult<actors::Standing> {
     let standing = state.actors.standing(org, user).await.map_err(|e| {
         ApiError::from(e)
             .recode(Code::NotAMember, Code::NotMemberOfKeyOrganization)
@@ -74,7 +80,7 @@ async fn org_may(state: &AppState, user: &UserId, org: &OrgId, act: &str) -> Api
     })?;
     let wanted: policy::Permissions = [("apiKey".to_owned(), [act.to_owned()].into())].into();
     if standing.allows_all(&wanted)? {
-        Ok(())
+        Ok(standing)
     } else {
         Err(Code::InsufficientApiKeyPermissions.into())
     }
@@ -89,7 +95,9 @@ async fn key_for(state: &AppState, user: &UserId, id: &str, act: &str) -> ApiRes
         .await?
         .ok_or(Code::ApiKeyNotFound)?;
     match &k.organization_id {
-        Some(org) => org_may(state, user, org, act).await?,
+        Some(org) => {
+            org_may(state, user, org, act).await?;
+        }
         None if &k.user_id != user => return Err(Code::ApiKeyNotFound.into()),
         None => {}
     }
@@ -187,8 +195,7 @@ impl ApiKeyApi {
         let org = b.organization_id.clone().map(OrgId);
         let mut permissions = b.permissions.as_ref().map(permissions_of);
         if let Some(org) = &org {
-            org_may(state, &user, org, "create").await?;
-            let standing = state.actors.standing(org, &user).await?;
+            let standing = org_may(state, &user, org, "create").await?;
             let held = standing.permissions()?;
             let asked = match &b.permissions {
                 Some(p) => org_permissions_of(p)?,
@@ -578,11 +585,7 @@ struct Success {
 
 /// The signed-in person's id (a session, never a key: `UNAUTHORIZED_SESSION` otherwise).
 async fn signed_in(state: &AppState, req: &Request, cookies: &PendingCookies) -> ApiResult<UserId> {
-    let opts = ResolveOptions {
-        disable_cookie_cache: true,
-        disable_refresh: false,
-    };
-    match state.sessions.resolve_session(req, cookies, opts).await? {
+    match Caller::of(state, req, cookies).await?.user {
         Some(a) => Ok(a.user.id),
         None => Err(Code::UnauthorizedSession.into()),
     }

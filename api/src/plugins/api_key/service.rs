@@ -182,7 +182,8 @@ impl ApiKeys {
     /// One use of the key `raw`: the key after it and its maker, or the refusal (recorded
     /// in the audit log and counted).
     pub async fn use_key(&self, req: &Request, raw: &str) -> ApiResult<(ApiKey, User)> {
-        let r = self.try_use(raw, &Origin::of(req)).await;
+        let origin = Origin::of(req);
+        let r = self.try_use(raw, &origin).await;
         let outcome = match &r {
             Ok(_) => "ok",
             Err((e, _)) => e.code.code(),
@@ -192,7 +193,7 @@ impl ApiKeys {
             Ok(found) => Ok(found),
             Err((e, known)) => {
                 if e.code.status().is_client_error() {
-                    let mut ev = Event::new(action::API_KEY_REFUSED, &Origin::of(req));
+                    let mut ev = Event::new(action::API_KEY_REFUSED, &origin);
                     if let Some(k) = &known {
                         ev = ev.own(&k.user_id).detail("apiKey", k.id.0.as_str());
                     }
