@@ -311,6 +311,50 @@ test("by mail: sign up by code, sign in by link on a phone, reset by code", asyn
   await b.context.close();
 });
 
+test("German: a browser that prefers German gets the pages in German, on a phone too; the switcher keeps English", async () => {
+  const { context, page, errors } = await newPage({ locale: "de-DE", viewport: { width: 390, height: 844 } });
+  await page.goto(`${base}/sign-up`);
+  await page.getByRole("heading", { name: "Konto erstellen" }).waitFor();
+  assert.equal(await page.evaluate(() => document.documentElement.lang), "de");
+  // Field errors in German, before anything is sent.
+  await page.getByRole("button", { name: "Konto erstellen" }).click();
+  await page.getByText("Geben Sie Ihren Namen ein.").waitFor();
+  await page.getByLabel("Name").fill("Greta");
+  await page.getByLabel("E-Mail").fill("greta@example.com");
+  await page.getByLabel("Passwort", { exact: true }).fill("greta-password-1");
+  await page.getByRole("button", { name: "Konto erstellen" }).click();
+  await page.getByRole("heading", { name: "Ihr Konto" }).waitFor();
+  assert.match(await page.title(), /^Ihr Konto/);
+  await shot(page, "german-account-phone");
+  assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 390, "the German account page fits a phone");
+
+  // An organization's pages, its tabs and a refusal from the server in German.
+  await page.getByRole("link", { name: "Organisationen" }).click();
+  await page.getByLabel("Name").fill("Grün GmbH");
+  await page.getByText("✓ grun-gmbh ist frei").waitFor();
+  await page.getByRole("button", { name: "Organisation erstellen" }).click();
+  await page.getByRole("heading", { name: "Grün GmbH" }).waitFor();
+  await page.getByRole("columnheader", { name: "Rolle" }).waitFor();
+  await page.getByRole("cell", { name: "Inhaber", exact: true }).waitFor();
+  await page.getByRole("link", { name: "Einladungen" }).click();
+  await page.getByLabel("E-Mail-Adresse der eingeladenen Person").fill("greta@example.com");
+  await page.getByRole("button", { name: "Einladung senden" }).click();
+  await page.getByText("Die Person ist schon Mitglied dieser Organisation.").waitFor();
+  await page.getByRole("link", { name: "Aktivität" }).click();
+  await page.getByRole("cell", { name: "Organisation erstellt" }).waitFor();
+  await shot(page, "german-organization-activity-phone");
+  assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 390, "the German activity tab fits a phone");
+
+  // The switcher: English, kept in this browser across a reload.
+  await page.getByLabel("Sprache").selectOption("en");
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Organizations" }).waitFor();
+  await page.reload();
+  await page.getByRole("link", { name: "Activity" }).waitFor();
+  assert.equal(await page.evaluate(() => document.documentElement.lang), "en");
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test("branded: the tenant's name, logo, colour and help on a phone; a sign-up lands on its home", async () => {
   const dir = mkdtempSync(join(tmpdir(), "gatehouse-e2e-brand-"));
   const [child, url] = await startGatehouse({

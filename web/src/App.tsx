@@ -7,6 +7,7 @@ import { useFocusFirstInvalid, useFocusOnNavigation, usePageTitle } from "./comp
 import { api, unwrap } from "./api";
 import { Logo, SupportLine, useBrandColor } from "./brand";
 import { ErrorBox } from "./components/ui";
+import { LanguageSwitcher, useT, useTx } from "./i18n";
 import { Account } from "./pages/account";
 import { Admin } from "./pages/admin";
 import { ErrorPage, Home, SignIn, SignUp, TwoFactorPage, VerifyEmail } from "./pages/auth";
@@ -18,6 +19,7 @@ import { usePageSettings } from "./settings";
 function OrgSwitcher() {
   const session = useSession();
   const qc = useQueryClient();
+  const t = useT();
   const orgs = useQuery({ queryKey: ["orgs"], queryFn: () => unwrap(api.GET("/organization/list")), enabled: !!session.data });
   const setActive = useMutation({
     mutationFn: (organizationId: string | null) => unwrap(api.POST("/organization/set-active", { body: { organizationId } })),
@@ -26,12 +28,12 @@ function OrgSwitcher() {
   if (!orgs.data?.length) return null;
   return (
     <select
-      aria-label="Current organization"
+      aria-label={t("Current organization")}
       value={session.data?.session.activeOrganizationId ?? ""}
       disabled={setActive.isPending}
       onChange={(e) => setActive.mutate(e.target.value || null)}
     >
-      <option value="">No organization chosen</option>
+      <option value="">{t("No organization chosen")}</option>
       {orgs.data.map((o) => (
         <option key={o.id} value={o.id}>
           {o.name}
@@ -43,6 +45,8 @@ function OrgSwitcher() {
 
 function ImpersonationBanner() {
   const session = useSession();
+  const tx = useTx();
+  const t = useT();
   const navigate = useNavigate();
   const changed = useSessionChanged();
   const stop = useMutation({
@@ -56,10 +60,10 @@ function ImpersonationBanner() {
   return (
     <div className="banner" role="status">
       <span>
-        Acting as <strong>{session.data.user.name}</strong> ({session.data.user.email})
+        {tx("Acting as {name} ({email})", { name: <strong>{session.data.user.name}</strong>, email: session.data.user.email })}
       </span>
       <button type="button" onClick={() => stop.mutate()} disabled={stop.isPending}>
-        Stop impersonating
+        {t("Stop impersonating")}
       </button>
       <ErrorBox error={stop.error} />
     </div>
@@ -68,6 +72,7 @@ function ImpersonationBanner() {
 
 function Header({ app }: { app: string }) {
   const session = useSession();
+  const t = useT();
   const navigate = useNavigate();
   const changed = useSessionChanged();
   const signOut = useMutation({
@@ -86,22 +91,24 @@ function Header({ app }: { app: string }) {
         {app}
       </Link>
       {user ? (
-        <nav aria-label="Main">
+        <nav aria-label={t("Main")}>
           <span className="who" title={user.email}>
-            Signed in as <strong>{user.name}</strong>
+            {t("Signed in as")} <strong>{user.name}</strong>
           </span>
-          <Link to="/account">Account</Link>
-          <Link to="/organizations">Organizations</Link>
-          {isAdmin && <Link to="/admin">Admin</Link>}
+          <Link to="/account">{t("Account")}</Link>
+          <Link to="/organizations">{t("Organizations")}</Link>
+          {isAdmin && <Link to="/admin">{t("Admin")}</Link>}
           <OrgSwitcher />
           <button type="button" className="secondary" onClick={() => signOut.mutate()} disabled={signOut.isPending}>
-            Sign out
+            {t("Sign out")}
           </button>
+          <LanguageSwitcher />
         </nav>
       ) : (
-        <nav aria-label="Main">
-          <Link to="/sign-in">Sign in</Link>
-          <Link to="/sign-up">Create account</Link>
+        <nav aria-label={t("Main")}>
+          <Link to="/sign-in">{t("Sign in")}</Link>
+          <Link to="/sign-up">{t("Create account")}</Link>
+          <LanguageSwitcher />
         </nav>
       )}
     </header>
@@ -110,6 +117,7 @@ function Header({ app }: { app: string }) {
 
 export function App() {
   const app = usePageSettings().appName;
+  const t = useT();
   usePageTitle(app);
   useBrandColor();
   useFocusOnNavigation();
@@ -137,8 +145,8 @@ export function App() {
           path="*"
           element={
             <main className="narrow">
-              <h1>Page not found</h1>
-              <Link to="/">Back to the start</Link>
+              <h1>{t("Page not found")}</h1>
+              <Link to="/">{t("Back to the start")}</Link>
             </main>
           }
         />

@@ -4,6 +4,7 @@
 // inline style).
 import { useEffect } from "react";
 import { useNavigate } from "react-router";
+import { useTx } from "./i18n";
 import { landing } from "./redirect";
 import { usePageSettings } from "./settings";
 
@@ -43,11 +44,10 @@ export function Logo() {
 /** "Need help? Write to …", when the tenant gave an address. */
 export function SupportLine() {
   const email = usePageSettings().supportEmail;
+  const tx = useTx();
   if (!email) return null;
   return (
-    <p className="muted support">
-      Need help? Write to <a href={`mailto:${email}`}>{email}</a>.
-    </p>
+    <p className="muted support">{tx("Need help? Write to {email}.", { email: <a href={`mailto:${email}`}>{email}</a> })}</p>
   );
 }
 

@@ -3,6 +3,9 @@
 // until it has a message (and errors.test.ts checks none is empty).
 import type { ClientErrorCode, ErrorCode } from "./api";
 import { ApiError } from "./api";
+import { translate, type T } from "./i18n";
+
+const english: T = (s, v) => translate("en", s, v);
 
 export const messages: Record<ErrorCode | ClientErrorCode, string> = {
   ACCESS_TOKEN_NOT_FOUND: "Access token not found.",
@@ -221,21 +224,23 @@ export const redirectErrors: Record<string, string> = {
   internal_server_error: "Something went wrong on the server. Try again in a moment.",
 };
 
-/** A sentence for any error the app may catch. */
-export function describe(error: unknown): string {
+/** A sentence for any error the app may catch, in the language of `t`. */
+export function describe(error: unknown, t: T = english): string {
   if (error instanceof ApiError) {
     if (error.code === "TOO_MANY_REQUESTS" && error.retryAfter) {
       const s = error.retryAfter;
-      const wait = s < 90 ? `${s} second${s === 1 ? "" : "s"}` : `${Math.ceil(s / 60)} minutes`;
-      return `Too many attempts. Try again in ${wait}.`;
+      if (s === 1) return t("Too many attempts. Try again in 1 second.");
+      if (s < 90) return t("Too many attempts. Try again in {n} seconds.", { n: s });
+      return t("Too many attempts. Try again in {n} minutes.", { n: Math.ceil(s / 60) });
     }
-    return messages[error.code] ?? error.message;
+    const known = messages[error.code];
+    return known ? t(known) : error.message;
   }
-  return messages.UNEXPECTED_RESPONSE;
+  return t(messages.UNEXPECTED_RESPONSE);
 }
 
 /** A sentence for a `?error=` code: the table's, the server's code table's, or the code. */
-export function describeRedirectError(code: string): string {
+export function describeRedirectError(code: string, t: T = english): string {
   const known = redirectErrors[code] ?? (messages as Record<string, string>)[code];
-  return known ?? `Something went wrong (${code.replaceAll("_", " ")}).`;
+  return known ? t(known) : t("Something went wrong ({code}).", { code: code.replaceAll("_", " ") });
 }

@@ -5,6 +5,7 @@ import { useEffect, useRef } from "react";
 import { api, unwrap } from "../api";
 import { autofillSupported, cancelled, get, passkeysSupported } from "../webauthn";
 import { ErrorBox } from "./ui";
+import { useT } from "../i18n";
 
 async function signInWith(conditional: boolean, signal?: AbortSignal): Promise<void> {
   const options = await unwrap(api.GET("/passkey/generate-authenticate-options"));
@@ -14,6 +15,7 @@ async function signInWith(conditional: boolean, signal?: AbortSignal): Promise<v
 
 /** The button, and the autofill while the page is open; `onDone` runs once signed in. */
 export function PasskeySignIn({ onDone }: { onDone: () => Promise<void> | void }) {
+  const t = useT();
   const autofill = useRef<AbortController | null>(null);
   const startAutofill = () => {
     autofill.current?.abort();
@@ -50,7 +52,7 @@ export function PasskeySignIn({ onDone }: { onDone: () => Promise<void> | void }
   return (
     <div className="stack">
       <button type="button" className="secondary" disabled={button.isPending} onClick={() => button.mutate()}>
-        Sign in with a passkey
+        {t("Sign in with a passkey")}
       </button>
       <ErrorBox error={error} />
     </div>

@@ -6,6 +6,7 @@ import { api, ApiError, unwrap } from "../api";
 import { SESSION_KEY } from "../session";
 import { isChallenge, SecondStep, type Challenge } from "./twofactor";
 import { Dialog, ErrorBox, PasswordField, Submit } from "./ui";
+import { useT } from "../i18n";
 
 export function needsReauth(error: unknown): boolean {
   return error instanceof ApiError && (error.code === "SESSION_NOT_FRESH" || error.code === "SESSION_EXPIRED");
@@ -15,6 +16,7 @@ export function needsReauth(error: unknown): boolean {
 export function ReauthDialog(props: { email: string; onDone: () => void; onClose: () => void }) {
   const [password, setPassword] = useState("");
   const [challenge, setChallenge] = useState<Challenge | null>(null);
+  const t = useT();
   const qc = useQueryClient();
   const done = async () => {
     await qc.invalidateQueries({ queryKey: SESSION_KEY });
@@ -41,14 +43,14 @@ export function ReauthDialog(props: { email: string; onDone: () => void; onClose
           signIn.mutate();
         }}
       >
-        <p className="muted">For your security, enter your password again to continue.</p>
+        <p className="muted">{t("For your security, enter your password again to continue.")}</p>
         <PasswordField label="Password" name="password" autoComplete="current-password" value={password} onChange={setPassword} />
         <ErrorBox error={signIn.error} />
         <div className="row">
           <button type="button" className="secondary" onClick={props.onClose}>
-            Cancel
+            {t("Cancel")}
           </button>
-          <Submit pending={signIn.isPending}>Continue</Submit>
+          <Submit pending={signIn.isPending}>{t("Continue")}</Submit>
         </div>
       </form>
     </Dialog>

@@ -3,6 +3,7 @@
 import { useMutation } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { api, unwrap } from "../api";
+import { useT } from "../i18n";
 import { ErrorBox, Field, Submit } from "./ui";
 
 /** What a sign-in answered when it waits for its second factor. */
@@ -26,6 +27,7 @@ export function SecondStep(props: { challenge: Challenge; onDone: () => void | P
   const [code, setCode] = useState("");
   const [trust, setTrust] = useState(false);
   const [touched, setTouched] = useState(false);
+  const t = useT();
   const verify = useMutation({
     mutationFn: () => {
       const body = { code: code.trim(), trustDevice: trust };
@@ -53,10 +55,10 @@ export function SecondStep(props: { challenge: Challenge; onDone: () => void | P
     setTouched(false);
     verify.reset();
   };
-  const problem = touched && !code.trim() ? (backup ? "Enter one of your backup codes." : "Enter the 6-digit code.") : null;
+  const problem = touched && !code.trim() ? (backup ? t("Enter one of your backup codes.") : t("Enter the 6-digit code.")) : null;
   return (
     <form
-      aria-label="Second sign-in step"
+      aria-label={t("Second sign-in step")}
       onSubmit={(e) => {
         e.preventDefault();
         setTouched(true);
@@ -66,13 +68,13 @@ export function SecondStep(props: { challenge: Challenge; onDone: () => void | P
     >
       <p className="muted">
         {backup
-          ? "Enter one of the backup codes you saved when you set up two-factor sign-in. Each works once."
+          ? t("Enter one of the backup codes you saved when you set up two-factor sign-in. Each works once.")
           : method === "otp"
-            ? "We emailed you a 6-digit code. It works once, for 5 minutes."
-            : "Open your authenticator app and enter the 6-digit code it shows for this account."}
+            ? t("We emailed you a 6-digit code. It works once, for 5 minutes.")
+            : t("Open your authenticator app and enter the 6-digit code it shows for this account.")}
       </p>
       <Field
-        label={backup ? "Backup code" : method === "otp" ? "Code from the email" : "Authentication code"}
+        label={backup ? t("Backup code") : method === "otp" ? t("Code from the email") : t("Authentication code")}
         name="code"
         autoComplete="one-time-code"
         value={code}
@@ -80,29 +82,29 @@ export function SecondStep(props: { challenge: Challenge; onDone: () => void | P
         error={problem}
       />
       <label className="check">
-        <input type="checkbox" checked={trust} onChange={(e) => setTrust(e.target.checked)} /> Trust this browser for 30 days
+        <input type="checkbox" checked={trust} onChange={(e) => setTrust(e.target.checked)} /> {t("Trust this browser for 30 days")}
       </label>
       <ErrorBox error={verify.error ?? send.error} />
-      <Submit pending={verify.isPending}>Verify</Submit>
+      <Submit pending={verify.isPending}>{t("Verify")}</Submit>
       <p className="muted row">
         {totp && method !== "totp" && (
           <button type="button" className="link" onClick={() => choose("totp")}>
-            Use the authenticator app instead
+            {t("Use the authenticator app instead")}
           </button>
         )}
         {offered.includes("otp") && (
           <button type="button" className="link" disabled={send.isPending} onClick={() => send.mutate()}>
-            {method === "otp" ? "Email me a new code" : "Email me a code"}
+            {method === "otp" ? t("Email me a new code") : t("Email me a code")}
           </button>
         )}
         {!backup && (
           <button type="button" className="link" onClick={() => choose("backup")}>
-            Use a backup code instead
+            {t("Use a backup code instead")}
           </button>
         )}
         {props.onCancel && (
           <button type="button" className="link" onClick={props.onCancel}>
-            Start over
+            {t("Start over")}
           </button>
         )}
       </p>

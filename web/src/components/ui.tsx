@@ -2,6 +2,7 @@
 // button with its pending state, error and notice boxes, and an accessible dialog.
 import { useEffect, useId, useRef, useState, type ReactNode } from "react";
 import { describe } from "../errors";
+import { useLanguage, useT } from "../i18n";
 
 export function Field(props: {
   label: string;
@@ -17,9 +18,10 @@ export function Field(props: {
   disabled?: boolean;
 }) {
   const id = useId();
+  const t = useT();
   return (
     <div className="field">
-      <label htmlFor={id}>{props.label}</label>
+      <label htmlFor={id}>{t(props.label)}</label>
       <input
         id={id}
         name={props.name}
@@ -36,7 +38,7 @@ export function Field(props: {
       {props.hint}
       {props.error && (
         <span id={`${id}-error`} className="field-error">
-          {props.error}
+          {t(props.error)}
         </span>
       )}
     </div>
@@ -55,11 +57,15 @@ export function PasswordField(props: {
   hint?: string;
 }) {
   const id = useId();
+  const t = useT();
+  const [lang] = useLanguage();
+  // "Show password" in English; a language with capitalised nouns keeps the label as it is.
+  const field = lang === "en" ? props.label.toLowerCase() : t(props.label);
   const [shown, setShown] = useState(false);
   const described = [props.hint ? `${id}-hint` : null, props.error ? `${id}-error` : null].filter(Boolean).join(" ");
   return (
     <div className="field">
-      <label htmlFor={id}>{props.label}</label>
+      <label htmlFor={id}>{t(props.label)}</label>
       <span className="password">
         <input
           id={id}
@@ -76,20 +82,20 @@ export function PasswordField(props: {
           type="button"
           className="secondary"
           aria-pressed={shown}
-          aria-label={shown ? `Hide ${props.label.toLowerCase()}` : `Show ${props.label.toLowerCase()}`}
+          aria-label={shown ? t("Hide {field}", { field }) : t("Show {field}", { field })}
           onClick={() => setShown((s) => !s)}
         >
-          {shown ? "Hide" : "Show"}
+          {shown ? t("Hide") : t("Show")}
         </button>
       </span>
       {props.hint && !props.error && (
         <span id={`${id}-hint`} className="muted hint">
-          {props.hint}
+          {t(props.hint)}
         </span>
       )}
       {props.error && (
         <span id={`${id}-error`} className="field-error">
-          {props.error}
+          {t(props.error)}
         </span>
       )}
     </div>
@@ -97,19 +103,21 @@ export function PasswordField(props: {
 }
 
 export function Submit(props: { pending: boolean; children: ReactNode; disabled?: boolean; className?: string }) {
+  const t = useT();
   return (
     <button type="submit" disabled={props.pending || props.disabled} aria-busy={props.pending} className={props.className}>
-      {props.pending ? "Please wait…" : props.children}
+      {props.pending ? t("Please wait…") : props.children}
     </button>
   );
 }
 
 /** The error of a failed request, as a sentence. */
 export function ErrorBox({ error }: { error: unknown }) {
+  const t = useT();
   if (!error) return null;
   return (
     <div role="alert" className="alert">
-      {describe(error)}
+      {describe(error, t)}
     </div>
   );
 }
@@ -126,6 +134,7 @@ const FOCUSABLE = 'button, [href], input, select, textarea, [tabindex]:not([tabi
 
 /** A modal dialog: focus moves in, Tab stays inside, Escape closes, focus returns after. */
 export function Dialog(props: { title: string; onClose: () => void; children: ReactNode }) {
+  const t = useT();
   const ref = useRef<HTMLDivElement>(null);
   const titleId = useId();
   const { onClose } = props;
@@ -157,7 +166,7 @@ export function Dialog(props: { title: string; onClose: () => void; children: Re
   return (
     <div className="overlay" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
       <div ref={ref} className="dialog" role="dialog" aria-modal="true" aria-labelledby={titleId} onKeyDown={onKeyDown}>
-        <h2 id={titleId}>{props.title}</h2>
+        <h2 id={titleId}>{t(props.title)}</h2>
         {props.children}
       </div>
     </div>
@@ -174,6 +183,7 @@ export interface Action {
 
 /** "Are you sure?" before something that cannot be undone; closing forgets the action's error. */
 export function Confirm(props: { title: string; body: ReactNode; confirm: string; action: Action; onClose: () => void }) {
+  const t = useT();
   const { action } = props;
   const close = () => {
     action.reset();
@@ -182,14 +192,14 @@ export function Confirm(props: { title: string; body: ReactNode; confirm: string
   return (
     <Dialog title={props.title} onClose={close}>
       <div className="stack">
-        <div>{props.body}</div>
+        <div>{typeof props.body === "string" ? t(props.body) : props.body}</div>
         <ErrorBox error={action.error} />
         <div className="row">
           <button type="button" className="secondary" onClick={close}>
-            Cancel
+            {t("Cancel")}
           </button>
           <button type="button" className="danger" disabled={action.isPending} aria-busy={action.isPending} onClick={() => action.mutate()}>
-            {action.isPending ? "Please wait…" : props.confirm}
+            {action.isPending ? t("Please wait…") : t(props.confirm)}
           </button>
         </div>
       </div>
@@ -199,12 +209,13 @@ export function Confirm(props: { title: string; body: ReactNode; confirm: string
 
 /** A secret shown once (a new API key, a webhook's signing secret), with a copy button. */
 export function ShownOnce(props: { label: string; intro: ReactNode; secret: string; onDone: () => void }) {
+  const t = useT();
   const [copied, setCopied] = useState(false);
   return (
     <div className="notice" role="status">
       <p>{props.intro}</p>
       <p>
-        <code aria-label={props.label} className="secret">
+        <code aria-label={t(props.label)} className="secret">
           {props.secret}
         </code>
       </p>
@@ -218,10 +229,10 @@ export function ShownOnce(props: { label: string; intro: ReactNode; secret: stri
             )
           }
         >
-          {copied ? "Copied" : "Copy"}
+          {copied ? t("Copied") : t("Copy")}
         </button>
         <button type="button" className="secondary" onClick={props.onDone}>
-          Done
+          {t("Done")}
         </button>
       </div>
     </div>

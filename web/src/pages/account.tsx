@@ -14,8 +14,10 @@ import { FirstPassword, VerifyByCode } from "./bymail";
 import { ApiKeys } from "./apikeys";
 import { Passkeys } from "./passkeys";
 import { TwoFactor } from "./twofactor";
+import { marked, useT } from "../i18n";
 
 function Profile({ me }: { me: SessionWithUser }) {
+  const t = useT();
   const [name, setName] = useState(me.user.name);
   const [image, setImage] = useState(me.user.image ?? "");
   const qc = useQueryClient();
@@ -28,10 +30,10 @@ function Profile({ me }: { me: SessionWithUser }) {
     if (save.isSuccess) save.reset();
     set(v);
   };
-  const nameError = !name.trim() ? "Enter your name." : null;
+  const nameError = !name.trim() ? marked("Enter your name.") : null;
   return (
     <section className="card" aria-labelledby="profile-h">
-      <h2 id="profile-h">Profile</h2>
+      <h2 id="profile-h">{t("Profile")}</h2>
       <form
         onSubmit={(e) => {
           e.preventDefault();
@@ -42,10 +44,10 @@ function Profile({ me }: { me: SessionWithUser }) {
         <Field label="Name" name="name" autoComplete="name" value={name} onChange={edit(setName)} error={nameError} />
         <Field label="Image URL" name="image" type="url" autoComplete="photo" value={image} onChange={edit(setImage)} placeholder="https://…" />
         <ErrorBox error={save.error} />
-        {save.isSuccess && <Notice>Saved.</Notice>}
+        {save.isSuccess && <Notice>{t("Saved.")}</Notice>}
         <div>
           <Submit pending={save.isPending} disabled={!!nameError}>
-            Save profile
+            {t("Save profile")}
           </Submit>
         </div>
       </form>
@@ -58,6 +60,7 @@ function Email({ me }: { me: SessionWithUser }) {
   const sent = (useLocation().state as { verificationSent?: boolean } | null)?.verificationSent === true;
   const [email, setEmail] = useState("");
   const [touched, setTouched] = useState(false);
+  const t = useT();
   const reauth = useReauth(me.user.email);
   const qc = useQueryClient();
   const change = useMutation({
@@ -68,17 +71,17 @@ function Email({ me }: { me: SessionWithUser }) {
   const problem = touched ? emailProblem(email) : null;
   return (
     <section className="card" aria-labelledby="email-h">
-      <h2 id="email-h">Email</h2>
+      <h2 id="email-h">{t("Email")}</h2>
       <p>
         {me.user.email}{" "}
-        {me.user.emailVerified ? <span className="badge ok">verified</span> : <span className="badge">not verified</span>}
+        {me.user.emailVerified ? <span className="badge ok">{t("verified")}</span> : <span className="badge">{t("not verified")}</span>}
       </p>
       {!me.user.emailVerified && (
         <>
           {sent ? (
-            <Notice>Check your inbox: we sent a link to {me.user.email}. Open it to verify your address.</Notice>
+            <Notice>{t("Check your inbox: we sent a link to {email}. Open it to verify your address.", { email: me.user.email })}</Notice>
           ) : (
-            <p className="muted">Verify your address so you can recover your account and accept invitations.</p>
+            <p className="muted">{t("Verify your address so you can recover your account and accept invitations.")}</p>
           )}
           <ResendVerification email={me.user.email} again={sent} />
           <VerifyByCode email={me.user.email} onDone={() => qc.invalidateQueries({ queryKey: SESSION_KEY })} />
@@ -96,13 +99,13 @@ function Email({ me }: { me: SessionWithUser }) {
         {change.isSuccess && (
           <Notice>
             {me.user.emailVerified
-              ? `We sent a confirmation link to ${me.user.email}; after it, a link to ${email.trim()} proves the new address.`
-              : "Your email address was changed."}
+              ? t("We sent a confirmation link to {email}; after it, a link to {next} proves the new address.", { email: me.user.email, next: email.trim() })
+              : t("Your email address was changed.")}
           </Notice>
         )}
         {!needsReauth(change.error) && <ErrorBox error={change.error} />}
         <div>
-          <Submit pending={change.isPending}>Change email</Submit>
+          <Submit pending={change.isPending}>{t("Change email")}</Submit>
         </div>
       </form>
       {reauth.dialog}
@@ -112,11 +115,12 @@ function Email({ me }: { me: SessionWithUser }) {
 
 function Password({ me }: { me: SessionWithUser }) {
   const qc = useQueryClient();
+  const t = useT();
   const accounts = useQuery({ queryKey: ["accounts"], queryFn: () => unwrap(api.GET("/list-accounts")) });
   if (accounts.data && !accounts.data.some((a) => a.providerId === "credential"))
     return (
       <section className="card" aria-labelledby="password-h">
-        <h2 id="password-h">Password</h2>
+        <h2 id="password-h">{t("Password")}</h2>
         <FirstPassword
           email={me.user.email}
           onDone={() => {
@@ -137,6 +141,7 @@ function ChangePassword() {
   const [touched, setTouched] = useState(false);
   const rules = usePageSettings().password;
   const qc = useQueryClient();
+  const t = useT();
   const change = useMutation({
     mutationFn: () =>
       unwrap(api.POST("/change-password", { body: { currentPassword: current, newPassword: next, revokeOtherSessions: revoke } })),
@@ -147,10 +152,10 @@ function ChangePassword() {
       qc.invalidateQueries({ queryKey: ["sessions"] });
     },
   });
-  const nextError = touched ? newPasswordProblem(next, rules) : null;
+  const nextError = touched ? newPasswordProblem(next, rules, t) : null;
   return (
     <section className="card" aria-labelledby="password-h">
-      <h2 id="password-h">Password</h2>
+      <h2 id="password-h">{t("Password")}</h2>
       <form
         onSubmit={(e) => {
           e.preventDefault();
@@ -160,15 +165,17 @@ function ChangePassword() {
         }}
         noValidate
       >
-        <PasswordField label="Current password" name="current-password" autoComplete="current-password" value={current} onChange={setCurrent} error={touched && !current ? "Enter your current password." : null} />
-        <PasswordField label="New password" name="new-password" autoComplete="new-password" value={next} onChange={setNext} error={nextError} hint={passwordHint(rules)} />
+        <PasswordField label="Current password" name="current-password" autoComplete="current-password" value={current} onChange={setCurrent} error={touched && !current ? t("Enter your current password.") : null} />
+        <PasswordField label="New password" name="new-password" autoComplete="new-password" value={next} onChange={setNext} error={nextError} hint={passwordHint(rules, t)} />
         <label className="check">
-          <input type="checkbox" checked={revoke} onChange={(e) => setRevoke(e.target.checked)} /> Sign out of every other session
+          <input type="checkbox" checked={revoke} onChange={(e) => setRevoke(e.target.checked)} /> {t("Sign out of every other session")}
         </label>
         <ErrorBox error={change.error} />
-        {change.isSuccess && <Notice>Your password was changed{revoke ? " and your other sessions were signed out" : ""}.</Notice>}
+        {change.isSuccess && (
+          <Notice>{revoke ? t("Your password was changed and your other sessions were signed out.") : t("Your password was changed.")}</Notice>
+        )}
         <div>
-          <Submit pending={change.isPending}>Change password</Submit>
+          <Submit pending={change.isPending}>{t("Change password")}</Submit>
         </div>
       </form>
     </section>
@@ -178,6 +185,7 @@ function ChangePassword() {
 function Sessions({ me }: { me: SessionWithUser }) {
   const qc = useQueryClient();
   const list = useQuery({ queryKey: ["sessions"], queryFn: () => unwrap(api.GET("/list-sessions")) });
+  const t = useT();
   const [target, setTarget] = useState<{ token: string; label: string } | "others" | null>(null);
   const revoke = useMutation({
     mutationFn: async () => {
@@ -194,24 +202,24 @@ function Sessions({ me }: { me: SessionWithUser }) {
   );
   return (
     <section className="card" aria-labelledby="sessions-h">
-      <h2 id="sessions-h">Sessions</h2>
-      {list.isPending && <p>Loading…</p>}
+      <h2 id="sessions-h">{t("Sessions")}</h2>
+      {list.isPending && <p>{t("Loading…")}</p>}
       <ErrorBox error={list.error} />
-      <ul className="list" aria-label="Your sessions">
+      <ul className="list" aria-label={t("Your sessions")}>
         {sessions.map((s) => {
           const current = s.id === me.session.id;
           return (
             <li key={s.id} data-current={current || undefined}>
               <div>
-                <strong>{describeDevice(s.userAgent)}</strong> {current && <span className="badge ok">this session</span>}
-                {s.impersonatedBy && <span className="badge">opened by an administrator</span>}
+                <strong>{describeDevice(s.userAgent, t)}</strong> {current && <span className="badge ok">{t("this session")}</span>}
+                {s.impersonatedBy && <span className="badge">{t("opened by an administrator")}</span>}
                 <div className="muted">
-                  {s.ipAddress ?? "unknown address"} · signed in {ago(s.createdAt)}
+                  {s.ipAddress ?? t("unknown address")} · {t("signed in {ago}", { ago: ago(s.createdAt, Date.now(), t) })}
                 </div>
               </div>
               {!current && (
-                <button type="button" className="secondary" onClick={() => setTarget({ token: s.token, label: describeDevice(s.userAgent) })}>
-                  Revoke
+                <button type="button" className="secondary" onClick={() => setTarget({ token: s.token, label: describeDevice(s.userAgent, t) })}>
+                  {t("Revoke")}
                 </button>
               )}
             </li>
@@ -221,15 +229,19 @@ function Sessions({ me }: { me: SessionWithUser }) {
       {sessions.length > 1 && (
         <p>
           <button type="button" className="secondary" onClick={() => setTarget("others")}>
-            Sign out of all other sessions
+            {t("Sign out of all other sessions")}
           </button>
         </p>
       )}
       {target && (
         <Confirm
-          title={target === "others" ? "Sign out everywhere else?" : "Revoke this session?"}
-          body={target === "others" ? "Every session but this one will be signed out." : `The session on ${target.label} will be signed out.`}
-          confirm={target === "others" ? "Sign out others" : "Revoke"}
+          title={target === "others" ? marked("Sign out everywhere else?") : marked("Revoke this session?")}
+          body={
+            target === "others"
+              ? t("Every session but this one will be signed out.")
+              : t("The session on {device} will be signed out.", { device: target.label })
+          }
+          confirm={target === "others" ? marked("Sign out others") : marked("Revoke")}
           action={revoke}
           onClose={() => setTarget(null)}
         />
@@ -244,6 +256,7 @@ function LinkedAccounts({ me }: { me: SessionWithUser }) {
   const providers = useQuery({ queryKey: ["social-providers"], queryFn: () => unwrap(api.GET("/social-providers")), staleTime: Infinity });
   const passkeys = useQuery({ queryKey: ["passkeys"], queryFn: () => unwrap(api.GET("/passkey/list-user-passkeys")) });
   const [unlinking, setUnlinking] = useState<{ id: string; providerId: string } | null>(null);
+  const t = useT();
   const reauth = useReauth(me.user.email);
   const unlink = useMutation({
     mutationFn: () => unwrap(api.POST("/unlink-account", { body: { providerId: unlinking?.providerId ?? "", accountId: unlinking?.id } })),
@@ -259,11 +272,11 @@ function LinkedAccounts({ me }: { me: SessionWithUser }) {
     onSuccess: (data) => data.url && window.location.assign(data.url),
   });
   const linked = new Set((accounts.data ?? []).map((a) => a.providerId));
-  const name = (id: string) => (id === "credential" ? "Email and password" : (providers.data?.find((p) => p.id === id)?.name ?? id));
+  const name = (id: string) => (id === "credential" ? t("Email and password") : (providers.data?.find((p) => p.id === id)?.name ?? id));
   return (
     <section className="card" aria-labelledby="linked-h">
-      <h2 id="linked-h">Sign-in methods</h2>
-      {accounts.isPending && <p>Loading…</p>}
+      <h2 id="linked-h">{t("Sign-in methods")}</h2>
+      {accounts.isPending && <p>{t("Loading…")}</p>}
       <ErrorBox error={accounts.error} />
       <ul className="list">
         {(accounts.data ?? []).map((a) => (
@@ -272,7 +285,7 @@ function LinkedAccounts({ me }: { me: SessionWithUser }) {
             {/* The last one may go while a passkey is left (the server decides). */}
             {((accounts.data?.length ?? 0) > 1 || (passkeys.data?.length ?? 0) > 0) && (
               <button type="button" className="secondary" onClick={() => setUnlinking({ id: a.id, providerId: a.providerId })}>
-                Unlink
+                {t("Unlink")}
               </button>
             )}
           </li>
@@ -283,7 +296,7 @@ function LinkedAccounts({ me }: { me: SessionWithUser }) {
         .map((p) => (
           <p key={p.id}>
             <button type="button" className="secondary" disabled={link.isPending} onClick={() => link.mutate(p.id)}>
-              Link {p.name}
+              {t("Link {provider}", { provider: p.name })}
             </button>
           </p>
         ))}
@@ -291,7 +304,7 @@ function LinkedAccounts({ me }: { me: SessionWithUser }) {
       {unlinking && !reauth.open && (
         <Confirm
           title="Unlink this sign-in method?"
-          body={`You will no longer sign in with ${name(unlinking.providerId)}.`}
+          body={t("You will no longer sign in with {method}.", { method: name(unlinking.providerId) })}
           confirm="Unlink"
           action={unlink}
           onClose={() => setUnlinking(null)}
@@ -305,6 +318,7 @@ function LinkedAccounts({ me }: { me: SessionWithUser }) {
 function DeleteAccount({ me }: { me: SessionWithUser }) {
   const [open, setOpen] = useState(false);
   const [password, setPassword] = useState("");
+  const t = useT();
   const reauth = useReauth(me.user.email);
   const navigate = useNavigate();
   const changed = useSessionChanged();
@@ -320,13 +334,13 @@ function DeleteAccount({ me }: { me: SessionWithUser }) {
   });
   return (
     <section className="card" aria-labelledby="delete-h">
-      <h2 id="delete-h">Delete account</h2>
-      <p className="muted">Deleting your account removes your sessions, sign-in methods and memberships. It cannot be undone.</p>
+      <h2 id="delete-h">{t("Delete account")}</h2>
+      <p className="muted">{t("Deleting your account removes your sessions, sign-in methods and memberships. It cannot be undone.")}</p>
       {del.isSuccess && del.data.message !== "User deleted" ? (
-        <Notice>We sent a confirmation link to {me.user.email}. Open it in this browser to delete your account.</Notice>
+        <Notice>{t("We sent a confirmation link to {email}. Open it in this browser to delete your account.", { email: me.user.email })}</Notice>
       ) : (
         <button type="button" className="danger" onClick={() => setOpen(true)}>
-          Delete my account…
+          {t("Delete my account…")}
         </button>
       )}
       {open && !reauth.open && (
@@ -337,15 +351,15 @@ function DeleteAccount({ me }: { me: SessionWithUser }) {
               del.mutate(undefined, { onSuccess: () => setOpen(false) });
             }}
           >
-            <p>We will email you a link to confirm. Enter your password to continue.</p>
+            <p>{t("We will email you a link to confirm. Enter your password to continue.")}</p>
             <PasswordField label="Password" name="password" autoComplete="current-password" value={password} onChange={setPassword} />
             {!needsReauth(del.error) && <ErrorBox error={del.error} />}
             <div className="row">
               <button type="button" className="secondary" onClick={() => setOpen(false)}>
-                Cancel
+                {t("Cancel")}
               </button>
               <Submit pending={del.isPending} className="danger">
-                Delete account
+                {t("Delete account")}
               </Submit>
             </div>
           </form>
@@ -358,12 +372,13 @@ function DeleteAccount({ me }: { me: SessionWithUser }) {
 
 export function Account() {
   const session = useSession();
-  if (session.isPending) return <main>Loading…</main>;
+  const t = useT();
+  if (session.isPending) return <main>{t("Loading…")}</main>;
   if (!session.data) return <Navigate to="/sign-in?redirectTo=/account" replace />;
   const me = session.data;
   return (
     <main>
-      <h1>Your account</h1>
+      <h1>{t("Your account")}</h1>
       {/* Kept across the session's reloads, so "Saved." stays after a save. */}
       <Profile me={me} key={me.user.id} />
       <Email me={me} />

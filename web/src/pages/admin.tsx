@@ -10,10 +10,23 @@ import { Confirm, Dialog, ErrorBox, Field, Notice, PasswordField, Submit } from 
 import { useSession, useSessionChanged } from "../session";
 import { ago, describeDevice } from "../ua";
 import { emailProblem, newPasswordProblem } from "./auth";
+import { marked, useLanguage, useT, type T } from "../i18n";
+import { usePageSettings } from "../settings";
 
 const PAGE = 20;
 
+const ROLES: Record<string, string> = { user: marked("user"), admin: marked("admin") };
+
+/** A user's role (a comma-separated list) as the page shows it. */
+function roleName(role: string, t: T): string {
+  return role
+    .split(",")
+    .map((r) => (ROLES[r] ? t(ROLES[r]) : r))
+    .join(", ");
+}
+
 function UserSessions({ user, onClose }: { user: User; onClose: () => void }) {
+  const t = useT();
   const qc = useQueryClient();
   const sessions = useQuery({
     queryKey: ["admin-sessions", user.id],
@@ -33,33 +46,33 @@ function UserSessions({ user, onClose }: { user: User; onClose: () => void }) {
     onSuccess: () => qc.invalidateQueries({ queryKey: ["admin-users"] }),
   });
   return (
-    <Dialog title={`Sessions of ${user.name}`} onClose={onClose}>
+    <Dialog title={t("Sessions of {name}", { name: user.name })} onClose={onClose}>
       <div className="stack">
         <ErrorBox error={sessions.error ?? revoke.error ?? revokeAll.error ?? disableTwoFactor.error} />
-        {disableTwoFactor.isSuccess && <Notice>Two-factor sign-in is off for {user.name}.</Notice>}
-        {sessions.data?.sessions.length === 0 && <p className="muted">No session.</p>}
+        {disableTwoFactor.isSuccess && <Notice>{t("Two-factor sign-in is off for {name}.", { name: user.name })}</Notice>}
+        {sessions.data?.sessions.length === 0 && <p className="muted">{t("No session.")}</p>}
         <ul className="list">
           {(sessions.data?.sessions ?? []).map((s) => (
             <li key={s.id}>
               <span>
-                {describeDevice(s.userAgent)} <span className="muted">{ago(s.createdAt)}</span>
+                {describeDevice(s.userAgent, t)} <span className="muted">{ago(s.createdAt, Date.now(), t)}</span>
               </span>
               <button type="button" className="secondary" onClick={() => revoke.mutate(s.token)}>
-                Revoke
+                {t("Revoke")}
               </button>
             </li>
           ))}
         </ul>
         <div className="row">
           <button type="button" className="secondary" onClick={onClose}>
-            Close
+            {t("Close")}
           </button>
           <button type="button" className="danger" disabled={revokeAll.isPending} onClick={() => revokeAll.mutate()}>
-            Revoke all
+            {t("Revoke all")}
           </button>
           {user.twoFactorEnabled && !disableTwoFactor.isSuccess && (
             <button type="button" className="danger" disabled={disableTwoFactor.isPending} onClick={() => disableTwoFactor.mutate()}>
-              Turn off two-factor sign-in
+              {t("Turn off two-factor sign-in")}
             </button>
           )}
         </div>
@@ -69,6 +82,7 @@ function UserSessions({ user, onClose }: { user: User; onClose: () => void }) {
 }
 
 function BanDialog({ user, onClose }: { user: User; onClose: () => void }) {
+  const t = useT();
   const qc = useQueryClient();
   const [reason, setReason] = useState("");
   const [days, setDays] = useState("");
@@ -84,25 +98,25 @@ function BanDialog({ user, onClose }: { user: User; onClose: () => void }) {
       onClose();
     },
   });
-  const daysError = days && !(Number(days) > 0) ? "A positive number of days, or empty for ever." : null;
+  const daysError = days && !(Number(days) > 0) ? marked("A positive number of days, or empty for ever.") : null;
   return (
-    <Dialog title={`Ban ${user.name}?`} onClose={onClose}>
+    <Dialog title={t("Ban {name}?", { name: user.name })} onClose={onClose}>
       <form
         onSubmit={(e) => {
           e.preventDefault();
           if (!daysError) ban.mutate();
         }}
       >
-        <p className="muted">Every session of this user is revoked, and signing in is refused.</p>
+        <p className="muted">{t("Every session of this user is revoked, and signing in is refused.")}</p>
         <Field label="Reason" name="ban-reason" autoComplete="off" value={reason} onChange={setReason} />
         <Field label="For how many days (empty: for ever)" name="ban-days" type="number" autoComplete="off" value={days} onChange={setDays} error={daysError} />
         <ErrorBox error={ban.error} />
         <div className="row">
           <button type="button" className="secondary" onClick={onClose}>
-            Cancel
+            {t("Cancel")}
           </button>
           <Submit pending={ban.isPending} className="danger">
-            Ban
+            {t("Ban")}
           </Submit>
         </div>
       </form>
@@ -111,6 +125,8 @@ function BanDialog({ user, onClose }: { user: User; onClose: () => void }) {
 }
 
 function CreateUser() {
+  const t = useT();
+  const rules = usePageSettings().password;
   const qc = useQueryClient();
   const [name, setName] = useState("");
   const [email, setEmail] = useState("");
@@ -129,30 +145,30 @@ function CreateUser() {
   });
   return (
     <section className="card" aria-labelledby="create-user-h">
-      <h2 id="create-user-h">Create a user</h2>
+      <h2 id="create-user-h">{t("Create a user")}</h2>
       <form
         onSubmit={(e) => {
           e.preventDefault();
           setTouched(true);
-          if (!name.trim() || emailProblem(email) || newPasswordProblem(password)) return;
+          if (!name.trim() || emailProblem(email) || newPasswordProblem(password, rules, t)) return;
           create.mutate();
         }}
         noValidate
       >
-        <Field label="Name" name="new-user-name" autoComplete="off" value={name} onChange={setName} error={touched && !name.trim() ? "Enter a name." : null} />
+        <Field label="Name" name="new-user-name" autoComplete="off" value={name} onChange={setName} error={touched && !name.trim() ? marked("Enter a name.") : null} />
         <Field label="Email" name="new-user-email" type="email" autoComplete="off" value={email} onChange={setEmail} error={touched ? emailProblem(email) : null} />
-        <PasswordField label="Password" name="new-user-password" autoComplete="new-password" value={password} onChange={setPassword} error={touched ? newPasswordProblem(password) : null} />
+        <PasswordField label="Password" name="new-user-password" autoComplete="new-password" value={password} onChange={setPassword} error={touched ? newPasswordProblem(password, rules, t) : null} />
         <label>
-          Role
+          {t("Role")}
           <select value={role} onChange={(e) => setRole(e.target.value)}>
-            <option value="user">user</option>
-            <option value="admin">admin</option>
+            <option value="user">{t("user")}</option>
+            <option value="admin">{t("admin")}</option>
           </select>
         </label>
         <ErrorBox error={create.error} />
-        {create.isSuccess && <Notice>User created.</Notice>}
+        {create.isSuccess && <Notice>{t("User created.")}</Notice>}
         <div>
-          <Submit pending={create.isPending}>Create user</Submit>
+          <Submit pending={create.isPending}>{t("Create user")}</Submit>
         </div>
       </form>
     </section>
@@ -160,6 +176,8 @@ function CreateUser() {
 }
 
 export function Admin() {
+  const t = useT();
+  const [lang] = useLanguage();
   const session = useSession();
   const qc = useQueryClient();
   const navigate = useNavigate();
@@ -195,7 +213,7 @@ export function Admin() {
   const setRole = useMutation({
     mutationFn: () => unwrap(api.POST("/admin/set-role", { body: { userId: changing?.userId ?? "", role: changing?.role ?? "" } })),
     onSuccess: async () => {
-      setRoleNotice(changing ? `${changing.name} is now ${changing.role}.` : null);
+      setRoleNotice(changing ? t("{name} is now {role}.", { name: changing.name, role: roleName(changing.role, t) }) : null);
       setChanging(null);
       await refresh();
     },
@@ -218,25 +236,25 @@ export function Admin() {
       refresh();
     },
   });
-  if (session.isPending) return <main>Loading…</main>;
+  if (session.isPending) return <main>{t("Loading…")}</main>;
   if (!session.data) return <Navigate to="/sign-in?redirectTo=/admin" replace />;
   // Not an administrator: the refusal alone, not a console whose every action fails.
   if (users.error instanceof ApiError && users.error.status === 403)
     return (
       <main className="narrow">
-        <h1>Administration</h1>
+        <h1>{t("Administration")}</h1>
         <ErrorBox error={users.error} />
         <p>
-          This page is for administrators. <Link to="/account">Back to your account</Link>
+          {t("This page is for administrators.")} <Link to="/account">{t("Back to your account")}</Link>
         </p>
       </main>
     );
   const total = users.data?.total ?? 0;
   return (
     <main>
-      <h1>Administration</h1>
+      <h1>{t("Administration")}</h1>
       <section className="card" aria-labelledby="users-h">
-        <h2 id="users-h">Users</h2>
+        <h2 id="users-h">{t("Users")}</h2>
         <Field
           label="Search by email"
           name="search"
@@ -253,12 +271,12 @@ export function Admin() {
         <table>
           <thead>
             <tr>
-              <th>Name</th>
-              <th className="hide-sm">Email</th>
-              <th>Role</th>
-              <th className="hide-sm">Created</th>
+              <th>{t("Name")}</th>
+              <th className="hide-sm">{t("Email")}</th>
+              <th>{t("Role")}</th>
+              <th className="hide-sm">{t("Created")}</th>
               <th>
-                <span className="muted">Actions</span>
+                <span className="muted">{t("Actions")}</span>
               </th>
             </tr>
           </thead>
@@ -266,44 +284,44 @@ export function Admin() {
             {(users.data?.users ?? []).map((u) => (
               <tr key={u.id} data-email={u.email}>
                 <td>
-                  {u.name} {u.banned && <span className="badge">banned</span>}{" "}
+                  {u.name} {u.banned && <span className="badge">{t("banned")}</span>}{" "}
                   {u.twoFactorEnabled && (
-                    <span className="badge" title="Two-factor sign-in on">
+                    <span className="badge" title={t("Two-factor sign-in on")}>
                       2FA
                     </span>
                   )}
                 </td>
                 <td className="hide-sm">{u.email}</td>
                 <td>
-                  <select aria-label={`Role of ${u.name}`} value={u.role} disabled={u.id === session.data!.user.id} onChange={(e) => setChanging({ userId: u.id, name: u.name, role: e.target.value })}>
+                  <select aria-label={t("Role of {name}", { name: u.name })} value={u.role} disabled={u.id === session.data!.user.id} onChange={(e) => setChanging({ userId: u.id, name: u.name, role: e.target.value })}>
                     {[...new Set([u.role, "user", "admin"])].map((r) => (
                       <option key={r} value={r}>
-                        {r}
+                        {roleName(r, t)}
                       </option>
                     ))}
                   </select>
                 </td>
-                <td className="hide-sm">{ago(u.createdAt)}</td>
+                <td className="hide-sm">{ago(u.createdAt, Date.now(), t)}</td>
                 <td>
                   {u.id !== session.data!.user.id && (
                     <div className="row">
                       {u.banned ? (
                         <button type="button" className="secondary" onClick={() => unban.mutate(u.id)}>
-                          Unban
+                          {t("Unban")}
                         </button>
                       ) : (
                         <button type="button" className="secondary" onClick={() => setBanning(u)}>
-                          Ban
+                          {t("Ban")}
                         </button>
                       )}
                       <button type="button" className="secondary" onClick={() => impersonate.mutate(u.id)}>
-                        Impersonate
+                        {t("Impersonate")}
                       </button>
                       <button type="button" className="secondary" onClick={() => setSessionsOf(u)}>
-                        Sessions
+                        {t("Sessions")}
                       </button>
                       <button type="button" className="secondary" onClick={() => setRemoving(u)}>
-                        Remove
+                        {t("Remove")}
                       </button>
                     </div>
                   )}
@@ -314,13 +332,19 @@ export function Admin() {
         </table>
         <div className="row">
           <button type="button" className="secondary" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE))}>
-            Previous
+            {t("Previous")}
           </button>
           <span className="muted">
-            {total === 0 ? "No user" : `${offset + 1}–${Math.min(offset + PAGE, total)} of ${total}`}
+            {total === 0
+              ? t("No user")
+              : t("{from}–{to} of {total}", {
+                  from: (offset + 1).toLocaleString(lang),
+                  to: Math.min(offset + PAGE, total).toLocaleString(lang),
+                  total: total.toLocaleString(lang),
+                })}
           </span>
           <button type="button" className="secondary" disabled={offset + PAGE >= total} onClick={() => setOffset(offset + PAGE)}>
-            Next
+            {t("Next")}
           </button>
         </div>
       </section>
@@ -328,7 +352,7 @@ export function Admin() {
       {/* Not for a caller the user list already refused: one sentence says why. */}
       {!(users.error instanceof ApiError && users.error.status === 403) && (
         <section className="card" aria-labelledby="audit-h">
-          <h2 id="audit-h">Audit log</h2>
+          <h2 id="audit-h">{t("Audit log")}</h2>
           {/* Users this page has listed are named, not shown by id. */}
           <AuditLog me={session.data.user.id} names={Object.fromEntries((users.data?.users ?? []).map((u) => [u.id, u.name]))} />
         </section>
@@ -337,8 +361,12 @@ export function Admin() {
       {banning && <BanDialog user={banning} onClose={() => setBanning(null)} />}
       {changing && (
         <Confirm
-          title={`Make ${changing.name} ${changing.role}?`}
-          body={changing.role === "admin" ? `An administrator can manage every user, ${changing.name} included.` : `${changing.name} will no longer be able to manage users.`}
+          title={t("Make {name} {role}?", { name: changing.name, role: roleName(changing.role, t) })}
+          body={
+            changing.role === "admin"
+              ? t("An administrator can manage every user, {name} included.", { name: changing.name })
+              : t("{name} will no longer be able to manage users.", { name: changing.name })
+          }
           confirm="Change role"
           action={setRole}
           onClose={() => setChanging(null)}
@@ -346,7 +374,7 @@ export function Admin() {
       )}
       {removing && (
         <Confirm
-          title={`Remove ${removing.name}?`}
+          title={t("Remove {name}?", { name: removing.name })}
           body="The user, their sessions, sign-in methods and memberships are deleted."
           confirm="Remove user"
           action={remove}

@@ -6,56 +6,60 @@ import { useState } from "react";
 import { api, unwrap, type Schemas } from "../api";
 import { Confirm, ErrorBox, Field, Notice, ShownOnce, Submit } from "../components/ui";
 import { ago } from "../ua";
+import { marked, useLanguage, useT, useTx, type T } from "../i18n";
 
 type ApiKey = Schemas["ApiKey"];
 
 const EXPIRY: [string, number | null][] = [
-  ["Never", null],
-  ["7 days", 7],
-  ["30 days", 30],
-  ["90 days", 90],
-  ["1 year", 365],
+  [marked("Never"), null],
+  [marked("7 days"), 7],
+  [marked("30 days"), 30],
+  [marked("90 days"), 90],
+  [marked("1 year"), 365],
 ];
 
 function keyOf(orgId?: string) {
   return ["api-keys", orgId ?? "own"];
 }
 
-function describeKey(k: ApiKey): string {
-  const parts = [`Made ${ago(k.createdAt)}`];
-  parts.push(k.lastRequest ? `last used ${ago(k.lastRequest)}` : "never used yet");
+function describeKey(k: ApiKey, t: T, lang: string): string {
+  const now = Date.now();
+  const parts = [t("Made {ago}", { ago: ago(k.createdAt, now, t) })];
+  parts.push(k.lastRequest ? t("last used {ago}", { ago: ago(k.lastRequest, now, t) }) : t("never used yet"));
   if (k.expiresAt) {
     const at = new Date(k.expiresAt);
-    parts.push(at.getTime() < Date.now() ? "expired" : `expires ${at.toLocaleDateString()}`);
+    parts.push(at.getTime() < now ? t("expired") : t("expires {date}", { date: at.toLocaleDateString(lang) }));
   }
-  if (!k.enabled) parts.push("disabled");
+  if (!k.enabled) parts.push(t("disabled"));
   return parts.join(", ");
 }
 
 function Row({ k, orgId, onNotice }: { k: ApiKey; orgId?: string; onNotice: (s: string) => void }) {
+  const t = useT();
+  const [lang] = useLanguage();
   const qc = useQueryClient();
   const [revoking, setRevoking] = useState(false);
   const revoke = useMutation({
     mutationFn: () => unwrap(api.POST("/api-key/delete", { body: { keyId: k.id } })),
     onSuccess: async () => {
       setRevoking(false);
-      onNotice(`Key ${k.name ?? k.start ?? ""} revoked: it works no more.`);
+      onNotice(t("Key {name} revoked: it works no more.", { name: k.name ?? k.start ?? "" }));
       await qc.invalidateQueries({ queryKey: keyOf(orgId) });
     },
   });
-  const label = k.name || "Unnamed key";
+  const label = k.name || t("Unnamed key");
   return (
     <li>
       <div>
         <strong>{label}</strong> <code>{k.start}…</code>
-        <div className="muted">{describeKey(k)}</div>
+        <div className="muted">{describeKey(k, t, lang)}</div>
       </div>
-      <button type="button" className="danger" onClick={() => setRevoking(true)} aria-label={`Revoke ${label}`}>
-        Revoke
+      <button type="button" className="danger" onClick={() => setRevoking(true)} aria-label={t("Revoke {name}", { name: label })}>
+        {t("Revoke")}
       </button>
       {revoking && (
         <Confirm
-          title={`Revoke ${label}?`}
+          title={t("Revoke {name}?", { name: label })}
           body="Scripts and servers using it will be refused from now on."
           confirm="Revoke"
           action={revoke}
@@ -67,6 +71,8 @@ function Row({ k, orgId, onNotice }: { k: ApiKey; orgId?: string; onNotice: (s: 
 }
 
 export function ApiKeys({ orgId }: { orgId?: string }) {
+  const t = useT();
+  const tx = useTx();
   const qc = useQueryClient();
   const [name, setName] = useState("");
   const [days, setDays] = useState<string>("Never");
@@ -92,24 +98,22 @@ export function ApiKeys({ orgId }: { orgId?: string }) {
       await qc.invalidateQueries({ queryKey: keyOf(orgId) });
     },
   });
-  const title = orgId ? "The organization's API keys" : "API keys";
+  const title = orgId ? t("The organization's API keys") : t("API keys");
   return (
     <section className="card" aria-labelledby={`api-keys-h-${orgId ?? "own"}`}>
       <h2 id={`api-keys-h-${orgId ?? "own"}`}>{title}</h2>
       <p className="muted">
         {orgId
-          ? "Keys that let a server act on this organization, within your own permissions."
-          : "Keys that let your scripts and servers call this service as you. Treat them like passwords."}
+          ? t("Keys that let a server act on this organization, within your own permissions.")
+          : t("Keys that let your scripts and servers call this service as you. Treat them like passwords.")}
       </p>
       {notice && <Notice>{notice}</Notice>}
       {secret && (
         <ShownOnce
           label="New API key"
-          intro={
-            <>
-              Your new key. Copy it now: it will not be shown again. Send it in the <code>x-api-key</code> header.
-            </>
-          }
+          intro={tx("Your new key. Copy it now: it will not be shown again. Send it in the {header} header.", {
+            header: <code>x-api-key</code>,
+          })}
           secret={secret}
           onDone={() => setSecret(null)}
         />
@@ -122,7 +126,7 @@ export function ApiKeys({ orgId }: { orgId?: string }) {
           ))}
         </ul>
       )}
-      {list.data && list.data.apiKeys.length === 0 && <p>No keys yet.</p>}
+      {list.data && list.data.apiKeys.length === 0 && <p>{t("No keys yet.")}</p>}
       <form
         onSubmit={(e) => {
           e.preventDefault();
@@ -131,16 +135,18 @@ export function ApiKeys({ orgId }: { orgId?: string }) {
       >
         <Field label="Key name" name="api-key-name" value={name} onChange={setName} />
         <label>
-          Expires
+          {t("Expires")}
           <select value={days} onChange={(e) => setDays(e.target.value)}>
             {EXPIRY.map(([l]) => (
-              <option key={l}>{l}</option>
+              <option key={l} value={l}>
+                {t(l)}
+              </option>
             ))}
           </select>
         </label>
         <ErrorBox error={make.error} />
         <Submit pending={make.isPending} disabled={!name.trim()}>
-          Make a key
+          {t("Make a key")}
         </Submit>
       </form>
     </section>

@@ -13,24 +13,27 @@ import { describeRedirectError } from "../errors";
 import { useAfterSignIn, SupportLine } from "../brand";
 import { safeRedirect, withRedirect } from "../redirect";
 import { useSession, useSessionChanged } from "../session";
+import { marked, translate, useT, type T } from "../i18n";
+
+const english: T = (s, v) => translate("en", s, v);
 import { DEFAULT_SETTINGS, usePageSettings, type PasswordRules } from "../settings";
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 export function emailProblem(email: string): string | null {
-  if (!email.trim()) return "Enter your email address.";
-  return EMAIL.test(email.trim()) ? null : "That email address does not look right.";
+  if (!email.trim()) return marked("Enter your email address.");
+  return EMAIL.test(email.trim()) ? null : marked("That email address does not look right.");
 }
 
-export function newPasswordProblem(password: string, rules: PasswordRules = DEFAULT_SETTINGS.password): string | null {
-  if (password.length < rules.minLength) return `Use at least ${rules.minLength} characters.`;
-  if (password.length > rules.maxLength) return `Use at most ${rules.maxLength} characters.`;
+export function newPasswordProblem(password: string, rules: PasswordRules = DEFAULT_SETTINGS.password, t: T = english): string | null {
+  if (password.length < rules.minLength) return t("Use at least {n} characters.", { n: rules.minLength });
+  if (password.length > rules.maxLength) return t("Use at most {n} characters.", { n: rules.maxLength });
   return null;
 }
 
 /** The rules of a new password, said before anything is typed. */
-export function passwordHint(rules: PasswordRules): string {
-  return `At least ${rules.minLength} characters.`;
+export function passwordHint(rules: PasswordRules, t: T = english): string {
+  return t("At least {n} characters.", { n: rules.minLength });
 }
 
 function SocialButtons({ redirectTo }: { redirectTo: string }) {
@@ -39,6 +42,7 @@ function SocialButtons({ redirectTo }: { redirectTo: string }) {
     queryFn: () => unwrap(api.GET("/social-providers")),
     staleTime: Infinity,
   });
+  const t = useT();
   const go = useMutation({
     mutationFn: (provider: string) =>
       unwrap(
@@ -53,10 +57,10 @@ function SocialButtons({ redirectTo }: { redirectTo: string }) {
   if (!providers.data?.length) return null;
   return (
     <div className="stack">
-      <div className="divider">or</div>
+      <div className="divider">{t("or")}</div>
       {providers.data.map((p) => (
         <button key={p.id} type="button" className="secondary" disabled={go.isPending} onClick={() => go.mutate(p.id)}>
-          Continue with {p.name}
+          {t("Continue with {provider}", { provider: p.name })}
         </button>
       ))}
       <ErrorBox error={go.error} />
@@ -68,6 +72,7 @@ function SocialButtons({ redirectTo }: { redirectTo: string }) {
  * after a sign-up that mailed one). */
 export function ResendVerification({ email: initial, again = true }: { email: string; again?: boolean }) {
   const [email, setEmail] = useState(initial);
+  const t = useT();
   const resend = useMutation({
     mutationFn: () => unwrap(api.POST("/send-verification-email", { body: { email, callbackURL: "/verify-email" } })),
   });
@@ -80,10 +85,10 @@ export function ResendVerification({ email: initial, again = true }: { email: st
     >
       {!initial && <Field label="Email" name="email" type="email" autoComplete="email" value={email} onChange={setEmail} required />}
       {resend.isSuccess ? (
-        <Notice>We sent a new verification link to {email}.</Notice>
+        <Notice>{t("We sent a new verification link to {email}.", { email })}</Notice>
       ) : (
         <Submit pending={resend.isPending} className="secondary">
-          {again ? "Send the verification link again" : "Send me a verification link"}
+          {again ? t("Send the verification link again") : t("Send me a verification link")}
         </Submit>
       )}
       <ErrorBox error={resend.error} />
@@ -103,6 +108,7 @@ export function SignIn() {
   const [sent, setSent] = useState<Sent | null>(null);
   const changed = useSessionChanged();
   const [challenge, setChallenge] = useState<Challenge | null>(null);
+  const t = useT();
   // Where a provider's or a link's sign-in comes back to: redirectTo, else the tenant's home.
   const home = usePageSettings().homeUrl;
   const comeBack = params.get("redirectTo") ? redirectTo : (home ?? redirectTo);
@@ -120,7 +126,7 @@ export function SignIn() {
     },
   });
   const emailError = touched || emailChecked ? emailProblem(email) : null;
-  const passwordError = touched && !password ? "Enter your password." : null;
+  const passwordError = touched && !password ? marked("Enter your password.") : null;
   const submit = (e: FormEvent) => {
     e.preventDefault();
     setTouched(true);
@@ -134,7 +140,7 @@ export function SignIn() {
     return (
       <main className="narrow">
         <div className="card">
-          <h1>Two-factor sign-in</h1>
+          <h1>{t("Two-factor sign-in")}</h1>
           <SecondStep
             challenge={challenge}
             onDone={done}
@@ -151,7 +157,7 @@ export function SignIn() {
     return (
       <main className="narrow">
         <div className="card">
-          <h1>Sign in</h1>
+          <h1>{t("Sign in")}</h1>
           {sent.kind === "code" ? (
             <CodeSignIn email={sent.email} onDone={done} onChallenge={setChallenge} onCancel={() => setSent(null)} />
           ) : (
@@ -163,20 +169,20 @@ export function SignIn() {
   return (
     <main className="narrow">
       <div className="card">
-        <h1>Sign in</h1>
+        <h1>{t("Sign in")}</h1>
         <form onSubmit={submit} noValidate>
           {/* "webauthn": the browser offers this site's passkeys in the field's autofill. */}
           <Field label="Email" name="email" type="email" autoComplete="username webauthn" value={email} onChange={setEmail} error={emailError} />
           <PasswordField label="Password" name="password" autoComplete="current-password" value={password} onChange={setPassword} error={passwordError} />
           <label className="check">
-            <input type="checkbox" checked={rememberMe} onChange={(e) => setRememberMe(e.target.checked)} /> Remember me
+            <input type="checkbox" checked={rememberMe} onChange={(e) => setRememberMe(e.target.checked)} /> {t("Remember me")}
           </label>
           <ErrorBox error={signIn.error} />
-          <Submit pending={signIn.isPending}>Sign in</Submit>
+          <Submit pending={signIn.isPending}>{t("Sign in")}</Submit>
         </form>
         {unverified && <ResendVerification email={email.trim()} />}
         <div className="stack">
-          <div className="divider">or</div>
+          <div className="divider">{t("or")}</div>
           <MailButtons
             email={email}
             redirectTo={comeBack}
@@ -190,9 +196,9 @@ export function SignIn() {
         </div>
         <SocialButtons redirectTo={comeBack} />
         <p className="muted">
-          <Link to={withRedirect("/forgot-password", null, email ? { email } : {})}>Forgot your password?</Link>
+          <Link to={withRedirect("/forgot-password", null, email ? { email } : {})}>{t("Forgot your password?")}</Link>
           {" · "}
-          <Link to={withRedirect("/sign-up", params.get("redirectTo"), email ? { email } : {})}>Create an account</Link>
+          <Link to={withRedirect("/sign-up", params.get("redirectTo"), email ? { email } : {})}>{t("Create an account")}</Link>
         </p>
       </div>
     </main>
@@ -202,6 +208,7 @@ export function SignIn() {
 /** The second step of a sign-in that came back from a social provider (its page, for a
  * user with two-factor sign-in on): the server's challenge cookie is set already. */
 export function TwoFactorPage() {
+  const t = useT();
   const [params] = useSearchParams();
   const navigate = useNavigate();
   const changed = useSessionChanged();
@@ -211,7 +218,7 @@ export function TwoFactorPage() {
   return (
     <main className="narrow">
       <div className="card">
-        <h1>Two-factor sign-in</h1>
+        <h1>{t("Two-factor sign-in")}</h1>
         <SecondStep
           challenge={{ twoFactorRedirect: true, twoFactorMethods: methods }}
           onDone={async () => {
@@ -238,6 +245,7 @@ export function SignUp() {
   const changed = useSessionChanged();
   const settings = usePageSettings();
   const rules = settings.password;
+  const t = useT();
   const comeBack = params.get("redirectTo") ? redirectTo : (settings.homeUrl ?? redirectTo);
   const signUp = useMutation({
     mutationFn: () =>
@@ -254,9 +262,9 @@ export function SignUp() {
     },
   });
   const errors = {
-    name: touched || byMail ? (!name.trim() ? "Enter your name." : null) : null,
+    name: touched || byMail ? (!name.trim() ? marked("Enter your name.") : null) : null,
     email: touched || byMail ? emailProblem(email) : null,
-    password: touched ? newPasswordProblem(password, rules) : null,
+    password: touched ? newPasswordProblem(password, rules, t) : null,
   };
   const land = useAfterSignIn(params.get("redirectTo"));
   const done = async () => {
@@ -270,7 +278,7 @@ export function SignUp() {
     return (
       <main className="narrow">
         <div className="card">
-          <h1>Create an account</h1>
+          <h1>{t("Create an account")}</h1>
           {sent.kind === "code" ? (
             <CodeSignIn email={sent.email} name={name} onDone={done} onChallenge={setChallenge} onCancel={() => setSent(null)} />
           ) : (
@@ -288,21 +296,21 @@ export function SignUp() {
   return (
     <main className="narrow">
       <div className="card">
-        <h1>Create an account</h1>
+        <h1>{t("Create an account")}</h1>
         {signUp.isSuccess && !signUp.data.token ? (
-          <Notice>Check your inbox: we sent a link to {email} to verify your address before you sign in.</Notice>
+          <Notice>{t("Check your inbox: we sent a link to {email} to verify your address before you sign in.", { email })}</Notice>
         ) : (
           <form onSubmit={submit} noValidate>
             <Field label="Name" name="name" autoComplete="name" value={name} onChange={setName} error={errors.name} />
             <Field label="Email" name="email" type="email" autoComplete="email" value={email} onChange={setEmail} error={errors.email} />
-            <PasswordField label="Password" name="password" autoComplete="new-password" value={password} onChange={setPassword} error={errors.password} hint={passwordHint(rules)} />
+            <PasswordField label="Password" name="password" autoComplete="new-password" value={password} onChange={setPassword} error={errors.password} hint={passwordHint(rules, t)} />
             <ErrorBox error={signUp.error} />
-            <Submit pending={signUp.isPending}>Create account</Submit>
+            <Submit pending={signUp.isPending}>{t("Create account")}</Submit>
           </form>
         )}
         {!signUp.isSuccess && settings.byMail && (
           <div className="stack">
-            <div className="divider">or, without a password</div>
+            <div className="divider">{t("or, without a password")}</div>
             <MailButtons
               email={email}
               name={name}
@@ -317,7 +325,7 @@ export function SignUp() {
         )}
         <SocialButtons redirectTo={comeBack} />
         <p className="muted">
-          Already have an account? <Link to={withRedirect("/sign-in", params.get("redirectTo"), email ? { email } : {})}>Sign in</Link>
+          {t("Already have an account?")} <Link to={withRedirect("/sign-in", params.get("redirectTo"), email ? { email } : {})}>{t("Sign in")}</Link>
         </p>
       </div>
     </main>
@@ -330,30 +338,31 @@ export function VerifyEmail() {
   const next = params.get("redirectTo");
   const session = useSession();
   const user = session.data?.user;
+  const t = useT();
   return (
     <main className="narrow">
       <div className="card">
-        <h1>Email verification</h1>
+        <h1>{t("Email verification")}</h1>
         {error ? (
           <div className="stack">
             <div role="alert" className="alert">
-              {describeRedirectError(error)}
+              {describeRedirectError(error, t)}
             </div>
             <ResendVerification email={user?.email ?? ""} />
           </div>
         ) : user && !user.emailVerified ? (
           <div className="stack">
-            <p>Your address {user.email} is not verified yet: follow the link we emailed you.</p>
+            <p>{t("Your address {email} is not verified yet: follow the link we emailed you.", { email: user.email })}</p>
             <ResendVerification email={user.email} />
           </div>
         ) : (
           <div className="stack">
-            <Notice>Your email address is verified.</Notice>
+            <Notice>{t("Your email address is verified.")}</Notice>
             <p>
               {user ? (
-                <Link to={safeRedirect(next)}>Continue</Link>
+                <Link to={safeRedirect(next)}>{t("Continue")}</Link>
               ) : (
-                <Link to={withRedirect("/sign-in", next)}>Sign in to continue</Link>
+                <Link to={withRedirect("/sign-in", next)}>{t("Sign in to continue")}</Link>
               )}
             </p>
           </div>
@@ -366,16 +375,17 @@ export function VerifyEmail() {
 export function ErrorPage() {
   const [params] = useSearchParams();
   const code = params.get("error") ?? "unknown";
+  const t = useT();
   return (
     <main className="narrow">
       <div className="card">
-        <h1>Something went wrong</h1>
+        <h1>{t("Something went wrong")}</h1>
         <div role="alert" className="alert">
-          {describeRedirectError(code)}
+          {describeRedirectError(code, t)}
         </div>
-        <p className="muted">Code: {code}</p>
+        <p className="muted">{t("Code: {code}", { code })}</p>
         <p>
-          <Link to="/">Back to the start</Link>
+          <Link to="/">{t("Back to the start")}</Link>
         </p>
         <SupportLine />
       </div>
@@ -391,8 +401,9 @@ export function Home() {
   const [params] = useSearchParams();
   const token = params.get("token");
   const error = params.get("error");
+  const t = useT();
   if (token) return <Navigate to={`/reset-password?${new URLSearchParams({ token })}`} replace />;
   if (error) return <Navigate to={`/error?${new URLSearchParams({ error })}`} replace />;
-  if (session.isPending) return <main className="narrow">Loading…</main>;
+  if (session.isPending) return <main className="narrow">{t("Loading…")}</main>;
   return session.data ? <Navigate to="/account" replace /> : <SignIn />;
 }

@@ -9,6 +9,7 @@ import { Link } from "react-router";
 import { api, ApiError, unwrap } from "../api";
 import { isChallenge, type Challenge } from "../components/twofactor";
 import { ErrorBox, Field, Notice, PasswordField, Submit } from "../components/ui";
+import { marked, useT, useTx } from "../i18n";
 import { usePageSettings } from "../settings";
 import { newPasswordProblem, passwordHint } from "./auth";
 
@@ -21,10 +22,11 @@ function sendCode(email: string, type: "sign-in" | "forget-password") {
 
 /** A code's refusal: past its tries it is dead, and only a new one helps. */
 function CodeError({ error }: { error: unknown }) {
+  const t = useT();
   if (error instanceof ApiError && error.code === "TOO_MANY_ATTEMPTS" && error.status === 403)
     return (
       <div role="alert" className="alert">
-        Too many wrong codes: this one no longer works. Ask for a new code.
+        {t("Too many wrong codes: this one no longer works. Ask for a new code.")}
       </div>
     );
   return <ErrorBox error={error} />;
@@ -40,6 +42,7 @@ export function MailButtons(props: {
   onSent: (s: Sent) => void;
 }) {
   const settings = usePageSettings();
+  const t = useT();
   const email = props.email.trim();
   const send = useMutation({
     mutationFn: async (kind: Sent["kind"]): Promise<unknown> =>
@@ -66,10 +69,10 @@ export function MailButtons(props: {
     <div className="stack">
       <div className="row">
         <button type="button" className="secondary" disabled={send.isPending} onClick={() => go("code")}>
-          Email me a code
+          {t("Email me a code")}
         </button>
         <button type="button" className="secondary" disabled={send.isPending} onClick={() => go("link")}>
-          Email me a link
+          {t("Email me a link")}
         </button>
       </div>
       <ErrorBox error={send.error} />
@@ -87,6 +90,8 @@ export function CodeSignIn(props: {
 }) {
   const [code, setCode] = useState("");
   const [touched, setTouched] = useState(false);
+  const t = useT();
+  const tx = useTx();
   const signIn = useMutation({
     mutationFn: () =>
       unwrap(api.POST("/sign-in/email-otp", { body: { email: props.email, otp: code.trim(), name: props.name?.trim() || undefined } })),
@@ -104,7 +109,7 @@ export function CodeSignIn(props: {
   });
   return (
     <form
-      aria-label="Sign in with a code"
+      aria-label={t("Sign in with a code")}
       onSubmit={(e) => {
         e.preventDefault();
         setTouched(true);
@@ -113,8 +118,8 @@ export function CodeSignIn(props: {
       noValidate
     >
       <p className="muted">
-        We emailed a 6-digit code to <b>{props.email}</b>. It works once, for 5 minutes.{" "}
-        {props.name ? "Entering it creates your account." : "If no account uses this address yet, entering it creates one."}
+        {tx("We emailed a 6-digit code to {email}. It works once, for 5 minutes.", { email: <b>{props.email}</b> })}{" "}
+        {props.name ? t("Entering it creates your account.") : t("If no account uses this address yet, entering it creates one.")}
       </p>
       <Field
         label="Code from the email"
@@ -122,17 +127,17 @@ export function CodeSignIn(props: {
         autoComplete="one-time-code"
         value={code}
         onChange={setCode}
-        error={touched && !code.trim() ? "Enter the 6-digit code." : null}
+        error={touched && !code.trim() ? marked("Enter the 6-digit code.") : null}
       />
       <CodeError error={signIn.error ?? resend.error} />
-      {resend.isSuccess && !signIn.error && <Notice>We sent a new code to {props.email}.</Notice>}
-      <Submit pending={signIn.isPending}>{props.name ? "Create account" : "Sign in"}</Submit>
+      {resend.isSuccess && !signIn.error && <Notice>{t("We sent a new code to {email}.", { email: props.email })}</Notice>}
+      <Submit pending={signIn.isPending}>{props.name ? t("Create account") : t("Sign in")}</Submit>
       <p className="muted row">
         <button type="button" className="link" disabled={resend.isPending} onClick={() => resend.mutate()}>
-          Email me a new code
+          {t("Email me a new code")}
         </button>
         <button type="button" className="link" onClick={props.onCancel}>
-          Use another way
+          {t("Use another way")}
         </button>
       </p>
     </form>
@@ -141,15 +146,17 @@ export function CodeSignIn(props: {
 
 /** After a sign-in link went out. */
 export function LinkSent(props: { email: string; onCancel: () => void }) {
+  const t = useT();
   return (
     <div className="stack">
       <Notice>
-        Check your inbox: we sent a sign-in link to {props.email}. Open it on this device or any other — it works once, for 5
-        minutes.
+        {t("Check your inbox: we sent a sign-in link to {email}. Open it on this device or any other — it works once, for 5 minutes.", {
+          email: props.email,
+        })}
       </Notice>
       <p className="muted">
         <button type="button" className="link" onClick={props.onCancel}>
-          Use another way
+          {t("Use another way")}
         </button>
       </p>
     </div>
@@ -160,6 +167,8 @@ export function LinkSent(props: { email: string; onCancel: () => void }) {
  * a code by mail, then the new password. */
 export function ResetByCode(props: { email: string; onCancel: () => void; onDone?: () => void }) {
   const rules = usePageSettings().password;
+  const t = useT();
+  const tx = useTx();
   const [code, setCode] = useState("");
   const [password, setPassword] = useState("");
   const [confirm, setConfirm] = useState("");
@@ -173,22 +182,22 @@ export function ResetByCode(props: { email: string; onCancel: () => void; onDone
     mutationFn: () => unwrap(api.POST("/email-otp/request-password-reset", { body: { email: props.email } })),
   });
   const errors = {
-    code: touched && !code.trim() ? "Enter the 6-digit code." : null,
-    password: touched ? newPasswordProblem(password, rules) : null,
-    confirm: touched && confirm !== password ? "The two passwords differ." : null,
+    code: touched && !code.trim() ? marked("Enter the 6-digit code.") : null,
+    password: touched ? newPasswordProblem(password, rules, t) : null,
+    confirm: touched && confirm !== password ? marked("The two passwords differ.") : null,
   };
   if (reset.isSuccess)
     return (
       <div className="stack">
-        <Notice>Your password was changed.</Notice>
+        <Notice>{t("Your password was changed.")}</Notice>
         <p>
-          <Link to={`/sign-in?${new URLSearchParams({ email: props.email })}`}>Sign in with your new password</Link>
+          <Link to={`/sign-in?${new URLSearchParams({ email: props.email })}`}>{t("Sign in with your new password")}</Link>
         </p>
       </div>
     );
   return (
     <form
-      aria-label="Reset with a code"
+      aria-label={t("Reset with a code")}
       onSubmit={(e) => {
         e.preventDefault();
         setTouched(true);
@@ -198,20 +207,20 @@ export function ResetByCode(props: { email: string; onCancel: () => void; onDone
       noValidate
     >
       <p className="muted">
-        If an account uses <b>{props.email}</b>, we emailed it a 6-digit code. It works once, for 5 minutes.
+        {tx("If an account uses {email}, we emailed it a 6-digit code. It works once, for 5 minutes.", { email: <b>{props.email}</b> })}
       </p>
       <Field label="Code from the email" name="otp" autoComplete="one-time-code" value={code} onChange={setCode} error={errors.code} />
-      <PasswordField label="New password" name="new-password" autoComplete="new-password" value={password} onChange={setPassword} error={errors.password} hint={passwordHint(rules)} />
+      <PasswordField label="New password" name="new-password" autoComplete="new-password" value={password} onChange={setPassword} error={errors.password} hint={passwordHint(rules, t)} />
       <PasswordField label="Repeat the new password" name="confirm-password" autoComplete="new-password" value={confirm} onChange={setConfirm} error={errors.confirm} />
       <CodeError error={reset.error ?? resend.error} />
-      {resend.isSuccess && !reset.error && <Notice>We sent a new code.</Notice>}
-      <Submit pending={reset.isPending}>Set the new password</Submit>
+      {resend.isSuccess && !reset.error && <Notice>{t("We sent a new code.")}</Notice>}
+      <Submit pending={reset.isPending}>{t("Set the new password")}</Submit>
       <p className="muted row">
         <button type="button" className="link" disabled={resend.isPending} onClick={() => resend.mutate()}>
-          Email me a new code
+          {t("Email me a new code")}
         </button>
         <button type="button" className="link" onClick={props.onCancel}>
-          Use a link instead
+          {t("Use a link instead")}
         </button>
       </p>
     </form>
@@ -221,6 +230,7 @@ export function ResetByCode(props: { email: string; onCancel: () => void; onDone
 /** The account page's other way to verify the address: a code by mail, typed here. */
 export function VerifyByCode(props: { email: string; onDone: () => void }) {
   const settings = usePageSettings();
+  const t = useT();
   const [code, setCode] = useState("");
   const [touched, setTouched] = useState(false);
   const send = useMutation({
@@ -235,14 +245,14 @@ export function VerifyByCode(props: { email: string; onDone: () => void }) {
     return (
       <div className="stack">
         <button type="button" className="link" disabled={send.isPending} onClick={() => send.mutate()}>
-          Verify with a code instead
+          {t("Verify with a code instead")}
         </button>
         <ErrorBox error={send.error} />
       </div>
     );
   return (
     <form
-      aria-label="Verify with a code"
+      aria-label={t("Verify with a code")}
       onSubmit={(e) => {
         e.preventDefault();
         setTouched(true);
@@ -250,20 +260,20 @@ export function VerifyByCode(props: { email: string; onDone: () => void }) {
       }}
       noValidate
     >
-      <p className="muted">We emailed a 6-digit code to {props.email}. It works once, for 5 minutes.</p>
+      <p className="muted">{t("We emailed a 6-digit code to {email}. It works once, for 5 minutes.", { email: props.email })}</p>
       <Field
         label="Verification code"
         name="otp"
         autoComplete="one-time-code"
         value={code}
         onChange={setCode}
-        error={touched && !code.trim() ? "Enter the 6-digit code." : null}
+        error={touched && !code.trim() ? marked("Enter the 6-digit code.") : null}
       />
       <CodeError error={verify.error} />
       <div className="row">
-        <Submit pending={verify.isPending}>Verify</Submit>
+        <Submit pending={verify.isPending}>{t("Verify")}</Submit>
         <button type="button" className="link" disabled={send.isPending} onClick={() => send.mutate()}>
-          Email me a new code
+          {t("Email me a new code")}
         </button>
       </div>
     </form>
@@ -273,6 +283,7 @@ export function VerifyByCode(props: { email: string; onDone: () => void }) {
 /** The account page's password card for an account without one: a first password by code. */
 export function FirstPassword(props: { email: string; onDone: () => void }) {
   const settings = usePageSettings();
+  const t = useT();
   const ask = useMutation({
     mutationFn: () => unwrap(api.POST("/email-otp/request-password-reset", { body: { email: props.email } })),
   });
@@ -280,13 +291,13 @@ export function FirstPassword(props: { email: string; onDone: () => void }) {
   return (
     <div className="stack">
       <p className="muted">
-        You sign in without a password (a code or link by email, a passkey or a provider).
-        {settings.byMail ? " To set one, we email you a code." : ""}
+        {t("You sign in without a password (a code or link by email, a passkey or a provider).")}
+        {settings.byMail ? ` ${t("To set one, we email you a code.")}` : ""}
       </p>
       {settings.byMail && (
         <div>
           <button type="button" className="secondary" disabled={ask.isPending} onClick={() => ask.mutate()}>
-            Set a password
+            {t("Set a password")}
           </button>
         </div>
       )}

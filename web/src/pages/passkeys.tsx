@@ -7,6 +7,7 @@ import { needsReauth, useReauth } from "../components/reauth";
 import { Confirm, ErrorBox, Field, Notice, Submit } from "../components/ui";
 import { ago, describeDevice } from "../ua";
 import { cancelled, create, passkeysSupported } from "../webauthn";
+import { useT } from "../i18n";
 
 type Passkey = Schemas["Passkey"];
 const KEY = ["passkeys"];
@@ -16,11 +17,12 @@ function Row({ p, onNotice }: { p: Passkey; onNotice: (s: string) => void }) {
   const [editing, setEditing] = useState(false);
   const [name, setName] = useState(p.name ?? "");
   const [removing, setRemoving] = useState(false);
+  const t = useT();
   const remove = useMutation({
     mutationFn: () => unwrap(api.POST("/passkey/delete-passkey", { body: { id: p.id } })),
     onSuccess: async () => {
       setRemoving(false);
-      onNotice("Passkey removed.");
+      onNotice(t("Passkey removed."));
       await qc.invalidateQueries({ queryKey: KEY });
     },
   });
@@ -28,11 +30,11 @@ function Row({ p, onNotice }: { p: Passkey; onNotice: (s: string) => void }) {
     mutationFn: () => unwrap(api.POST("/passkey/update-passkey", { body: { id: p.id, name: name.trim() } })),
     onSuccess: async () => {
       setEditing(false);
-      onNotice("Passkey renamed.");
+      onNotice(t("Passkey renamed."));
       await qc.invalidateQueries({ queryKey: KEY });
     },
   });
-  const label = p.name || "Passkey";
+  const label = p.name || t("Passkey");
   return (
     <li>
       {editing ? (
@@ -42,13 +44,13 @@ function Row({ p, onNotice }: { p: Passkey; onNotice: (s: string) => void }) {
             if (name.trim()) rename.mutate();
           }}
         >
-          <Field label={`New name for ${label}`} name="passkey-name" value={name} onChange={setName} />
+          <Field label={t("New name for {passkey}", { passkey: label })} name="passkey-name" value={name} onChange={setName} />
           <ErrorBox error={rename.error} />
           <div className="row">
             <button type="button" className="secondary" onClick={() => setEditing(false)}>
-              Cancel
+              {t("Cancel")}
             </button>
-            <Submit pending={rename.isPending}>Save</Submit>
+            <Submit pending={rename.isPending}>{t("Save")}</Submit>
           </div>
         </form>
       ) : (
@@ -56,24 +58,25 @@ function Row({ p, onNotice }: { p: Passkey; onNotice: (s: string) => void }) {
           <div>
             <strong>{label}</strong>
             <div className="muted">
-              Added {ago(p.createdAt)}
-              {p.lastUsedAt ? `, last used ${ago(p.lastUsedAt)}` : ", never used yet"}
-              {p.deviceType === "multiDevice" ? " · synced" : ""}
+              {t("Added {ago}", { ago: ago(p.createdAt, Date.now(), t) })}
+              {", "}
+              {p.lastUsedAt ? t("last used {ago}", { ago: ago(p.lastUsedAt, Date.now(), t) }) : t("never used yet")}
+              {p.deviceType === "multiDevice" ? ` · ${t("synced")}` : ""}
             </div>
           </div>
           <div className="row">
-            <button type="button" className="secondary" onClick={() => setEditing(true)} aria-label={`Rename ${label}`}>
-              Rename
+            <button type="button" className="secondary" onClick={() => setEditing(true)} aria-label={t("Rename {passkey}", { passkey: label })}>
+              {t("Rename")}
             </button>
-            <button type="button" className="danger" onClick={() => setRemoving(true)} aria-label={`Remove ${label}`}>
-              Remove
+            <button type="button" className="danger" onClick={() => setRemoving(true)} aria-label={t("Remove {passkey}", { passkey: label })}>
+              {t("Remove")}
             </button>
           </div>
         </>
       )}
       {removing && (
         <Confirm
-          title={`Remove ${label}?`}
+          title={t("Remove {passkey}?", { passkey: label })}
           body="You will not be able to sign in with it any more."
           confirm="Remove"
           action={remove}
@@ -88,6 +91,7 @@ export function Passkeys({ me }: { me: SessionWithUser }) {
   const qc = useQueryClient();
   const reauth = useReauth(me.user.email);
   const [notice, setNotice] = useState<string | null>(null);
+  const t = useT();
   const list = useQuery({ queryKey: KEY, queryFn: () => unwrap(api.GET("/passkey/list-user-passkeys")) });
   const add = useMutation({
     mutationFn: async () => {
@@ -97,7 +101,7 @@ export function Passkeys({ me }: { me: SessionWithUser }) {
       return unwrap(api.POST("/passkey/verify-registration", { body: { response, name: describeDevice(navigator.userAgent) } }));
     },
     onSuccess: async () => {
-      setNotice("Passkey added. You can sign in with it now.");
+      setNotice(t("Passkey added. You can sign in with it now."));
       await qc.invalidateQueries({ queryKey: KEY });
     },
     onError: (e) => needsReauth(e) && reauth.ask(() => add.mutate()),
@@ -105,26 +109,26 @@ export function Passkeys({ me }: { me: SessionWithUser }) {
   const error = add.error && !cancelled(add.error) && !needsReauth(add.error) ? add.error : null;
   return (
     <section className="card" aria-labelledby="passkeys-h">
-      <h2 id="passkeys-h">Passkeys</h2>
-      <p className="muted">Sign in with your fingerprint, face or screen lock instead of a password.</p>
+      <h2 id="passkeys-h">{t("Passkeys")}</h2>
+      <p className="muted">{t("Sign in with your fingerprint, face or screen lock instead of a password.")}</p>
       {notice && <Notice>{notice}</Notice>}
       <ErrorBox error={list.error} />
       {list.data && list.data.length > 0 && (
-        <ul className="list" aria-label="Your passkeys">
+        <ul className="list" aria-label={t("Your passkeys")}>
           {list.data.map((p) => (
             <Row key={p.id} p={p} onNotice={setNotice} />
           ))}
         </ul>
       )}
-      {list.data && list.data.length === 0 && <p>No passkeys yet.</p>}
+      {list.data && list.data.length === 0 && <p>{t("No passkeys yet.")}</p>}
       <ErrorBox error={error} />
       {reauth.dialog}
       {passkeysSupported() ? (
         <button type="button" disabled={add.isPending} onClick={() => add.mutate()}>
-          Add a passkey
+          {t("Add a passkey")}
         </button>
       ) : (
-        <p className="muted">This browser cannot use passkeys.</p>
+        <p className="muted">{t("This browser cannot use passkeys.")}</p>
       )}
     </section>
   );

@@ -6,6 +6,7 @@ import { Link, useSearchParams } from "react-router";
 import { api, unwrap } from "../api";
 import { ErrorBox, Field, Notice, PasswordField, Submit } from "../components/ui";
 import { describeRedirectError } from "../errors";
+import { marked, useT } from "../i18n";
 import { usePageSettings } from "../settings";
 import { emailProblem, newPasswordProblem, passwordHint } from "./auth";
 import { ResetByCode } from "./bymail";
@@ -16,6 +17,7 @@ export function ForgotPassword() {
   const [touched, setTouched] = useState(false);
   const [byCode, setByCode] = useState(false);
   const settings = usePageSettings();
+  const t = useT();
   const request = useMutation({
     mutationFn: () => unwrap(api.POST("/request-password-reset", { body: { email: email.trim(), redirectTo: "/reset-password" } })),
   });
@@ -32,7 +34,7 @@ export function ForgotPassword() {
   return (
     <main className="narrow">
       <div className="card">
-        <h1>Forgot your password?</h1>
+        <h1>{t("Forgot your password?")}</h1>
         {byCode ? (
           <ResetByCode
             email={email.trim()}
@@ -42,13 +44,13 @@ export function ForgotPassword() {
             }}
           />
         ) : request.isSuccess ? (
-          <Notice>If an account uses {email.trim()}, we sent it a link to choose a new password. It works for one hour.</Notice>
+          <Notice>{t("If an account uses {email}, we sent it a link to choose a new password. It works for one hour.", { email: email.trim() })}</Notice>
         ) : (
           <form onSubmit={submit} noValidate>
-            <p className="muted">Enter your email address and we will send you a link to choose a new password.</p>
+            <p className="muted">{t("Enter your email address and we will send you a link to choose a new password.")}</p>
             <Field label="Email" name="email" type="email" autoComplete="email" value={email} onChange={setEmail} error={touched ? emailProblem(email) : null} />
             <ErrorBox error={request.error ?? requestCode.error} />
-            <Submit pending={request.isPending}>Send the link</Submit>
+            <Submit pending={request.isPending}>{t("Send the link")}</Submit>
             {settings.byMail && (
               <button
                 type="button"
@@ -59,13 +61,13 @@ export function ForgotPassword() {
                   if (!emailProblem(email)) requestCode.mutate();
                 }}
               >
-                Email me a code instead
+                {t("Email me a code instead")}
               </button>
             )}
           </form>
         )}
         <p className="muted">
-          <Link to="/sign-in">Back to sign-in</Link>
+          <Link to="/sign-in">{t("Back to sign-in")}</Link>
         </p>
       </div>
     </main>
@@ -80,12 +82,13 @@ export function ResetPassword() {
   const [confirm, setConfirm] = useState("");
   const [touched, setTouched] = useState(false);
   const rules = usePageSettings().password;
+  const t = useT();
   const reset = useMutation({
     mutationFn: () => unwrap(api.POST("/reset-password", { body: { newPassword: password, token: token ?? "" } })),
   });
   const errors = {
-    password: touched ? newPasswordProblem(password, rules) : null,
-    confirm: touched && confirm !== password ? "The two passwords differ." : null,
+    password: touched ? newPasswordProblem(password, rules, t) : null,
+    confirm: touched && confirm !== password ? marked("The two passwords differ.") : null,
   };
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -98,10 +101,10 @@ export function ResetPassword() {
     body = (
       <>
         <div role="alert" className="alert">
-          {linkError ? describeRedirectError(linkError) : "This page needs the link from the email."}
+          {linkError ? describeRedirectError(linkError, t) : t("This page needs the link from the email.")}
         </div>
         <p>
-          <Link to="/forgot-password">Ask for a new link</Link>
+          <Link to="/forgot-password">{t("Ask for a new link")}</Link>
         </p>
       </>
     );
@@ -110,28 +113,28 @@ export function ResetPassword() {
       <>
         <Notice>
           {reset.data?.sessionsRevoked
-            ? "Your password was changed, and every device signed in to your account was signed out."
-            : "Your password was changed. Devices already signed in stay signed in: sign them out from your account page if you did not expect them."}
+            ? t("Your password was changed, and every device signed in to your account was signed out.")
+            : t("Your password was changed. Devices already signed in stay signed in: sign them out from your account page if you did not expect them.")}
         </Notice>
         <p>
-          <Link to="/sign-in">Sign in with your new password</Link>
+          <Link to="/sign-in">{t("Sign in with your new password")}</Link>
         </p>
       </>
     );
   } else {
     body = (
       <form onSubmit={submit} noValidate>
-        <PasswordField label="New password" name="new-password" autoComplete="new-password" value={password} onChange={setPassword} error={errors.password} hint={passwordHint(rules)} />
+        <PasswordField label="New password" name="new-password" autoComplete="new-password" value={password} onChange={setPassword} error={errors.password} hint={passwordHint(rules, t)} />
         <PasswordField label="Repeat the new password" name="confirm-password" autoComplete="new-password" value={confirm} onChange={setConfirm} error={errors.confirm} />
         <ErrorBox error={reset.error} />
-        <Submit pending={reset.isPending}>Set the new password</Submit>
+        <Submit pending={reset.isPending}>{t("Set the new password")}</Submit>
       </form>
     );
   }
   return (
     <main className="narrow">
       <div className="card">
-        <h1>Choose a new password</h1>
+        <h1>{t("Choose a new password")}</h1>
         {body}
       </div>
     </main>

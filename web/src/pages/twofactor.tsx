@@ -7,6 +7,7 @@ import { useState } from "react";
 import { api, unwrap, type SessionWithUser } from "../api";
 import { ErrorBox, Field, Notice, PasswordField, Submit } from "../components/ui";
 import { useSessionChanged } from "../session";
+import { useT } from "../i18n";
 
 type Step = { kind: "idle" } | { kind: "confirm"; uri: string; codes: string[] } | { kind: "codes"; codes: string[] };
 
@@ -16,17 +17,19 @@ function secretOf(uri: string): string {
 
 function QrCode({ uri }: { uri: string }) {
   const svg = useQuery({ queryKey: ["qr", uri], queryFn: () => QRCode.toString(uri, { type: "svg", margin: 1 }), staleTime: Infinity });
+  const t = useT();
   if (!svg.data) return null;
-  return <img className="qr" alt="QR code for your authenticator app" src={`data:image/svg+xml;utf8,${encodeURIComponent(svg.data)}`} width={192} height={192} />;
+  return <img className="qr" alt={t("QR code for your authenticator app")} src={`data:image/svg+xml;utf8,${encodeURIComponent(svg.data)}`} width={192} height={192} />;
 }
 
 function BackupCodes({ codes, onDone }: { codes: string[]; onDone: () => void }) {
   const [copied, setCopied] = useState(false);
+  const t = useT();
   const text = codes.join("\n");
   return (
     <div>
-      <p>Save these backup codes somewhere safe. Each signs you in once if you lose your authenticator app. They are not shown again.</p>
-      <pre className="codes" aria-label="Backup codes">
+      <p>{t("Save these backup codes somewhere safe. Each signs you in once if you lose your authenticator app. They are not shown again.")}</p>
+      <pre className="codes" aria-label={t("Backup codes")}>
         {text}
       </pre>
       <div className="row">
@@ -38,13 +41,13 @@ function BackupCodes({ codes, onDone }: { codes: string[]; onDone: () => void })
             setCopied(true);
           }}
         >
-          {copied ? "Copied" : "Copy"}
+          {copied ? t("Copied") : t("Copy")}
         </button>
         <a className="button secondary" download="backup-codes.txt" href={`data:text/plain;charset=utf-8,${encodeURIComponent(text + "\n")}`}>
-          Download
+          {t("Download")}
         </a>
         <button type="button" onClick={onDone}>
-          Done
+          {t("Done")}
         </button>
       </div>
     </div>
@@ -58,6 +61,7 @@ export function TwoFactor({ me }: { me: SessionWithUser }) {
   const [code, setCode] = useState("");
   const [step, setStep] = useState<Step>({ kind: "idle" });
   const [notice, setNotice] = useState<string | null>(null);
+  const t = useT();
   const reset = () => {
     setPassword("");
     setCode("");
@@ -76,7 +80,7 @@ export function TwoFactor({ me }: { me: SessionWithUser }) {
       const codes = step.kind === "confirm" ? step.codes : [];
       reset();
       setStep({ kind: "codes", codes });
-      setNotice("Two-factor sign-in is on.");
+      setNotice(t("Two-factor sign-in is on."));
       await changed();
     },
   });
@@ -93,14 +97,14 @@ export function TwoFactor({ me }: { me: SessionWithUser }) {
     onSuccess: async () => {
       reset();
       setStep({ kind: "idle" });
-      setNotice("Two-factor sign-in is off.");
+      setNotice(t("Two-factor sign-in is off."));
       await changed();
     },
   });
   const error = enable.error ?? confirm.error ?? regenerate.error ?? disable.error;
   return (
     <section className="card" aria-labelledby="two-factor-h">
-      <h2 id="two-factor-h">Two-factor sign-in</h2>
+      <h2 id="two-factor-h">{t("Two-factor sign-in")}</h2>
       {notice && <Notice>{notice}</Notice>}
       {step.kind === "confirm" && (
         <form
@@ -110,17 +114,17 @@ export function TwoFactor({ me }: { me: SessionWithUser }) {
           }}
           noValidate
         >
-          <p>Scan this QR code with your authenticator app, or enter the key by hand. Then enter the 6-digit code it shows.</p>
+          <p>{t("Scan this QR code with your authenticator app, or enter the key by hand. Then enter the 6-digit code it shows.")}</p>
           <QrCode uri={step.uri} />
           <p>
-            Key: <code className="secret">{secretOf(step.uri)}</code>
+            {t("Key:")} <code className="secret">{secretOf(step.uri)}</code>
           </p>
           <Field label="Code from the app" name="totp-code" autoComplete="one-time-code" value={code} onChange={setCode} />
           <ErrorBox error={error} />
           <div className="row">
-            <Submit pending={confirm.isPending}>Turn on</Submit>
+            <Submit pending={confirm.isPending}>{t("Turn on")}</Submit>
             <button type="button" className="secondary" onClick={() => setStep({ kind: "idle" })}>
-              Cancel
+              {t("Cancel")}
             </button>
           </div>
         </form>
@@ -137,23 +141,23 @@ export function TwoFactor({ me }: { me: SessionWithUser }) {
         >
           <p className="muted">
             {on
-              ? "On: signing in asks for a code from your authenticator app (or a backup code)."
-              : "Off: add a code from an authenticator app to every sign-in, so a stolen password is not enough."}
+              ? t("On: signing in asks for a code from your authenticator app (or a backup code).")
+              : t("Off: add a code from an authenticator app to every sign-in, so a stolen password is not enough.")}
           </p>
           <PasswordField label="Password" name="two-factor-password" autoComplete="current-password" value={password} onChange={setPassword} />
           <ErrorBox error={error} />
           {on ? (
             <div className="row">
               <button type="button" className="secondary" disabled={!password || regenerate.isPending} onClick={() => regenerate.mutate()}>
-                New backup codes
+                {t("New backup codes")}
               </button>
               <button type="button" className="danger" disabled={!password || disable.isPending} onClick={() => disable.mutate()}>
-                Turn off
+                {t("Turn off")}
               </button>
             </div>
           ) : (
             <Submit pending={enable.isPending} disabled={!password}>
-              Set up
+              {t("Set up")}
             </Submit>
           )}
         </form>

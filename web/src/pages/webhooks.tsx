@@ -6,31 +6,40 @@ import { useState } from "react";
 import { api, unwrap, type Schemas } from "../api";
 import { Confirm, ErrorBox, Field, Notice, ShownOnce, Submit } from "../components/ui";
 import { ago } from "../ua";
+import { marked, useT, type T } from "../i18n";
 
 type Webhook = Schemas["Webhook"];
 type Delivery = Schemas["WebhookDelivery"];
 
 /** The events offered, by group (patterns the server knows). */
 const EVENTS: [string, string][] = [
-  ["member.*", "Members added, removed, their roles changed"],
-  ["invitation.*", "Invitations made, accepted, rejected, canceled"],
-  ["organization.*", "The organization changed or deleted"],
-  ["team.*", "Teams and their members"],
-  ["role.*", "Custom roles"],
+  ["member.*", marked("Members added, removed, their roles changed")],
+  ["invitation.*", marked("Invitations made, accepted, rejected, canceled")],
+  ["organization.*", marked("The organization changed or deleted")],
+  ["team.*", marked("Teams and their members")],
+  ["role.*", marked("Custom roles")],
 ];
 
 function listKey(orgId: string) {
   return ["webhooks", orgId];
 }
 
-function lastAttempt(d: Delivery): string {
+const STATUS: Record<string, string> = {
+  pending: marked("pending"),
+  succeeded: marked("succeeded"),
+  failed: marked("failed"),
+};
+
+function lastAttempt(d: Delivery, t: T): string {
   const a = d.attempts[d.attempts.length - 1];
-  if (!a) return "not tried yet";
-  const what = a.statusCode ? `answered ${a.statusCode}` : (a.error ?? "no answer");
-  return `${what} ${ago(a.at)}`;
+  if (!a) return t("not tried yet");
+  const when = ago(a.at, Date.now(), t);
+  if (a.statusCode) return t("answered {status} {ago}", { status: a.statusCode, ago: when });
+  return a.error ? `${a.error} ${when}` : t("no answer {ago}", { ago: when });
 }
 
 function Deliveries({ orgId, hook }: { orgId: string; hook: Webhook }) {
+  const t = useT();
   const qc = useQueryClient();
   const key = ["webhook-deliveries", hook.id];
   const list = useQuery({
@@ -45,14 +54,14 @@ function Deliveries({ orgId, hook }: { orgId: string; hook: Webhook }) {
   return (
     <div>
       <ErrorBox error={list.error ?? again.error} />
-      {list.data && list.data.deliveries.length === 0 && <p className="muted">No deliveries yet.</p>}
+      {list.data && list.data.deliveries.length === 0 && <p className="muted">{t("No deliveries yet.")}</p>}
       {list.data && list.data.deliveries.length > 0 && (
-        <table aria-label={`Deliveries to ${hook.url}`}>
+        <table aria-label={t("Deliveries to {url}", { url: hook.url })}>
           <thead>
             <tr>
-              <th>Event</th>
-              <th>Status</th>
-              <th>Last attempt</th>
+              <th>{t("Event")}</th>
+              <th>{t("Status")}</th>
+              <th>{t("Last attempt")}</th>
               <th />
             </tr>
           </thead>
@@ -60,17 +69,17 @@ function Deliveries({ orgId, hook }: { orgId: string; hook: Webhook }) {
             {list.data.deliveries.map((d) => (
               <tr key={d.id}>
                 <td>
-                  {d.type} <span className="muted">{ago(d.createdAt)}</span>
+                  {d.type} <span className="muted">{ago(d.createdAt, Date.now(), t)}</span>
                 </td>
                 <td>
-                  {d.status}
-                  {d.attempts.length > 1 ? ` (${d.attempts.length} attempts)` : ""}
+                  {t(STATUS[d.status] ?? d.status)}
+                  {d.attempts.length > 1 ? ` (${t("{n} attempts", { n: d.attempts.length })})` : ""}
                 </td>
-                <td>{lastAttempt(d)}</td>
+                <td>{lastAttempt(d, t)}</td>
                 <td>
                   {d.status !== "pending" && (
-                    <button type="button" className="secondary" onClick={() => again.mutate(d.id)} aria-label={`Send ${d.type} again`}>
-                      Send again
+                    <button type="button" className="secondary" onClick={() => again.mutate(d.id)} aria-label={t("Send {event} again", { event: d.type })}>
+                      {t("Send again")}
                     </button>
                   )}
                 </td>
@@ -84,6 +93,7 @@ function Deliveries({ orgId, hook }: { orgId: string; hook: Webhook }) {
 }
 
 function Endpoint({ orgId, hook, onSecret, onNotice }: { orgId: string; hook: Webhook; onSecret: (s: string) => void; onNotice: (s: string) => void }) {
+  const t = useT();
   const qc = useQueryClient();
   const [open, setOpen] = useState(false);
   const [deleting, setDeleting] = useState(false);
@@ -91,7 +101,7 @@ function Endpoint({ orgId, hook, onSecret, onNotice }: { orgId: string; hook: We
   const toggle = useMutation({
     mutationFn: () => unwrap(api.POST("/organization/webhook/update", { body: { organizationId: orgId, webhookId: hook.id, enabled: !hook.enabled } })),
     onSuccess: async (w) => {
-      onNotice(w.enabled ? `${hook.url} turned on.` : `${hook.url} turned off: it hears of nothing until turned on.`);
+      onNotice(w.enabled ? t("{url} turned on.", { url: hook.url }) : t("{url} turned off: it hears of nothing until turned on.", { url: hook.url }));
       await refresh();
     },
   });
@@ -106,11 +116,11 @@ function Endpoint({ orgId, hook, onSecret, onNotice }: { orgId: string; hook: We
     mutationFn: () => unwrap(api.POST("/organization/webhook/delete", { body: { organizationId: orgId, webhookId: hook.id } })),
     onSuccess: async () => {
       setDeleting(false);
-      onNotice(`${hook.url} deleted.`);
+      onNotice(t("{url} deleted.", { url: hook.url }));
       await refresh();
     },
   });
-  const state = hook.enabled ? "on" : hook.disabledReason === "failing" ? "off: its deliveries kept failing" : "off";
+  const state = hook.enabled ? t("on") : hook.disabledReason === "failing" ? t("off: its deliveries kept failing") : t("off");
   return (
     <li>
       <div>
@@ -123,22 +133,22 @@ function Endpoint({ orgId, hook, onSecret, onNotice }: { orgId: string; hook: We
         {open && <Deliveries orgId={orgId} hook={hook} />}
       </div>
       <div className="row">
-        <button type="button" className="secondary" onClick={() => setOpen(!open)} aria-expanded={open} aria-label={`Deliveries to ${hook.url}`}>
-          Deliveries
+        <button type="button" className="secondary" onClick={() => setOpen(!open)} aria-expanded={open} aria-label={t("Deliveries to {url}", { url: hook.url })}>
+          {t("Deliveries")}
         </button>
-        <button type="button" className="secondary" onClick={() => toggle.mutate()} aria-label={`${hook.enabled ? "Turn off" : "Turn on"} ${hook.url}`}>
-          {hook.enabled ? "Turn off" : "Turn on"}
+        <button type="button" className="secondary" onClick={() => toggle.mutate()} aria-label={hook.enabled ? t("Turn off {url}", { url: hook.url }) : t("Turn on {url}", { url: hook.url })}>
+          {hook.enabled ? t("Turn off") : t("Turn on")}
         </button>
-        <button type="button" className="secondary" onClick={() => rotate.mutate()} aria-label={`New secret for ${hook.url}`}>
-          New secret
+        <button type="button" className="secondary" onClick={() => rotate.mutate()} aria-label={t("New secret for {url}", { url: hook.url })}>
+          {t("New secret")}
         </button>
-        <button type="button" className="danger" onClick={() => setDeleting(true)} aria-label={`Delete ${hook.url}`}>
-          Delete
+        <button type="button" className="danger" onClick={() => setDeleting(true)} aria-label={t("Delete {name}", { name: hook.url })}>
+          {t("Delete")}
         </button>
       </div>
       {deleting && (
         <Confirm
-          title={`Delete ${hook.url}?`}
+          title={t("Delete {name}?", { name: hook.url })}
           body="It will hear of nothing more, and its deliveries are forgotten."
           confirm="Delete"
           action={remove}
@@ -150,6 +160,7 @@ function Endpoint({ orgId, hook, onSecret, onNotice }: { orgId: string; hook: We
 }
 
 export function Webhooks({ orgId }: { orgId: string }) {
+  const t = useT();
   const qc = useQueryClient();
   const [url, setUrl] = useState("");
   const [events, setEvents] = useState<string[]>(["member.*"]);
@@ -171,29 +182,31 @@ export function Webhooks({ orgId }: { orgId: string }) {
   const pick = (e: string, on: boolean) => setEvents(on ? [...events, e] : events.filter((x) => x !== e));
   return (
     <section className="card" aria-labelledby="webhooks-h">
-      <h2 id="webhooks-h">Webhooks</h2>
+      <h2 id="webhooks-h">{t("Webhooks")}</h2>
       <p className="muted">
-        Endpoints of your own servers that hear of this organization's events, each signed (Standard Webhooks) so that they can tell it came from here.
+        {t(
+          "Endpoints of your own servers that hear of this organization's events, each signed (Standard Webhooks) so that they can tell it came from here.",
+        )}
       </p>
       {notice && <Notice>{notice}</Notice>}
       {secret && (
         <ShownOnce
           label="Signing secret"
-          intro="The endpoint's signing secret. Copy it now: it will not be shown again. Verify each delivery's webhook-signature header with it."
+          intro={t("The endpoint's signing secret. Copy it now: it will not be shown again. Verify each delivery's webhook-signature header with it.")}
           secret={secret}
           onDone={() => setSecret(null)}
         />
       )}
       <ErrorBox error={list.error} />
       {list.data && list.data.length > 0 && (
-        <ul className="list" aria-label="Webhook endpoints">
+        <ul className="list" aria-label={t("Webhook endpoints")}>
           {list.data.map((w) => (
             <Endpoint key={w.id} orgId={orgId} hook={w} onSecret={setSecret} onNotice={setNotice} />
           ))}
         </ul>
       )}
-      {list.data && list.data.length === 0 && <p>No endpoints yet.</p>}
-      <h3>Add an endpoint</h3>
+      {list.data && list.data.length === 0 && <p>{t("No endpoints yet.")}</p>}
+      <h3>{t("Add an endpoint")}</h3>
       <form
         onSubmit={(e) => {
           e.preventDefault();
@@ -202,16 +215,16 @@ export function Webhooks({ orgId }: { orgId: string }) {
       >
         <Field label="Endpoint URL" name="webhook-url" type="url" value={url} onChange={setUrl} placeholder="https://…" />
         <fieldset>
-          <legend>Events</legend>
+          <legend>{t("Events")}</legend>
           {EVENTS.map(([e, what]) => (
             <label key={e} className="check">
-              <input type="checkbox" checked={events.includes(e)} onChange={(ev) => pick(e, ev.target.checked)} /> {what}
+              <input type="checkbox" checked={events.includes(e)} onChange={(ev) => pick(e, ev.target.checked)} /> {t(what)}
             </label>
           ))}
         </fieldset>
         <ErrorBox error={add.error} />
         <Submit pending={add.isPending} disabled={!url.trim() || events.length === 0}>
-          Add the endpoint
+          {t("Add the endpoint")}
         </Submit>
       </form>
     </section>

@@ -3,6 +3,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { api, unwrap } from "../../api";
+import { marked, type T } from "../../i18n";
 
 export type Perms = Record<string, string[]>;
 
@@ -53,7 +54,7 @@ export function useSlugStatus(slug: string) {
     retry: false,
   });
   if (!slug) return null;
-  if (!SLUG.test(slug)) return "Use 1–64 lowercase letters, digits, - or _.";
+  if (!SLUG.test(slug)) return marked("Use 1–64 lowercase letters, digits, - or _.");
   if (debounced !== slug || q.isPending) return "checking";
   return q.isError ? "taken" : "available";
 }
@@ -79,6 +80,36 @@ export function grantable(roles: string[], mine: string[]): string[] {
   const owner = mine.includes("owner");
   const admin = owner || mine.includes("admin");
   return roles.filter((r) => (r === "owner" ? owner : r === "admin" ? admin : true));
+}
+
+const BUILT_IN: Record<string, string> = { owner: marked("owner"), admin: marked("admin"), member: marked("member") };
+
+/** A role as the pages show it: the built-in ones in the page's language, custom ones as named. */
+export function roleName(role: string, t: T): string {
+  const known = BUILT_IN[role];
+  return known ? t(known) : role;
+}
+
+/** A member's roles (a comma-separated list), each as the pages show it. */
+export function rolesName(roles: string, t: T): string {
+  return roles
+    .split(",")
+    .map((r) => roleName(r, t))
+    .join(", ");
+}
+
+const STATUS: Record<string, string> = {
+  pending: marked("pending"),
+  accepted: marked("accepted"),
+  rejected: marked("rejected"),
+  canceled: marked("canceled"),
+  expired: marked("expired"),
+};
+
+/** An invitation's status in the page's language. */
+export function statusName(status: string, t: T): string {
+  const known = STATUS[status];
+  return known ? t(known) : status;
 }
 
 /** How many members hold `owner`. */

@@ -7,6 +7,7 @@ import { AuditLog } from "../../components/audit";
 import { ErrorBox, Notice } from "../../components/ui";
 import { useSession } from "../../session";
 import { useCan } from "./hooks";
+import { marked, useT } from "../../i18n";
 import { Members } from "./members";
 import { Invitations } from "./invitations";
 import { Teams } from "./teams";
@@ -17,8 +18,21 @@ import { Webhooks } from "../webhooks";
 
 const TABS = ["members", "invitations", "teams", "roles", "keys", "webhooks", "settings"] as const;
 
+/** Each section's name on its tab. */
+const TAB_NAMES: Record<string, string> = {
+  members: marked("Members"),
+  invitations: marked("Invitations"),
+  teams: marked("Teams"),
+  roles: marked("Roles"),
+  keys: marked("Keys"),
+  webhooks: marked("Webhooks"),
+  settings: marked("Settings"),
+  activity: marked("Activity"),
+};
+
 /** The sections; "Activity" (the organization's audit log) for those who may update it. */
 function OrgTabs({ orgId, tab }: { orgId: string; tab: string }) {
+  const tr = useT();
   const canRead = useCan(orgId, { organization: ["update"] });
   // Only the sections the member can use: roles with ac:read, settings with a change to make.
   const canRoles = useCan(orgId, { ac: ["read"] });
@@ -30,10 +44,10 @@ function OrgTabs({ orgId, tab }: { orgId: string; tab: string }) {
   );
   const tabs: string[] = canRead ? [...shown, "activity"] : [...shown];
   return (
-    <nav className="tabs" aria-label="Organization sections">
+    <nav className="tabs" aria-label={tr("Organization sections")}>
       {tabs.map((t) => (
         <NavLink key={t} to={`/organizations/${orgId}/${t}`} className={() => (t === tab ? "active" : "")}>
-          {t[0]!.toUpperCase() + t.slice(1)}
+          {tr(TAB_NAMES[t] ?? t)}
         </NavLink>
       ))}
     </nav>
@@ -43,6 +57,7 @@ function OrgTabs({ orgId, tab }: { orgId: string; tab: string }) {
 export function OrganizationPage() {
   const { id = "", tab = "members" } = useParams();
   const session = useSession();
+  const t = useT();
   // Arrived from accepting an invitation.
   const joined = (useLocation().state as { joined?: string | null } | null)?.joined;
   const org = useQuery({
@@ -51,24 +66,24 @@ export function OrganizationPage() {
     enabled: !!session.data,
     retry: false,
   });
-  if (session.isPending) return <main>Loading…</main>;
+  if (session.isPending) return <main>{t("Loading…")}</main>;
   if (!session.data) return <Navigate to={`/sign-in?redirectTo=/organizations/${id}`} replace />;
-  if (org.isPending) return <main>Loading…</main>;
+  if (org.isPending) return <main>{t("Loading…")}</main>;
   if (!org.data)
     return (
       <main>
         <ErrorBox error={org.error} />
-        <Link to="/organizations">Back to your organizations</Link>
+        <Link to="/organizations">{t("Back to your organizations")}</Link>
       </main>
     );
   const o = org.data;
   return (
     <main>
       <p className="muted">
-        <Link to="/organizations">Organizations</Link> /
+        <Link to="/organizations">{t("Organizations")}</Link> /
       </p>
       <h1>{o.name}</h1>
-      {joined && <Notice>You joined {o.name}.</Notice>}
+      {joined && <Notice>{t("You joined {name}.", { name: o.name })}</Notice>}
       <OrgTabs orgId={o.id} tab={tab} />
       {tab === "members" && <Members org={o} me={session.data.user.id} />}
       {tab === "invitations" && <Invitations org={o} me={session.data.user.id} />}
@@ -78,7 +93,7 @@ export function OrganizationPage() {
       {tab === "webhooks" && <Webhooks orgId={o.id} />}
       {tab === "settings" && <Settings org={o} key={o.name + o.slug} />}
       {tab === "activity" && (
-        <section className="card" aria-label="Activity">
+        <section className="card" aria-label={t("Activity")}>
           <AuditLog organizationId={o.id} me={session.data.user.id} names={Object.fromEntries(o.members.flatMap((m) => (m.user ? [[m.userId, m.user.name]] : [])))} />
         </section>
       )}

@@ -4,9 +4,11 @@ import { useState } from "react";
 import { api, unwrap, type Schemas } from "../../api";
 import { ErrorBox, Field, Notice, Submit } from "../../components/ui";
 import { emailProblem } from "../auth";
-import { grantable, rolesOf, useCan, useRoleNames } from "./hooks";
+import { grantable, roleName, rolesOf, statusName, useCan, useRoleNames } from "./hooks";
+import { useT } from "../../i18n";
 
 export function Invitations({ org, me }: { org: Schemas["FullOrganization"]; me: string }) {
+  const t = useT();
   const qc = useQueryClient();
   // Only roles this member may give.
   const roles = grantable(useRoleNames(org.id), rolesOf(org, me));
@@ -33,7 +35,7 @@ export function Invitations({ org, me }: { org: Schemas["FullOrganization"]; me:
   });
   return (
     <section className="card" aria-labelledby="invitations-h">
-      <h2 id="invitations-h">Invitations</h2>
+      <h2 id="invitations-h">{t("Invitations")}</h2>
       {canInvite && (
         <form
           onSubmit={(e) => {
@@ -45,32 +47,32 @@ export function Invitations({ org, me }: { org: Schemas["FullOrganization"]; me:
         >
           <Field label="Email to invite" name="invite-email" type="email" autoComplete="off" value={email} onChange={setEmail} error={touched ? emailProblem(email) : null} />
           <label>
-            Role
+            {t("Role")}
             <select name="invite-role" value={role} onChange={(e) => setRole(e.target.value)}>
               {roles.map((r) => (
                 <option key={r} value={r}>
-                  {r}
+                  {roleName(r, t)}
                 </option>
               ))}
             </select>
           </label>
           <ErrorBox error={invite.error} />
-          {invite.isSuccess && <Notice>Invitation sent.</Notice>}
+          {invite.isSuccess && <Notice>{t("Invitation sent.")}</Notice>}
           <div>
-            <Submit pending={invite.isPending}>Send invitation</Submit>
+            <Submit pending={invite.isPending}>{t("Send invitation")}</Submit>
           </div>
         </form>
       )}
       <ErrorBox error={list.error ?? cancel.error} />
-      <ul className="list" aria-label="Invitations">
+      <ul className="list" aria-label={t("Invitations")}>
         {(list.data ?? []).map((i) => (
           <li key={i.id}>
             <span>
-              {i.email} · {i.role} · <span className="badge">{i.status}</span>
+              {i.email} · {roleName(i.role, t)} · <span className="badge">{statusName(i.status, t)}</span>
             </span>
             {canCancel && i.status === "pending" && (
               <button type="button" className="secondary" disabled={cancel.isPending} onClick={() => cancel.mutate(i.id)}>
-                Cancel
+                {t("Cancel")}
               </button>
             )}
           </li>

@@ -6,9 +6,11 @@ import { Link, Navigate, useNavigate, useParams } from "react-router";
 import { api, ApiError, unwrap } from "../../api";
 import { ErrorBox, Field, Notice, Submit } from "../../components/ui";
 import { SESSION_KEY, useSession, useSessionChanged } from "../../session";
-import { slugify, useSlugStatus } from "./hooks";
+import { roleName, slugify, statusName, useSlugStatus } from "./hooks";
+import { useT, useTx } from "../../i18n";
 
 function CreateOrganization() {
+  const t = useT();
   const [name, setName] = useState("");
   const [slug, setSlug] = useState("");
   const [slugEdited, setSlugEdited] = useState(false);
@@ -25,16 +27,16 @@ function CreateOrganization() {
   });
   const slugHint =
     status === "available" ? (
-      <span className="muted">✓ {slug} is available</span>
+      <span className="muted">✓ {t("{slug} is available", { slug })}</span>
     ) : status === "taken" ? (
-      <span className="field-error">That slug is taken.</span>
+      <span className="field-error">{t("That slug is taken.")}</span>
     ) : status === "checking" ? (
-      <span className="muted">Checking…</span>
+      <span className="muted">{t("Checking…")}</span>
     ) : null;
   const slugError = status && status !== "available" && status !== "taken" && status !== "checking" ? status : null;
   return (
     <section className="card" aria-labelledby="create-h">
-      <h2 id="create-h">Create an organization</h2>
+      <h2 id="create-h">{t("Create an organization")}</h2>
       <form
         onSubmit={(e: FormEvent) => {
           e.preventDefault();
@@ -67,7 +69,7 @@ function CreateOrganization() {
         <ErrorBox error={create.error} />
         <div>
           <Submit pending={create.isPending} disabled={!name.trim() || status !== "available"}>
-            Create organization
+            {t("Create organization")}
           </Submit>
         </div>
       </form>
@@ -76,6 +78,8 @@ function CreateOrganization() {
 }
 
 function MyInvitations() {
+  const t = useT();
+  const tx = useTx();
   const qc = useQueryClient();
   const invitations = useQuery({ queryKey: ["user-invitations"], queryFn: () => unwrap(api.GET("/organization/list-user-invitations")), retry: false });
   const pending = (invitations.data ?? []).filter((i) => i.status === "pending");
@@ -84,24 +88,29 @@ function MyInvitations() {
   if (unverified)
     return (
       <section className="card" aria-labelledby="inv-h">
-        <h2 id="inv-h">Invitations for you</h2>
+        <h2 id="inv-h">{t("Invitations for you")}</h2>
         <p className="muted">
-          Invitations sent to your address show here once it is verified. <Link to="/account">Verify it from your account page</Link>.
+          {tx("Invitations sent to your address show here once it is verified. {link}.", {
+            link: <Link to="/account">{t("Verify it from your account page")}</Link>,
+          })}
         </p>
       </section>
     );
   if (!pending.length) return null;
   return (
     <section className="card" aria-labelledby="inv-h">
-      <h2 id="inv-h">Invitations for you</h2>
+      <h2 id="inv-h">{t("Invitations for you")}</h2>
       <ul className="list">
         {pending.map((i) => (
           <li key={i.id}>
             <span>
-              <strong>{i.organizationName}</strong> invites you as <strong>{i.role}</strong>
+              {tx("{organization} invites you as {role}", {
+                organization: <strong>{i.organizationName}</strong>,
+                role: <strong>{roleName(i.role, t)}</strong>,
+              })}
             </span>
-            <Link to={`/accept-invitation/${i.id}`} aria-label={`Open the invitation to ${i.organizationName}`} onClick={() => qc.invalidateQueries({ queryKey: ["user-invitations"] })}>
-              Open
+            <Link to={`/accept-invitation/${i.id}`} aria-label={t("Open the invitation to {organization}", { organization: i.organizationName })} onClick={() => qc.invalidateQueries({ queryKey: ["user-invitations"] })}>
+              {t("Open")}
             </Link>
           </li>
         ))}
@@ -111,6 +120,7 @@ function MyInvitations() {
 }
 
 export function Organizations() {
+  const t = useT();
   const session = useSession();
   const qc = useQueryClient();
   const orgs = useQuery({ queryKey: ["orgs"], queryFn: () => unwrap(api.GET("/organization/list")), enabled: !!session.data });
@@ -118,26 +128,26 @@ export function Organizations() {
     mutationFn: (organizationId: string) => unwrap(api.POST("/organization/set-active", { body: { organizationId } })),
     onSuccess: () => qc.invalidateQueries({ queryKey: SESSION_KEY }),
   });
-  if (session.isPending) return <main>Loading…</main>;
+  if (session.isPending) return <main>{t("Loading…")}</main>;
   if (!session.data) return <Navigate to="/sign-in?redirectTo=/organizations" replace />;
   const active = session.data.session.activeOrganizationId;
   return (
     <main>
-      <h1>Organizations</h1>
+      <h1>{t("Organizations")}</h1>
       <section className="card" aria-labelledby="orgs-h">
-        <h2 id="orgs-h">Yours</h2>
+        <h2 id="orgs-h">{t("Yours")}</h2>
         <ErrorBox error={orgs.error ?? setActive.error} />
-        {orgs.data?.length === 0 && <p className="muted">You are not in any organization yet.</p>}
+        {orgs.data?.length === 0 && <p className="muted">{t("You are not in any organization yet.")}</p>}
         <ul className="list">
           {(orgs.data ?? []).map((o) => (
             <li key={o.id}>
               <span>
                 <Link to={`/organizations/${o.id}`}>{o.name}</Link> <span className="muted">/{o.slug}</span>{" "}
-                {o.id === active && <span className="badge ok">current</span>}
+                {o.id === active && <span className="badge ok">{t("current")}</span>}
               </span>
               {o.id !== active && (
-                <button type="button" className="secondary" aria-label={`Switch to ${o.name}`} disabled={setActive.isPending} onClick={() => setActive.mutate(o.id)}>
-                  Switch to it
+                <button type="button" className="secondary" aria-label={t("Switch to {organization}", { organization: o.name })} disabled={setActive.isPending} onClick={() => setActive.mutate(o.id)}>
+                  {t("Switch to it")}
                 </button>
               )}
             </li>
@@ -152,6 +162,8 @@ export function Organizations() {
 
 /** The role names assignable here: built-in, configured and this organization's custom roles. */
 export function AcceptInvitation() {
+  const t = useT();
+  const tx = useTx();
   const { id = "" } = useParams();
   const session = useSession();
   const qc = useQueryClient();
@@ -182,17 +194,17 @@ export function AcceptInvitation() {
   });
   const otherRecipient =
     invitation.error instanceof ApiError && invitation.error.code === "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION";
-  if (session.isPending) return <main className="narrow">Loading…</main>;
+  if (session.isPending) return <main className="narrow">{t("Loading…")}</main>;
   if (!session.data) {
     const q = new URLSearchParams({ redirectTo: here, ...(email ? { email } : {}) }).toString();
     return (
       <main className="narrow">
         <div className="card stack">
-          <h1>Your invitation</h1>
-          <p>Sign in, or create an account with the address the invitation was sent to, to see who invites you and to answer it.</p>
+          <h1>{t("Your invitation")}</h1>
+          <p>{t("Sign in, or create an account with the address the invitation was sent to, to see who invites you and to answer it.")}</p>
           <div className="row">
-            <Link to={`/sign-in?${q}`}>Sign in</Link>
-            <Link to={`/sign-up?${q}`}>Create an account</Link>
+            <Link to={`/sign-in?${q}`}>{t("Sign in")}</Link>
+            <Link to={`/sign-up?${q}`}>{t("Create an account")}</Link>
           </div>
         </div>
       </main>
@@ -202,36 +214,40 @@ export function AcceptInvitation() {
   return (
     <main className="narrow">
       <div className="card stack">
-        <h1>Invitation</h1>
-        {invitation.isPending && <p>Loading…</p>}
+        <h1>{t("Invitation")}</h1>
+        {invitation.isPending && <p>{t("Loading…")}</p>}
         <ErrorBox error={invitation.error} />
         {inv && (
           <>
             <p>
-              <strong>{inv.inviterEmail}</strong> invites you to join <strong>{inv.organizationName}</strong> as <strong>{inv.role}</strong>.
+              {tx("{inviter} invites you to join {organization} as {role}.", {
+                inviter: <strong>{inv.inviterEmail}</strong>,
+                organization: <strong>{inv.organizationName}</strong>,
+                role: <strong>{roleName(inv.role, t)}</strong>,
+              })}
             </p>
             {inv.status !== "pending" ? (
-              <p className="muted">This invitation is {inv.status}.</p>
+              <p className="muted">{t("This invitation is {status}.", { status: statusName(inv.status, t) })}</p>
             ) : reject.isSuccess ? (
-              <Notice>You declined the invitation.</Notice>
+              <Notice>{t("You declined the invitation.")}</Notice>
             ) : (
               <div className="row">
                 <button type="button" disabled={accept.isPending} aria-busy={accept.isPending} onClick={() => accept.mutate()}>
-                  {accept.isPending ? "Please wait…" : "Accept"}
+                  {accept.isPending ? t("Please wait…") : t("Accept")}
                 </button>
                 <button type="button" className="secondary" disabled={reject.isPending} onClick={() => reject.mutate()}>
-                  Decline
+                  {t("Decline")}
                 </button>
               </div>
             )}
           </>
         )}
         <ErrorBox error={accept.error ?? reject.error} />
-        <p className="muted">Signed in as {session.data.user.email}.</p>
+        <p className="muted">{t("Signed in as {email}.", { email: session.data.user.email })}</p>
         {otherRecipient && (
           <p>
             <button type="button" className="secondary" disabled={signOut.isPending} onClick={() => signOut.mutate()}>
-              Sign out and use the invited account
+              {t("Sign out and use the invited account")}
             </button>
           </p>
         )}

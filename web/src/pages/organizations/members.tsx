@@ -5,13 +5,15 @@ import { useNavigate } from "react-router";
 import { api, unwrap, type Schemas } from "../../api";
 import { Confirm, Notice } from "../../components/ui";
 import { SESSION_KEY } from "../../session";
-import { grantable, ownerCount, rolesOf, useCan, useRoleNames } from "./hooks";
+import { grantable, ownerCount, rolesName, rolesOf, useCan, useRoleNames } from "./hooks";
+import { useT } from "../../i18n";
 
 function nameOf(m: Schemas["Member"]): string {
   return m.user?.name ?? m.userId;
 }
 
 export function Members({ org, me }: { org: Schemas["FullOrganization"]; me: string }) {
+  const t = useT();
   const qc = useQueryClient();
   const navigate = useNavigate();
   const mine = rolesOf(org, me);
@@ -33,7 +35,7 @@ export function Members({ org, me }: { org: Schemas["FullOrganization"]; me: str
     mutationFn: () =>
       unwrap(api.POST("/organization/update-member-role", { body: { organizationId: org.id, memberId: changing?.member.id ?? "", role: changing?.role ?? "" } })),
     onSuccess: async () => {
-      setNotice(changing ? `${nameOf(changing.member)} is now ${changing.role}.` : null);
+      setNotice(changing ? t("{name} is now {role}.", { name: nameOf(changing.member), role: rolesName(changing.role, t) }) : null);
       setChanging(null);
       await refresh();
       await qc.invalidateQueries({ queryKey: ["permissions", org.id] });
@@ -56,16 +58,16 @@ export function Members({ org, me }: { org: Schemas["FullOrganization"]; me: str
   });
   return (
     <section className="card" aria-labelledby="members-h">
-      <h2 id="members-h">Members</h2>
+      <h2 id="members-h">{t("Members")}</h2>
       {notice && <Notice>{notice}</Notice>}
       <table>
         <thead>
           <tr>
-            <th>Name</th>
-            <th className="hide-sm">Email</th>
-            <th>Role</th>
+            <th>{t("Name")}</th>
+            <th className="hide-sm">{t("Email")}</th>
+            <th>{t("Role")}</th>
             <th>
-              <span className="muted">Actions</span>
+              <span className="muted">{t("Actions")}</span>
             </th>
           </tr>
         </thead>
@@ -73,13 +75,13 @@ export function Members({ org, me }: { org: Schemas["FullOrganization"]; me: str
           {org.members.map((m) => (
             <tr key={m.id} data-email={m.user?.email}>
               <td>
-                {m.user?.name ?? m.userId} {m.userId === me && <span className="badge">you</span>}
+                {m.user?.name ?? m.userId} {m.userId === me && <span className="badge">{t("you")}</span>}
               </td>
               <td className="hide-sm">{m.user?.email}</td>
               <td>
                 {canUpdate && m.userId !== me && removable(m) ? (
                   <select
-                    aria-label={`Role of ${nameOf(m)}`}
+                    aria-label={t("Role of {name}", { name: nameOf(m) })}
                     value={m.role}
                     disabled={setRole.isPending}
                     onChange={(e) => {
@@ -89,28 +91,28 @@ export function Members({ org, me }: { org: Schemas["FullOrganization"]; me: str
                   >
                     {[...new Set([m.role, ...roles])].map((r) => (
                       <option key={r} value={r}>
-                        {r}
+                        {rolesName(r, t)}
                       </option>
                     ))}
                   </select>
                 ) : (
-                  m.role
+                  rolesName(m.role, t)
                 )}
               </td>
               <td>
                 {m.userId === me ? (
                   lastOwner ? (
-                    <span className="muted">Only owner: make someone else owner to leave</span>
+                    <span className="muted">{t("Only owner: make someone else owner to leave")}</span>
                   ) : (
                     <button type="button" className="secondary" onClick={() => setLeaving(true)}>
-                      Leave
+                      {t("Leave")}
                     </button>
                   )
                 ) : (
                   canDelete &&
                   removable(m) && (
                     <button type="button" className="secondary" onClick={() => setRemoving(m)}>
-                      Remove
+                      {t("Remove")}
                     </button>
                   )
                 )}
@@ -121,11 +123,15 @@ export function Members({ org, me }: { org: Schemas["FullOrganization"]; me: str
       </table>
       {changing && (
         <Confirm
-          title={`Make ${nameOf(changing.member)} ${changing.role}?`}
+          title={t("Make {name} {role}?", { name: nameOf(changing.member), role: rolesName(changing.role, t) })}
           body={
             changing.role.split(",").includes("owner")
-              ? `An owner can do everything in ${org.name}, delete it included.`
-              : `${nameOf(changing.member)} will be ${changing.role} instead of ${changing.member.role}.`
+              ? t("An owner can do everything in {organization}, delete it included.", { organization: org.name })
+              : t("{name} will be {role} instead of {was}.", {
+                  name: nameOf(changing.member),
+                  role: rolesName(changing.role, t),
+                  was: rolesName(changing.member.role, t),
+                })
           }
           confirm="Change role"
           action={setRole}
@@ -135,7 +141,7 @@ export function Members({ org, me }: { org: Schemas["FullOrganization"]; me: str
       {removing && (
         <Confirm
           title="Remove this member?"
-          body={`${removing.user?.name ?? removing.userId} will lose access to ${org.name}.`}
+          body={t("{name} will lose access to {organization}.", { name: removing.user?.name ?? removing.userId, organization: org.name })}
           confirm="Remove"
           action={remove}
           onClose={() => setRemoving(null)}
@@ -143,7 +149,7 @@ export function Members({ org, me }: { org: Schemas["FullOrganization"]; me: str
       )}
       {leaving && (
         <Confirm
-          title={`Leave ${org.name}?`}
+          title={t("Leave {organization}?", { organization: org.name })}
           body="You will lose access until someone invites you again."
           confirm="Leave"
           action={leave}

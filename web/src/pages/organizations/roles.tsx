@@ -3,13 +3,15 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { api, unwrap, type Schemas } from "../../api";
 import { ErrorBox, Field, Submit } from "../../components/ui";
-import { Perms, useCan } from "./hooks";
+import { Perms, roleName, useCan } from "./hooks";
+import { useT } from "../../i18n";
 
 export function PermissionGrid(props: {
   resources: Schemas["PermissionCatalog"]["resources"];
   value: Perms;
   onChange: (v: Perms) => void;
 }) {
+  const t = useT();
   const toggle = (res: string, act: string, on: boolean) => {
     const set = new Set(props.value[res] ?? []);
     if (on) set.add(act);
@@ -20,7 +22,7 @@ export function PermissionGrid(props: {
   };
   return (
     <fieldset>
-      <legend>Permissions</legend>
+      <legend>{t("Permissions")}</legend>
       {props.resources.map((r) => (
         <div key={r.resource} className="row">
           <strong>{r.resource}</strong>
@@ -37,6 +39,7 @@ export function PermissionGrid(props: {
 }
 
 function RoleEditor({ org, role, onDone }: { org: Schemas["FullOrganization"]; role: Schemas["OrganizationRole"] | null; onDone: () => void }) {
+  const t = useT();
   const qc = useQueryClient();
   const catalog = useQuery({ queryKey: ["catalog"], queryFn: () => unwrap(api.GET("/organization/permission-catalog")), staleTime: Infinity });
   const [name, setName] = useState(role?.role ?? "");
@@ -67,10 +70,10 @@ function RoleEditor({ org, role, onDone }: { org: Schemas["FullOrganization"]; r
       <ErrorBox error={save.error ?? catalog.error} />
       <div className="row">
         <Submit pending={save.isPending} disabled={!name.trim()}>
-          {role ? "Save role" : "Create role"}
+          {role ? t("Save role") : t("Create role")}
         </Submit>
         <button type="button" className="secondary" onClick={onDone}>
-          Cancel
+          {t("Cancel")}
         </button>
       </div>
     </form>
@@ -78,6 +81,7 @@ function RoleEditor({ org, role, onDone }: { org: Schemas["FullOrganization"]; r
 }
 
 export function Roles({ org }: { org: Schemas["FullOrganization"] }) {
+  const t = useT();
   const qc = useQueryClient();
   const canCreate = useCan(org.id, { ac: ["create"] });
   const canUpdate = useCan(org.id, { ac: ["update"] });
@@ -96,15 +100,15 @@ export function Roles({ org }: { org: Schemas["FullOrganization"] }) {
   const show = (p: Perms) =>
     Object.entries(p)
       .map(([r, a]) => `${r}: ${a.join(", ")}`)
-      .join(" · ") || "nothing";
+      .join(" · ") || t("nothing");
   return (
     <section className="card" aria-labelledby="roles-h">
-      <h2 id="roles-h">Roles</h2>
+      <h2 id="roles-h">{t("Roles")}</h2>
       <ul className="list">
         {(catalog.data?.roles ?? []).map((r) => (
           <li key={r.role}>
             <span>
-              <strong>{r.role}</strong> <span className="badge">{r.builtIn ? "built-in" : "configured"}</span>
+              <strong>{roleName(r.role, t)}</strong> <span className="badge">{r.builtIn ? t("built-in") : t("configured")}</span>
               <div className="muted">{show(r.permission)}</div>
             </span>
           </li>
@@ -112,18 +116,18 @@ export function Roles({ org }: { org: Schemas["FullOrganization"] }) {
         {(custom.data ?? []).map((r) => (
           <li key={r.id}>
             <span>
-              <strong>{r.role}</strong> <span className="badge">custom</span>
+              <strong>{r.role}</strong> <span className="badge">{t("custom")}</span>
               <div className="muted">{show(r.permission)}</div>
             </span>
             <span className="row">
               {canUpdate && (
                 <button type="button" className="secondary" onClick={() => setEditing(r)}>
-                  Edit
+                  {t("Edit")}
                 </button>
               )}
               {canDelete && (
                 <button type="button" className="secondary" disabled={remove.isPending} onClick={() => remove.mutate(r.role)}>
-                  Delete
+                  {t("Delete")}
                 </button>
               )}
             </span>
@@ -137,7 +141,7 @@ export function Roles({ org }: { org: Schemas["FullOrganization"] }) {
         canCreate && (
           <p>
             <button type="button" onClick={() => setEditing("new")}>
-              New role
+              {t("New role")}
             </button>
           </p>
         )

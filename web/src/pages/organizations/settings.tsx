@@ -6,8 +6,10 @@ import { api, unwrap, type Schemas } from "../../api";
 import { Confirm, ErrorBox, Field, Notice, Submit } from "../../components/ui";
 import { SESSION_KEY } from "../../session";
 import { useCan } from "./hooks";
+import { useT } from "../../i18n";
 
 export function Settings({ org }: { org: Schemas["FullOrganization"] }) {
+  const t = useT();
   const qc = useQueryClient();
   const navigate = useNavigate();
   const canUpdate = useCan(org.id, { organization: ["update"] });
@@ -38,7 +40,7 @@ export function Settings({ org }: { org: Schemas["FullOrganization"] }) {
   });
   return (
     <section className="card" aria-labelledby="settings-h">
-      <h2 id="settings-h">Settings</h2>
+      <h2 id="settings-h">{t("Settings")}</h2>
       <form
         onSubmit={(e) => {
           e.preventDefault();
@@ -49,23 +51,23 @@ export function Settings({ org }: { org: Schemas["FullOrganization"] }) {
         <Field label="Slug" name="org-slug" autoComplete="off" value={slug} onChange={setSlug} disabled={!canUpdate} />
         <Field label="Logo URL" name="org-logo" type="url" autoComplete="off" value={logo} onChange={setLogo} disabled={!canUpdate} />
         <ErrorBox error={update.error} />
-        {update.isSuccess && <Notice>Saved.</Notice>}
+        {update.isSuccess && <Notice>{t("Saved.")}</Notice>}
         {canUpdate && (
           <div>
-            <Submit pending={update.isPending}>Save</Submit>
+            <Submit pending={update.isPending}>{t("Save")}</Submit>
           </div>
         )}
       </form>
       {canDelete && (
         <p>
           <button type="button" className="danger" onClick={() => setDeleting(true)}>
-            Delete organization…
+            {t("Delete organization…")}
           </button>
         </p>
       )}
       {deleting && (
         <Confirm
-          title={`Delete ${org.name}?`}
+          title={t("Delete {name}?", { name: org.name })}
           body="Members, teams, roles and invitations are deleted with it. This cannot be undone."
           confirm="Delete organization"
           action={del}

@@ -5,8 +5,10 @@ import { api, unwrap, type Schemas } from "../../api";
 import { ErrorBox, Field, Submit } from "../../components/ui";
 import { SESSION_KEY, useSession } from "../../session";
 import { useCan } from "./hooks";
+import { useT } from "../../i18n";
 
 function TeamRow({ team, org }: { team: Schemas["TeamWithMemberCount"]; org: Schemas["FullOrganization"] }) {
+  const t = useT();
   const qc = useQueryClient();
   const session = useSession();
   const canUpdate = useCan(org.id, { team: ["update"] });
@@ -55,10 +57,10 @@ function TeamRow({ team, org }: { team: Schemas["TeamWithMemberCount"]; org: Sch
     <li>
       <div className="stack">
         <div className="row">
-          <strong>{team.name}</strong> <span className="muted">{team.memberCount} member(s)</span>
-          {active && <span className="badge ok">active team</span>}
+          <strong>{team.name}</strong> <span className="muted">{team.memberCount === 1 ? t("1 member") : t("{n} members", { n: team.memberCount })}</span>
+          {active && <span className="badge ok">{t("active team")}</span>}
           <button type="button" className="link" aria-expanded={open} onClick={() => setOpen((o) => !o)}>
-            {open ? "Hide" : "Manage"}
+            {open ? t("Hide") : t("Manage")}
           </button>
         </div>
         {open && (
@@ -72,16 +74,16 @@ function TeamRow({ team, org }: { team: Schemas["TeamWithMemberCount"]; org: Sch
                 }}
               >
                 <Field label="Team name" name={`team-${team.id}`} value={name} onChange={setName} autoComplete="off" />
-                <Submit pending={rename.isPending}>Rename</Submit>
+                <Submit pending={rename.isPending}>{t("Rename")}</Submit>
               </form>
             )}
-            <ul className="list" aria-label={`Members of ${team.name}`}>
+            <ul className="list" aria-label={t("Members of {team}", { team: team.name })}>
               {(members.data ?? []).map((m) => (
                 <li key={m.id}>
                   {userName(m.userId)}
                   {canUpdate && (
                     <button type="button" className="secondary" onClick={() => drop.mutate(m.userId)}>
-                      Remove from team
+                      {t("Remove from team")}
                     </button>
                   )}
                 </li>
@@ -96,9 +98,9 @@ function TeamRow({ team, org }: { team: Schemas["TeamWithMemberCount"]; org: Sch
                 }}
               >
                 <label>
-                  Add a member
+                  {t("Add a member")}
                   <select value={addUser} onChange={(e) => setAddUser(e.target.value)}>
-                    <option value="">Choose…</option>
+                    <option value="">{t("Choose…")}</option>
                     {org.members
                       .filter((m) => !inTeam.has(m.userId))
                       .map((m) => (
@@ -109,7 +111,7 @@ function TeamRow({ team, org }: { team: Schemas["TeamWithMemberCount"]; org: Sch
                   </select>
                 </label>
                 <Submit pending={add.isPending} disabled={!addUser}>
-                  Add
+                  {t("Add")}
                 </Submit>
               </form>
             )}
@@ -117,12 +119,12 @@ function TeamRow({ team, org }: { team: Schemas["TeamWithMemberCount"]; org: Sch
               {/* Only a team's own member may make it their active team. */}
               {!active && inTeam.has(session.data?.user.id ?? "") && (
                 <button type="button" className="secondary" onClick={() => setActive.mutate()}>
-                  Make it my active team
+                  {t("Make it my active team")}
                 </button>
               )}
               {canDelete && (
                 <button type="button" className="secondary" onClick={() => remove.mutate()}>
-                  Delete team
+                  {t("Delete team")}
                 </button>
               )}
             </div>
@@ -135,6 +137,7 @@ function TeamRow({ team, org }: { team: Schemas["TeamWithMemberCount"]; org: Sch
 }
 
 export function Teams({ org }: { org: Schemas["FullOrganization"] }) {
+  const t = useT();
   const qc = useQueryClient();
   const canCreate = useCan(org.id, { team: ["create"] });
   const [name, setName] = useState("");
@@ -147,10 +150,10 @@ export function Teams({ org }: { org: Schemas["FullOrganization"] }) {
   });
   return (
     <section className="card" aria-labelledby="teams-h">
-      <h2 id="teams-h">Teams</h2>
+      <h2 id="teams-h">{t("Teams")}</h2>
       <ul className="list">
-        {org.teams.map((t) => (
-          <TeamRow key={t.id} team={t} org={org} />
+        {org.teams.map((team) => (
+          <TeamRow key={team.id} team={team} org={org} />
         ))}
       </ul>
       {canCreate && (
@@ -164,7 +167,7 @@ export function Teams({ org }: { org: Schemas["FullOrganization"] }) {
           <ErrorBox error={create.error} />
           <div>
             <Submit pending={create.isPending} disabled={!name.trim()}>
-              Create team
+              {t("Create team")}
             </Submit>
           </div>
         </form>
