@@ -58,6 +58,7 @@ pub(crate) enum TwoFactorMsg {
         proof: Proof,
         challenge: String,
         new: NewSession,
+        seen: Option<Box<(User, TwoFactor)>>,
         reply: Reply<(Session, User)>,
     },
     ReplaceBackupCodes {
@@ -95,9 +96,12 @@ impl UserActor {
                 proof,
                 challenge,
                 new,
+                seen,
                 reply,
             } => {
-                let r = self.second_step(id, &proof, &challenge, new, ctx).await;
+                let r = self
+                    .second_step(id, &proof, &challenge, new, seen.map(|s| *s), ctx)
+                    .await;
                 let _ = reply.send(r);
             }
             TwoFactorMsg::ReplaceBackupCodes { hashes, reply } => {
@@ -229,16 +233,26 @@ impl UserActor {
         proof: &Proof,
         challenge: &str,
         new: NewSession,
+        mut seen: Option<(User, TwoFactor)>,
         ctx: &Ctx,
     ) -> Result<(Session, User), ActorError> {
         let store = &self.shared.store;
         let mut attempts = Attempts::new();
         while attempts.next().await {
-            let user = self.check_not_banned(id).await?;
+            // The first attempt may start from the user and factor the caller read with the
+            // challenge: a factor changed since fails the write's compare-and-set (and the
+            // next attempt reads both anew), a ban since is caught after the write.
+            let (user, factor) = match seen.take() {
+                Some((user, tf)) if !user.banned => (user, Some(tf)),
+                _ => (
+                    self.check_not_banned(id).await?,
+                    store.get_two_factor(id).await?,
+                ),
+            };
             if !user.two_factor_enabled {
                 return Err(ActorError::Refused(Rule::TwoFactorNotEnabled));
             }
-            let factor = match (store.get_two_factor(id).await?, proof) {
+            let factor = match (factor, proof) {
                 (None, Proof::MailedCode) => None,
                 (None, _) => return Err(ActorError::Refused(Rule::TwoFactorNotEnabled)),
                 (Some(mut tf), _) => {
@@ -348,17 +362,22 @@ impl UserHandle {
     /// A sign-in's second step with `proof`: the challenge (its verification identifier)
     /// taken, the session started — one store write. Refused: `CodeUsed`,
     /// `InvalidBackupCode`, `TwoFactorNotEnabled`, `ChallengeTaken`, `Banned`.
+    ///
+    /// `seen`: the user and factor as the caller read them with the challenge, the first
+    /// attempt's base (it spares the actor reading them again).
     pub async fn finish_second_step(
         &self,
         proof: Proof,
         challenge: &str,
         new: NewSession,
+        seen: Option<(User, TwoFactor)>,
     ) -> Result<(Session, User), ActorError> {
         self.call(|reply| {
             UserMsg::TwoFactor(TwoFactorMsg::SignIn {
                 proof: proof.clone(),
                 challenge: challenge.to_owned(),
                 new: new.clone(),
+                seen: seen.clone().map(Box::new),
                 reply,
             })
         })

@@ -457,6 +457,56 @@ async fn one_code_raced_signs_in_once() {
     assert_eq!(h.store.list_sessions(&user.id).await.unwrap().len(), 2);
 }
 
+/// Eight requests finishing one challenge, each with another right backup code, at once:
+/// each reads the factor before any writes, so all but the first find it moved when they
+/// write. One session, one code used; the others stay usable.
+#[tokio::test]
+async fn different_backup_codes_raced_sign_in_once_and_use_one() {
+    let h = harness().await;
+    let (_, e) = enrolled(&h, "gil@example.com").await;
+    let codes: Vec<String> = (0..8)
+        .map(|i| e["backupCodes"][i].as_str().unwrap().to_owned())
+        .collect();
+    let cookie = h.sign_in("gil@example.com", PW).await.cookie_header();
+    let tries = codes.iter().map(|code| {
+        h.post(
+            "/api/auth/two-factor/verify-backup-code",
+            json!({"code": code}),
+            Some(&cookie),
+        )
+    });
+    let results = join_all(tries).await;
+    let statuses: Vec<_> = results.iter().map(|r| (r.status, &r.text)).collect();
+    let won: Vec<usize> = (0..8).filter(|&i| results[i].status == 200).collect();
+    assert_eq!(won.len(), 1, "{statuses:?}");
+    assert!(
+        results.iter().all(
+            |r| r.status == 200 || (r.status == 401 && r.code() == "INVALID_TWO_FACTOR_COOKIE")
+        ),
+        "{statuses:?}"
+    );
+    let user = user_of(&h, "gil@example.com").await;
+    assert_eq!(h.store.list_sessions(&user.id).await.unwrap().len(), 2);
+    // Only the winner's code was used: another one still signs in.
+    let other = &codes[(won[0] + 1) % 8];
+    let cookie = h.sign_in("gil@example.com", PW).await.cookie_header();
+    h.post(
+        "/api/auth/two-factor/verify-backup-code",
+        json!({"code": other}),
+        Some(&cookie),
+    )
+    .await
+    .expect(200);
+    let cookie = h.sign_in("gil@example.com", PW).await.cookie_header();
+    h.post(
+        "/api/auth/two-factor/verify-backup-code",
+        json!({"code": codes[won[0]]}),
+        Some(&cookie),
+    )
+    .await
+    .expect(401);
+}
+
 #[tokio::test]
 async fn a_trusted_browser_skips_the_second_factor_until_it_is_turned_off() {
     let h = harness().await;

@@ -441,6 +441,10 @@ async fn finish(
         .own(&challenge.user.id)
         .detail("method", method)
         .fill(actors::Fill::TargetSession);
+    let seen = challenge
+        .factor
+        .clone()
+        .map(|tf| (challenge.user.clone(), tf));
     let done = state
         .actors
         .user(challenge.user.id.clone())
@@ -449,6 +453,7 @@ async fn finish(
             proof,
             &challenge.identifier(),
             Sessions::new_session(req, challenge.remember_me),
+            seen,
         )
         .await;
     let (session, user) = match done {

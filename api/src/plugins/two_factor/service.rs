@@ -354,10 +354,14 @@ impl TwoFactorFlow {
         else {
             return Ok(None);
         };
-        let Some(user) = self.reader().get_user(&UserId(row.value)).await? else {
+        // The user and its factor, read side by side.
+        let owner = UserId(row.value);
+        let reader = self.reader();
+        let (user, factor) =
+            tokio::try_join!(reader.get_user(&owner), reader.get_two_factor(&owner))?;
+        let Some(user) = user else {
             return Ok(None);
         };
-        let factor = self.factor(&user.id).await?;
         Ok(Some(Challenge {
             id: id.to_owned(),
             user,
@@ -375,27 +379,26 @@ impl TwoFactorFlow {
     pub async fn may_try(&self, c: &Challenge) -> ApiResult<()> {
         let cfg = &self.0.config;
         let now = self.now();
-        let locked = self
-            .counters()
-            .count(
-                &lock_key(&c.user.id, c.run()),
+        let counters = self.counters();
+        let (lock, tries) = (lock_key(&c.user.id, c.run()), tries_key(&c.id));
+        // Both counters read side by side.
+        let (locked, tries) = tokio::try_join!(
+            counters.count(
+                &lock,
                 chrono::Duration::seconds(cfg.lock_secs as i64),
                 cfg.lock_after,
                 now,
-            )
-            .await?;
-        if locked.count >= cfg.lock_after {
-            return Err(Code::TwoFactorLocked.into());
-        }
-        let tries = self
-            .counters()
-            .count(
-                &tries_key(&c.id),
+            ),
+            counters.count(
+                &tries,
                 chrono::Duration::seconds(cfg.challenge_expires_in as i64),
                 cfg.max_attempts,
                 now,
-            )
-            .await?;
+            ),
+        )?;
+        if locked.count >= cfg.lock_after {
+            return Err(Code::TwoFactorLocked.into());
+        }
         if tries.count >= cfg.max_attempts {
             self.0.actors.take_state(&c.identifier()).await?;
             return Err(Code::TooManyAttemptsRequestNewCode.into());
@@ -408,22 +411,22 @@ impl TwoFactorFlow {
         let cfg = &self.0.config;
         let now = self.now();
         let counters = self.counters();
-        let tries = counters
-            .hit(
-                &tries_key(&c.id),
+        let (tries_key, lock_key) = (tries_key(&c.id), lock_key(&c.user.id, c.run()));
+        // Both counted side by side.
+        let (tries, lock) = tokio::join!(
+            counters.hit(
+                &tries_key,
                 chrono::Duration::seconds(cfg.challenge_expires_in as i64),
                 cfg.max_attempts + 1,
                 now,
-            )
-            .await;
-        let lock = counters
-            .hit(
-                &lock_key(&c.user.id, c.run()),
+            ),
+            counters.hit(
+                &lock_key,
                 chrono::Duration::seconds(cfg.lock_secs as i64),
                 cfg.lock_after + 1,
                 now,
-            )
-            .await;
+            ),
+        );
         if let Err(e) = tries.and(lock) {
             // Not counted is not refused: the code was wrong either way.
             tracing::warn!(error = %e, "two-factor attempt not counted");
