@@ -283,18 +283,20 @@ impl Webhooks {
             .settle_deliveries(&all, &self.holder)
             .await?
             .into_iter();
-        for (mut hook, list) in tried {
+        for (hook, list) in tried {
+            let mut ended = Vec::new();
             for (_, outcome) in list {
                 // A lease lost to another process: its outcome is that one's.
                 if settled.next() != Some(true) {
                     continue;
                 }
                 self.metrics.attempts.with_label_values(&[outcome]).inc();
-                if let Some(w) = hook.as_mut().filter(|w| w.enabled) {
-                    if outcome != "retried" {
-                        self.count_outcome(w, outcome == "succeeded").await;
-                    }
+                if outcome != "retried" {
+                    ended.push(outcome == "succeeded");
                 }
+            }
+            if let Some(w) = hook.filter(|w| w.enabled) {
+                self.count_outcomes(&w, &ended).await;
             }
         }
         Ok(n)
@@ -348,24 +350,34 @@ impl Webhooks {
         Ok((hook, out))
     }
 
-    /// Keeps the endpoint's count of deliveries failed in a row, and disables it when that
-    /// reaches `webhooks.disable_after`.
-    async fn count_outcome(&self, w: &mut Webhook, ok: bool) {
+    /// Keeps the endpoint's count of deliveries failed in a row over a round's outcomes (in
+    /// order; `true` succeeded), and disables it when that reaches `webhooks.disable_after`.
+    /// One write at most; none (and no read) when all succeeded and none had failed before,
+    /// as `w` was read this round — the common case.
+    async fn count_outcomes(&self, w: &Webhook, outcomes: &[bool]) {
+        if outcomes.is_empty() || (w.failures_in_row == 0 && outcomes.iter().all(|ok| *ok)) {
+            return;
+        }
         let limit = self.config.disable_after;
         let counted = self
             .edit(&w.id, |old| {
                 let mut next = old.clone();
-                if ok {
-                    if old.failures_in_row == 0 {
-                        return None;
+                for ok in outcomes {
+                    if !next.enabled {
+                        break;
                     }
-                    next.failures_in_row = 0;
-                } else {
-                    next.failures_in_row += 1;
-                    if limit > 0 && next.failures_in_row >= limit && next.enabled {
-                        next.enabled = false;
-                        next.disabled_reason = Some("failing".into());
+                    if *ok {
+                        next.failures_in_row = 0;
+                    } else {
+                        next.failures_in_row += 1;
+                        if limit > 0 && next.failures_in_row >= limit {
+                            next.enabled = false;
+                            next.disabled_reason = Some("failing".into());
+                        }
                     }
+                }
+                if next.failures_in_row == old.failures_in_row && next.enabled == old.enabled {
+                    return None;
                 }
                 let events = if old.enabled && !next.enabled {
                     let mut ev = storage::AuditEvent::new(
@@ -394,7 +406,6 @@ impl Webhooks {
             if w.enabled && !now.enabled {
                 tracing::warn!(webhook = %w.id, "webhook endpoint disabled: its deliveries keep failing");
             }
-            *w = now;
         }
     }
 
