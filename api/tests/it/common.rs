@@ -104,11 +104,14 @@ impl Resp {
     }
 }
 
+/// The secret of every test server (cookies and tokens are signed with it).
+pub const SECRET: &str = "test-secret-0123456789abcdefghijklmnop";
+
 /// A fast-hashing test configuration; `tweak` adjusts it.
 pub fn test_config(dir: &std::path::Path, tweak: impl FnOnce(&mut Config)) -> Config {
     let mut c = Config {
         data_dir: dir.to_owned(),
-        secret: Some(Secret::new("test-secret-0123456789abcdefghijklmnop")),
+        secret: Some(Secret::new(SECRET)),
         ..Config::default()
     };
     c.password.argon2_memory_kib = 1024;

@@ -507,6 +507,74 @@ async fn different_backup_codes_raced_sign_in_once_and_use_one() {
     .expect(401);
 }
 
+/// The `two_factor` cookie's value (`id.remember.run.user`, signed), and a cookie with
+/// `value` signed in its place.
+fn challenge_value(cookie: &str) -> String {
+    let signed = cookie
+        .split("; ")
+        .find_map(|c| c.strip_prefix("gatehouse.two_factor="))
+        .expect("a challenge cookie");
+    let signed = percent_encoding::percent_decode_str(signed)
+        .decode_utf8()
+        .unwrap()
+        .into_owned();
+    gatehouse_api::crypto::Signer::new(SECRET)
+        .unsign(&signed)
+        .expect("signed with the test secret")
+        .to_owned()
+}
+
+fn challenge_cookie(value: &str) -> String {
+    let signed = gatehouse_api::crypto::Signer::new(SECRET).sign(value);
+    format!(
+        "gatehouse.two_factor={}",
+        percent_encoding::utf8_percent_encode(&signed, percent_encoding::NON_ALPHANUMERIC)
+    )
+}
+
+/// `verify-totp` with `user`'s current code and a challenge cookie of `value`.
+async fn totp_with_cookie(h: &H, user: &Value, value: &str) -> Resp {
+    let cookie = challenge_cookie(value);
+    h.post(
+        "/api/auth/two-factor/verify-totp",
+        json!({"code": now_code(h, user["totpURI"].as_str().unwrap())}),
+        Some(&cookie),
+    )
+    .await
+}
+
+/// The challenge cookie names its user and factor version (so that the second step reads
+/// them beside the challenge): one naming another user than its challenge row is refused, a
+/// malformed one too, and one from before it named them (`id.remember`) still works.
+#[tokio::test]
+async fn challenge_cookies_name_their_user_and_older_ones_still_work() {
+    let h = harness().await;
+    let (_, a) = enrolled(&h, "ada@example.com").await;
+    let (_, b) = enrolled(&h, "bea@example.com").await;
+    let bea = user_of(&h, "bea@example.com").await;
+    let ada = user_of(&h, "ada@example.com").await;
+    let value = challenge_value(&h.sign_in("ada@example.com", PW).await.cookie_header());
+    let parts: Vec<&str> = value.splitn(4, '.').collect();
+    assert_eq!(parts.len(), 4, "{value}");
+    assert_eq!(parts[1], "1");
+    assert_eq!(parts[3], ada.id.0);
+    let factor = h.store.get_two_factor(&ada.id).await.unwrap().unwrap();
+    assert_eq!(parts[2], factor.version.to_string());
+    // Ada's challenge, said to be Bea's, with Bea's right code: no; nor malformed ones.
+    let forged = format!("{}.1.{}.{}", parts[0], parts[2], bea.id.0);
+    let malformed = format!("{}.1.{}", parts[0], parts[2]);
+    let no_run = format!("{}.1.x.{}", parts[0], ada.id.0);
+    for (user, bad) in [(&b, forged), (&a, malformed), (&a, no_run)] {
+        let r = totp_with_cookie(&h, user, &bad).await.expect(401);
+        assert_eq!(r.code(), "INVALID_TWO_FACTOR_COOKIE", "{bad}");
+    }
+    // As a cookie made before the user was in it: the challenge row names the user.
+    let r = totp_with_cookie(&h, &a, &format!("{}.1", parts[0]))
+        .await
+        .expect(200);
+    assert_eq!(r.json()["user"]["email"], "ada@example.com");
+}
+
 #[tokio::test]
 async fn a_trusted_browser_skips_the_second_factor_until_it_is_turned_off() {
     let h = harness().await;

@@ -291,7 +291,7 @@ impl TwoFactorApi {
     ) -> ApiResult<Json<SignedIn>> {
         let body = body.0;
         let flow = &state.two_factor;
-        let Some(challenge) = flow.pending_challenge(req).await? else {
+        let Some(challenge) = flow.challenge_to_try(req).await? else {
             // No sign-in waiting: the signed-in owner confirming a new secret.
             return match state
                 .sessions
@@ -302,7 +302,6 @@ impl TwoFactorApi {
                 None => Err(Code::InvalidTwoFactorCookie.into()),
             };
         };
-        flow.may_try(&challenge).await?;
         let tf = challenge
             .factor
             .clone()
@@ -357,8 +356,10 @@ impl TwoFactorApi {
     ) -> ApiResult<Json<SignedIn>> {
         let body = body.0;
         let flow = &state.two_factor;
-        let challenge = flow.challenge(req).await?;
-        flow.may_try(&challenge).await?;
+        let challenge = flow
+            .challenge_to_try(req)
+            .await?
+            .ok_or(Code::InvalidTwoFactorCookie)?;
         if !flow.take_otp(&challenge, &body.code.0).await? {
             return Err(failed(&state, req, &challenge, "otp", Code::InvalidCode).await);
         }
@@ -386,8 +387,10 @@ impl TwoFactorApi {
     ) -> ApiResult<Json<SignedIn>> {
         let body = body.0;
         let flow = &state.two_factor;
-        let challenge = flow.challenge(req).await?;
-        flow.may_try(&challenge).await?;
+        let challenge = flow
+            .challenge_to_try(req)
+            .await?
+            .ok_or(Code::InvalidTwoFactorCookie)?;
         let proof = Proof::BackupCode(flow.code_hash(&body.code.0));
         finish(&state, req, cookies, challenge, proof, body.trust_device).await
     }

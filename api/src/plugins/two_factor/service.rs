@@ -54,6 +54,21 @@ pub struct Challenge {
     pub factor: Option<TwoFactor>,
 }
 
+/// What a `two_factor` cookie says.
+struct ChallengeCookie {
+    id: String,
+    remember_me: bool,
+    /// The user and the factor's version as the challenge began (cookies made before it
+    /// named them have neither).
+    named: Option<(UserId, u64)>,
+}
+
+impl ChallengeCookie {
+    fn identifier(&self) -> String {
+        format!("{CHALLENGE_PREFIX}{}", self.id)
+    }
+}
+
 impl Challenge {
     /// Wrong codes count "in a row" until a right authenticator or backup code, which moves
     /// the factor's version: the run is named by it.
@@ -213,28 +228,24 @@ impl TwoFactorFlow {
         Ok(user.two_factor_enabled && !self.trusted(req, &user.id, cookies).await?)
     }
 
-    /// Starts the second step of `user`'s sign-in (see [`TwoFactorFlow::start_challenge`]);
-    /// answers the methods it can be finished with.
+    /// Starts the second step of `user`'s sign-in: the challenge row and its cookies (see
+    /// [`TwoFactorFlow::challenge_cookies`]); answers the methods it can be finished with.
     pub async fn begin(
         &self,
         user: &User,
         remember_me: bool,
         cookies: &PendingCookies,
     ) -> ApiResult<Vec<String>> {
-        let methods = self.methods(&user.id).await?;
-        self.start_challenge(user, remember_me, cookies).await?;
-        Ok(methods)
+        let id = storage::random_string(32);
+        // The factor (for the methods and the cookie) read while the challenge is written.
+        let (factor, ()) = tokio::try_join!(self.factor(&user.id), self.put_challenge(&id, user))?;
+        let run = factor.as_ref().map_or(0, |f| f.version);
+        self.challenge_cookies(&id, user, run, remember_me, cookies);
+        Ok(self.methods_of(factor.as_ref()))
     }
 
-    /// Starts the challenge of a sign-in that needs its second factor: the challenge row,
-    /// the `two_factor` cookie naming it, and no session cookie.
-    async fn start_challenge(
-        &self,
-        user: &User,
-        remember_me: bool,
-        cookies: &PendingCookies,
-    ) -> ApiResult<()> {
-        let id = storage::random_string(32);
+    /// The stored, single-use challenge `id` of `user`'s sign-in.
+    async fn put_challenge(&self, id: &str, user: &User) -> ApiResult<()> {
         let now = self.now();
         let ttl = self.0.config.challenge_expires_in;
         self.0
@@ -248,27 +259,43 @@ impl TwoFactorFlow {
                 updated_at: now,
             })
             .await?;
+        Ok(())
+    }
+
+    /// The cookies of a sign-in that waits for its second factor: the `two_factor` cookie
+    /// naming challenge `id`, and no session cookie. It also names the user and the factor's
+    /// version (`run`), so that answering it reads the challenge, the user, the factor and the
+    /// try counters at once (see [`TwoFactorFlow::challenge_to_try`]).
+    fn challenge_cookies(
+        &self,
+        id: &str,
+        user: &User,
+        run: u64,
+        remember_me: bool,
+        cookies: &PendingCookies,
+    ) {
         let c = &self.0.cookies;
         // No session (1.7 leaves the `dont_remember` cookie as it is).
         cookies.push([
             c.set(&c.session_token, "", Some(0)),
             c.set(&c.session_data, "", Some(0)),
         ]);
+        let value = format!("{id}.{}.{run}.{}", u8::from(remember_me), user.id.0);
         cookies.push([c.set(
             &c.two_factor,
-            &self
-                .0
-                .signer
-                .sign(&format!("{id}.{}", u8::from(remember_me))),
-            Some(ttl),
+            &self.0.signer.sign(&value),
+            Some(self.0.config.challenge_expires_in),
         )]);
-        Ok(())
     }
 
     /// The methods a challenge of `user` can be answered with: `totp` once confirmed, `otp`
     /// (a code by mail) when the server sends mail.
     pub async fn methods(&self, user: &UserId) -> ApiResult<Vec<String>> {
-        let totp = self.factor(user).await?.is_some_and(|tf| tf.last_step > 0);
+        Ok(self.methods_of(self.factor(user).await?.as_ref()))
+    }
+
+    fn methods_of(&self, factor: Option<&TwoFactor>) -> Vec<String> {
+        let totp = factor.is_some_and(|tf| tf.last_step > 0);
         let mut m = Vec::new();
         if totp {
             m.push("totp".into());
@@ -276,7 +303,7 @@ impl TwoFactorFlow {
         if self.otp_offered() {
             m.push("otp".into());
         }
-        Ok(m)
+        m
     }
 
     /// Whether codes by mail are offered (the server sends mail).
@@ -335,39 +362,106 @@ impl TwoFactorFlow {
 
     /// The sign-in this request's `two_factor` cookie names, if it is valid and waits.
     pub async fn pending_challenge(&self, req: &poem::Request) -> ApiResult<Option<Challenge>> {
-        let Some(cookie) = request_cookie(req, &self.0.cookies.two_factor) else {
+        let Some(cookie) = self.cookie(req) else {
             return Ok(None);
         };
-        let Some((id, remember)) = self
-            .0
-            .signer
-            .unsign(&cookie)
-            .and_then(|v| v.rsplit_once('.'))
-        else {
+        let (reader, identifier) = (self.reader(), cookie.identifier());
+        let row = reader.get_verification(&identifier);
+        let Some((row, user, factor)) = (match &cookie.named {
+            // The user and its factor read beside the challenge.
+            Some((user, _)) => {
+                let (row, u, f) =
+                    tokio::try_join!(row, reader.get_user(user), reader.get_two_factor(user))?;
+                row.map(|row| (row, u, f))
+            }
+            // A cookie from before it named its user: the challenge, then its user and factor.
+            None => match row.await? {
+                Some(row) => {
+                    let owner = UserId(row.value.clone());
+                    let (u, f) =
+                        tokio::try_join!(reader.get_user(&owner), reader.get_two_factor(&owner))?;
+                    Some((row, u, f))
+                }
+                None => None,
+            },
+        }) else {
             return Ok(None);
         };
-        let Some(row) = self
-            .reader()
-            .get_verification(&format!("{CHALLENGE_PREFIX}{id}"))
-            .await?
-            .filter(|v| v.expires_at > self.now())
-        else {
+        Ok(self.assemble(cookie, row, user, factor))
+    }
+
+    /// The challenge of this request's `two_factor` cookie with its tries checked (see
+    /// [`TwoFactorFlow::may_try`]): `None` when there is none. With a cookie that names its
+    /// user and the factor's version, the challenge, the user, the factor and both counters
+    /// are read at once (the lock counter again if the factor moved since the cookie).
+    pub async fn challenge_to_try(&self, req: &poem::Request) -> ApiResult<Option<Challenge>> {
+        let Some(cookie) = self.cookie(req) else {
             return Ok(None);
         };
-        // The user and its factor, read side by side.
-        let owner = UserId(row.value);
-        let reader = self.reader();
-        let (user, factor) =
-            tokio::try_join!(reader.get_user(&owner), reader.get_two_factor(&owner))?;
-        let Some(user) = user else {
+        let Some((user, run)) = cookie.named.clone() else {
+            let Some(c) = self.pending_challenge(req).await? else {
+                return Ok(None);
+            };
+            self.may_try(&c).await?;
+            return Ok(Some(c));
+        };
+        let (reader, identifier) = (self.reader(), cookie.identifier());
+        let (row, u, f, counts) = tokio::try_join!(
+            reader.get_verification(&identifier),
+            reader.get_user(&user),
+            reader.get_two_factor(&user),
+            self.counts(&cookie.id, &user, run),
+        )?;
+        let Some(c) = row.and_then(|row| self.assemble(cookie, row, u, f)) else {
             return Ok(None);
         };
-        Ok(Some(Challenge {
+        let counts = if c.run() == run {
+            counts
+        } else {
+            self.counts(&c.id, &c.user.id, c.run()).await?
+        };
+        self.check_counts(&c, counts).await?;
+        Ok(Some(c))
+    }
+
+    /// The `two_factor` cookie's challenge id, remember-me and (from cookies made since it
+    /// named them) user and factor version.
+    fn cookie(&self, req: &poem::Request) -> Option<ChallengeCookie> {
+        let cookie = request_cookie(req, &self.0.cookies.two_factor)?;
+        let value = self.0.signer.unsign(&cookie)?;
+        let mut parts = value.splitn(4, '.');
+        let (id, remember) = (parts.next()?, parts.next()?);
+        let named = match (parts.next(), parts.next()) {
+            (Some(run), Some(user)) => Some((UserId(user.to_owned()), run.parse().ok()?)),
+            (None, None) => None,
+            _ => return None,
+        };
+        Some(ChallengeCookie {
             id: id.to_owned(),
-            user,
             remember_me: remember == "1",
+            named,
+        })
+    }
+
+    /// The challenge from its row, user and factor: `None` when expired, its user gone, or
+    /// the row names another user than the cookie.
+    fn assemble(
+        &self,
+        cookie: ChallengeCookie,
+        row: Verification,
+        user: Option<User>,
+        factor: Option<TwoFactor>,
+    ) -> Option<Challenge> {
+        if row.expires_at <= self.now() {
+            return None;
+        }
+        let user = user.filter(|u| u.id.0 == row.value)?;
+        Some(Challenge {
+            id: cookie.id,
+            user,
+            remember_me: cookie.remember_me,
             factor,
-        }))
+        })
     }
 
     fn counters(&self) -> storage::DynStore {
@@ -377,11 +471,22 @@ impl TwoFactorFlow {
     /// Refuses a challenge that took its wrong codes (it is dead then: a new sign-in starts
     /// anew) or whose user is locked out after too many wrong codes in a row.
     pub async fn may_try(&self, c: &Challenge) -> ApiResult<()> {
+        let counts = self.counts(&c.id, &c.user.id, c.run()).await?;
+        self.check_counts(c, counts).await
+    }
+
+    /// The lock's count (wrong codes in a row of `user`'s factor at version `run`) and the
+    /// challenge's tries, read side by side.
+    async fn counts(
+        &self,
+        challenge: &str,
+        user: &UserId,
+        run: u64,
+    ) -> storage::StoreResult<(u32, u32)> {
         let cfg = &self.0.config;
         let now = self.now();
         let counters = self.counters();
-        let (lock, tries) = (lock_key(&c.user.id, c.run()), tries_key(&c.id));
-        // Both counters read side by side.
+        let (lock, tries) = (lock_key(user, run), tries_key(challenge));
         let (locked, tries) = tokio::try_join!(
             counters.count(
                 &lock,
@@ -396,10 +501,15 @@ impl TwoFactorFlow {
                 now,
             ),
         )?;
-        if locked.count >= cfg.lock_after {
+        Ok((locked.count, tries.count))
+    }
+
+    async fn check_counts(&self, c: &Challenge, (locked, tries): (u32, u32)) -> ApiResult<()> {
+        let cfg = &self.0.config;
+        if locked >= cfg.lock_after {
             return Err(Code::TwoFactorLocked.into());
         }
-        if tries.count >= cfg.max_attempts {
+        if tries >= cfg.max_attempts {
             self.0.actors.take_state(&c.identifier()).await?;
             return Err(Code::TooManyAttemptsRequestNewCode.into());
         }
