@@ -241,7 +241,7 @@ impl TwoFactorFlow {
         let (factor, ()) = tokio::try_join!(self.factor(&user.id), self.put_challenge(&id, user))?;
         let run = factor.as_ref().map_or(0, |f| f.version);
         self.challenge_cookies(&id, user, run, remember_me, cookies);
-        Ok(self.methods_of(factor.as_ref()))
+        Ok(self.methods(factor.as_ref()))
     }
 
     /// The stored, single-use challenge `id` of `user`'s sign-in.
@@ -288,13 +288,9 @@ impl TwoFactorFlow {
         )]);
     }
 
-    /// The methods a challenge of `user` can be answered with: `totp` once confirmed, `otp`
-    /// (a code by mail) when the server sends mail.
-    pub async fn methods(&self, user: &UserId) -> ApiResult<Vec<String>> {
-        Ok(self.methods_of(self.factor(user).await?.as_ref()))
-    }
-
-    fn methods_of(&self, factor: Option<&TwoFactor>) -> Vec<String> {
+    /// The methods a challenge can be answered with, given the user's `factor`: `totp` once
+    /// confirmed, `otp` (a code by mail) when the server sends mail.
+    fn methods(&self, factor: Option<&TwoFactor>) -> Vec<String> {
         let totp = factor.is_some_and(|tf| tf.last_step > 0);
         let mut m = Vec::new();
         if totp {
@@ -362,9 +358,14 @@ impl TwoFactorFlow {
 
     /// The sign-in this request's `two_factor` cookie names, if it is valid and waits.
     pub async fn pending_challenge(&self, req: &poem::Request) -> ApiResult<Option<Challenge>> {
-        let Some(cookie) = self.cookie(req) else {
-            return Ok(None);
-        };
+        match self.cookie(req) {
+            Some(cookie) => self.read_challenge(cookie).await,
+            None => Ok(None),
+        }
+    }
+
+    /// The challenge `cookie` names, if it waits.
+    async fn read_challenge(&self, cookie: ChallengeCookie) -> ApiResult<Option<Challenge>> {
         let (reader, identifier) = (self.reader(), cookie.identifier());
         let row = reader.get_verification(&identifier);
         let Some((row, user, factor)) = (match &cookie.named {
@@ -399,7 +400,8 @@ impl TwoFactorFlow {
             return Ok(None);
         };
         let Some((user, run)) = cookie.named.clone() else {
-            let Some(c) = self.pending_challenge(req).await? else {
+            // A cookie from before it named its user: the challenge first, then its counters.
+            let Some(c) = self.read_challenge(cookie).await? else {
                 return Ok(None);
             };
             self.may_try(&c).await?;
