@@ -1,7 +1,7 @@
 //! The webhooks plugin (a Gatehouse extension): endpoints an organization's owners and admins
 //! (or custom roles granted `webhook:*`) register under `/organization/webhook/`, and the
 //! server's own endpoints for administrators under `/admin/webhook/`, to which the domain
-//! events of the stream are delivered, signed as Standard Webhooks (`service.rs`), only to
+//! events of the stream are delivered, signed as Standard Webhooks (`service/`), only to
 //! public addresses unless allowed (`net.rs`).
 mod dto;
 pub mod net;

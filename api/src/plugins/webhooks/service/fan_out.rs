@@ -1,0 +1,161 @@
+//! The fan-out (step 1 of the module): each domain event read from the stream becomes a
+//! stored delivery for every endpoint that wants it, handed to this process's sender.
+use super::*;
+
+/// The order of a new delivery among its endpoint's: the event's time (µs × 1000), but after
+/// every delivery this process made before — events of one aggregate are read in order by
+/// one process at a time, so equal times keep their order.
+fn next_seq(at: DateTime<Utc>) -> i64 {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    static LAST: AtomicI64 = AtomicI64::new(0);
+    let want = at.timestamp_micros().saturating_mul(1000);
+    let prev = LAST
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| {
+            Some(want.max(last + 1))
+        })
+        .unwrap_or(want);
+    want.max(prev + 1)
+}
+
+/// The fan-out consumer (see the module).
+pub(super) struct FanOut(pub(super) Webhooks);
+
+#[async_trait::async_trait]
+impl Consume for FanOut {
+    async fn handle(&self, events: &[Delivery]) -> usize {
+        match self.0.fan_out(events).await {
+            Ok(()) => events.len(),
+            Err(e) => {
+                tracing::warn!(error = %e, "webhooks: storing deliveries failed; they are made on the next read");
+                0
+            }
+        }
+    }
+}
+
+impl Webhooks {
+    async fn fan_out(&self, events: &[Delivery]) -> storage::StoreResult<()> {
+        let mut endpoints: HashMap<String, Vec<Webhook>> = HashMap::new();
+        let mut users: HashMap<String, serde_json::Value> = HashMap::new();
+        let mut out = Vec::new();
+        for d in events {
+            let Payload::Domain { name, data } = &d.event.payload else {
+                continue;
+            };
+            let mut scopes = vec![GLOBAL_SCOPE.to_owned()];
+            if d.event.aggregate.starts_with("org:") {
+                scopes.push(d.event.aggregate.clone());
+            }
+            let mut body: Option<String> = None;
+            for scope in scopes {
+                if !endpoints.contains_key(&scope) {
+                    let list = self.store.list_webhooks(&scope).await?;
+                    endpoints.insert(scope.clone(), list);
+                }
+                for w in endpoints.get(&scope).into_iter().flatten() {
+                    // An endpoint hears of what happened after it was made.
+                    if !w.wants(name) || d.event.at < w.created_at {
+                        continue;
+                    }
+                    if body.is_none() {
+                        body = Some(self.body(name, d.event.at, data, &mut users).await?);
+                    }
+                    let Some(body) = body.clone() else { continue };
+                    out.push(WebhookDelivery {
+                        id: WebhookDelivery::id_for(&d.event.id, d.event.at, &w.id),
+                        webhook_id: w.id.clone(),
+                        scope: w.scope.clone(),
+                        event_id: d.event.id.clone(),
+                        event_type: name.clone(),
+                        body,
+                        seq: next_seq(d.event.at),
+                        created_at: d.event.at,
+                        status: DeliveryStatus::Pending,
+                        attempts: vec![],
+                        tries: 0,
+                        next_at: Some(d.event.at),
+                        holder: None,
+                        lease_until: None,
+                    });
+                }
+            }
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        // Stored leased to this process, which sends them at once (no claim to wait for);
+        // a bounded number of such batches at a time, the fan-out waiting for room.
+        let permit = self.handed.clone().acquire_owned().await.ok();
+        let most = {
+            let mut per: HashMap<&str, u32> = HashMap::new();
+            for d in &out {
+                *per.entry(d.webhook_id.as_str()).or_default() += 1;
+            }
+            per.into_values().max().unwrap_or(1)
+        };
+        let until = self.clock.now()
+            + chrono::Duration::from_std(self.per_try() * (most + 1))
+                .unwrap_or(chrono::Duration::minutes(5));
+        for d in &mut out {
+            d.holder = Some(self.holder.clone());
+            d.lease_until = Some(until);
+        }
+        let new = self.store.enqueue_deliveries(&out).await?;
+        let mine: Vec<WebhookDelivery> = out
+            .into_iter()
+            .zip(new)
+            .filter_map(|(d, new)| new.then_some(d))
+            .collect();
+        if permit.is_some() {
+            let me = self.clone();
+            tokio::spawn(async move {
+                let _permit = permit;
+                if let Err(e) = me.deliver(mine).await {
+                    tracing::warn!(error = %e, "webhook deliveries: settling failed; they are sent again once their lease ends");
+                }
+            });
+        }
+        Ok(())
+    }
+
+    /// The body of an event: `{type, timestamp, data}`; a member's event carries its user.
+    async fn body(
+        &self,
+        name: &str,
+        at: DateTime<Utc>,
+        data: &serde_json::Value,
+        users: &mut HashMap<String, serde_json::Value>,
+    ) -> storage::StoreResult<String> {
+        let mut data = data.clone();
+        let uid = name
+            .starts_with("member.")
+            .then(|| {
+                data.get("userId")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_owned)
+            })
+            .flatten();
+        if let Some(uid) = uid {
+            if !users.contains_key(&uid) {
+                let user = self.store.get_user(&storage::UserId(uid.clone())).await?;
+                let json = user.map_or(serde_json::Value::Null, |u| {
+                    serde_json::json!({
+                        "id": u.id, "email": u.email, "name": u.name, "image": u.image,
+                    })
+                });
+                users.insert(uid.clone(), json);
+            }
+            if let (Some(u), Some(obj)) = (users.get(&uid), data.as_object_mut()) {
+                if !u.is_null() {
+                    obj.insert("user".into(), u.clone());
+                }
+            }
+        }
+        let body = serde_json::json!({
+            "type": name,
+            "timestamp": at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "data": data,
+        });
+        Ok(body.to_string())
+    }
+}
