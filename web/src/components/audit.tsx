@@ -6,7 +6,7 @@ import { api, unwrap, type Schemas } from "../api";
 import { messages } from "../errors";
 import { ago, describeDevice } from "../ua";
 import { ErrorBox } from "./ui";
-import { marked, useT, type T } from "../i18n";
+import { marked, named, useT, type T } from "../i18n";
 
 type AuditEvent = Schemas["AuditEvent"];
 /** Every action the server records (an enum in the OpenAPI document). */
@@ -184,7 +184,7 @@ export function AuditLog({ organizationId, me, names }: { organizationId?: strin
               <tr key={e.id} data-action={e.action}>
                 <td title={e.at}>{ago(e.at, Date.now(), t)}</td>
                 <td>
-                  {ACTIONS[e.action] ? t(ACTIONS[e.action]) : e.action}{" "}
+                  {named(ACTIONS, e.action, t)}{" "}
                   {e.outcome === "failure" && (
                     <span className="badge danger" title={e.reason ?? undefined}>
                       {e.reason ? t("failed: {why}", { why: why(e.reason, t) }) : t("failed")}

@@ -34,6 +34,21 @@ export function marked(text: string): string {
   return text;
 }
 
+/** The word `table` gives `key` (a table of `marked` words), in the language of `t`; `key`
+ * itself when the table lacks it (a custom role, a value from a newer server). */
+export function named(table: Record<string, string>, key: string, t: T): string {
+  const word = table[key];
+  return word === undefined ? key : t(word);
+}
+
+/** Each of a comma-separated list of keys (a member's roles) as `named` gives it. */
+export function namedList(table: Record<string, string>, keys: string, t: T): string {
+  return keys
+    .split(",")
+    .map((k) => named(table, k, t))
+    .join(", ");
+}
+
 /** `text` in `lang`, its placeholders filled. */
 export function translate(lang: Lang, text: string, vars?: Vars): string {
   const out = (LANGUAGES[lang].messages as Record<string, string>)[text] ?? text;

@@ -10,7 +10,7 @@ import { Confirm, Dialog, ErrorBox, Field, Notice, PasswordField, Submit } from 
 import { useSession, useSessionChanged } from "../session";
 import { ago, describeDevice } from "../ua";
 import { emailProblem, newPasswordProblem } from "./auth";
-import { marked, useLanguage, useT, type T } from "../i18n";
+import { marked, namedList, useLanguage, useT, type T } from "../i18n";
 import { usePageSettings } from "../settings";
 
 const PAGE = 20;
@@ -19,10 +19,7 @@ const ROLES: Record<string, string> = { user: marked("user"), admin: marked("adm
 
 /** A user's role (a comma-separated list) as the page shows it. */
 function roleName(role: string, t: T): string {
-  return role
-    .split(",")
-    .map((r) => (ROLES[r] ? t(ROLES[r]) : r))
-    .join(", ");
+  return namedList(ROLES, role, t);
 }
 
 function UserSessions({ user, onClose }: { user: User; onClose: () => void }) {

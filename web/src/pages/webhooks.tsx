@@ -6,7 +6,7 @@ import { useState } from "react";
 import { api, unwrap, type Schemas } from "../api";
 import { Confirm, ErrorBox, Field, Notice, ShownOnce, Submit } from "../components/ui";
 import { ago } from "../ua";
-import { marked, useT, type T } from "../i18n";
+import { marked, named, useT, type T } from "../i18n";
 
 type Webhook = Schemas["Webhook"];
 type Delivery = Schemas["WebhookDelivery"];
@@ -72,7 +72,7 @@ function Deliveries({ orgId, hook }: { orgId: string; hook: Webhook }) {
                   {d.type} <span className="muted">{ago(d.createdAt, Date.now(), t)}</span>
                 </td>
                 <td>
-                  {t(STATUS[d.status] ?? d.status)}
+                  {named(STATUS, d.status, t)}
                   {d.attempts.length > 1 ? ` (${t("{n} attempts", { n: d.attempts.length })})` : ""}
                 </td>
                 <td>{lastAttempt(d, t)}</td>

@@ -3,7 +3,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { api, unwrap } from "../../api";
-import { marked, type T } from "../../i18n";
+import { marked, named, namedList, type T } from "../../i18n";
 
 export type Perms = Record<string, string[]>;
 
@@ -86,16 +86,12 @@ const BUILT_IN: Record<string, string> = { owner: marked("owner"), admin: marked
 
 /** A role as the pages show it: the built-in ones in the page's language, custom ones as named. */
 export function roleName(role: string, t: T): string {
-  const known = BUILT_IN[role];
-  return known ? t(known) : role;
+  return named(BUILT_IN, role, t);
 }
 
 /** A member's roles (a comma-separated list), each as the pages show it. */
 export function rolesName(roles: string, t: T): string {
-  return roles
-    .split(",")
-    .map((r) => roleName(r, t))
-    .join(", ");
+  return namedList(BUILT_IN, roles, t);
 }
 
 const STATUS: Record<string, string> = {
@@ -108,8 +104,7 @@ const STATUS: Record<string, string> = {
 
 /** An invitation's status in the page's language. */
 export function statusName(status: string, t: T): string {
-  const known = STATUS[status];
-  return known ? t(known) : status;
+  return named(STATUS, status, t);
 }
 
 /** How many members hold `owner`. */

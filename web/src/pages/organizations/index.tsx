@@ -7,7 +7,7 @@ import { AuditLog } from "../../components/audit";
 import { ErrorBox, Notice } from "../../components/ui";
 import { useSession } from "../../session";
 import { useCan } from "./hooks";
-import { marked, useT } from "../../i18n";
+import { marked, named, useT } from "../../i18n";
 import { Members } from "./members";
 import { Invitations } from "./invitations";
 import { Teams } from "./teams";
@@ -47,7 +47,7 @@ function OrgTabs({ orgId, tab }: { orgId: string; tab: string }) {
     <nav className="tabs" aria-label={tr("Organization sections")}>
       {tabs.map((t) => (
         <NavLink key={t} to={`/organizations/${orgId}/${t}`} className={() => (t === tab ? "active" : "")}>
-          {tr(TAB_NAMES[t] ?? t)}
+          {named(TAB_NAMES, t, tr)}
         </NavLink>
       ))}
     </nav>
