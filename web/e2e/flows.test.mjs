@@ -372,7 +372,17 @@ test("branded: the tenant's name, logo, colour and help on a phone; a sign-up la
     await page.getByRole("heading", { name: "Sign in" }).waitFor();
     const brand = page.getByRole("link", { name: "Acme Cloud" });
     assert.equal(await brand.locator("img").getAttribute("src"), "/favicon.svg");
-    assert.equal(await brand.locator("img").evaluate((img) => img.naturalWidth > 0), true);
+    // The logo loads (waited for: it may still be on its way when the heading shows).
+    const loaded = await brand.locator("img").evaluate(
+      (img) =>
+        img.complete
+          ? img.naturalWidth > 0
+          : new Promise((done) => {
+              img.addEventListener("load", () => done(img.naturalWidth > 0), { once: true });
+              img.addEventListener("error", () => done(false), { once: true });
+            }),
+    );
+    assert.equal(loaded, true);
     await page.waitForFunction(() => document.title === "Sign in — Acme Cloud");
     const button = page.getByRole("button", { name: "Sign in", exact: true });
     assert.equal(await button.evaluate((b) => getComputedStyle(b).backgroundColor), "rgb(10, 125, 51)");
