@@ -83,6 +83,7 @@ impl Standing {
     pub fn permissions(&self) -> Result<Permissions, ActorError> {
         self.policy
             .permissions_of(&self.member.role)
+            .map(std::borrow::Cow::into_owned)
             .map_err(crate::org::policy_err)
     }
 }

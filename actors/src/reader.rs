@@ -105,17 +105,24 @@ impl Reader {
         let Some(session) = self.store.get_session(token).await? else {
             return Ok(None);
         };
-        let ticket = match self.users.lookup(&session.user_id) {
-            Found::Hit(user) => return Ok(Some((session, Some(User::clone(&user))))),
+        let user = self.cached_user(&session.user_id).await?;
+        Ok(Some((session, user)))
+    }
+
+    /// A user from this process's user cache when it holds it, else from the store (which
+    /// fills the cache): as fresh as the users of sessions are (see `cache`). For what an
+    /// answer shows of a user (a member's name, email and image), never for a decision.
+    pub async fn cached_user(&self, id: &UserId) -> StoreResult<Option<User>> {
+        let ticket = match self.users.lookup(id) {
+            Found::Hit(user) => return Ok(Some(User::clone(&user))),
             Found::Miss(ticket) => ticket,
             Found::Off => 0,
         };
-        let user = self.store.get_user(&session.user_id).await?;
+        let user = self.store.get_user(id).await?;
         if let Some(u) = &user {
-            self.users
-                .fill(&session.user_id, ticket, Arc::new(u.clone()));
+            self.users.fill(id, ticket, Arc::new(u.clone()));
         }
-        Ok(Some((session, user)))
+        Ok(user)
     }
 
     /// The organization from this process's view cache, when it holds it (`None`: read it

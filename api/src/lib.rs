@@ -315,15 +315,13 @@ pub async fn preflight(config: &Config) -> Result<Prepared, StartError> {
         .map(|r| r.to_string())
         .chain(ac.org.global_roles.iter().map(|(name, _)| name.clone()))
         .map(|role| {
-            let perms = global.permissions_of(&role)?;
+            let perms = global.permissions_of(&role)?.into_owned();
             Ok((role, perms))
         })
         .collect::<Result<Vec<_>, policy::PolicyError>>()
-        .and_then(|roles| {
-            Ok(RoleCatalog {
-                roles,
-                owner_only: global.owner_only()?,
-            })
+        .map(|roles| RoleCatalog {
+            roles,
+            owner_only: global.owner_only().clone(),
         })
         .map_err(|e| StartError::Roles(e.to_string()))?;
     let metrics = metrics::Metrics::new().map_err(|e| StartError::Config(e.to_string()))?;

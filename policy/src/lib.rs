@@ -16,6 +16,7 @@ pub use admin::{
     validate_admin_permissions, AdminPolicy, AdminRoles, ADMIN_MODEL, ADMIN_POLICY,
     ADMIN_RESOURCES, DEFAULT_ROLE,
 };
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub const MODEL: &str = include_str!("../model.conf");
@@ -109,6 +110,22 @@ pub fn is_subset(a: &Permissions, b: &Permissions) -> bool {
         .all(|(res, acts)| acts.is_empty() || b.get(res).is_some_and(|have| acts.is_subset(have)))
 }
 
+/// Whether every permission of `a` is in one of `held` (their union, without building it).
+pub fn within(a: &Permissions, held: &[&Permissions]) -> bool {
+    a.iter().all(|(res, acts)| {
+        acts.iter().all(|act| {
+            held.iter()
+                .any(|h| h.get(res).is_some_and(|have| have.contains(act)))
+        })
+    })
+}
+
+/// Whether `a` and `b` share any permission.
+pub fn overlaps(a: &Permissions, b: &Permissions) -> bool {
+    a.iter()
+        .any(|(res, acts)| b.get(res).is_some_and(|have| !have.is_disjoint(acts)))
+}
+
 /// The permissions of `a` that are also in `b`.
 pub fn intersection(a: &Permissions, b: &Permissions) -> Permissions {
     a.iter()
@@ -139,6 +156,8 @@ pub struct Policy {
     enforcer: Enforcer,
     roles: BTreeSet<String>,
     matrix: std::collections::HashMap<String, Permissions>,
+    /// [`Policy::owner_only`], worked out once with the matrix (every grant checks it).
+    owner_only: Permissions,
 }
 
 fn engine(e: impl std::fmt::Display) -> PolicyError {
@@ -194,6 +213,7 @@ impl Policy {
             enforcer,
             roles,
             matrix: Default::default(),
+            owner_only: Permissions::new(),
         };
         let mut matrix = std::collections::HashMap::new();
         for role in &policy.roles {
@@ -211,6 +231,7 @@ impl Policy {
             matrix.insert(role.clone(), perms);
         }
         policy.matrix = matrix;
+        policy.owner_only = policy.owners_part()?;
         Ok(policy)
     }
 
@@ -257,35 +278,47 @@ impl Policy {
     }
 
     /// Every permission the comma-separated `roles` grant together (unknown role: an error).
-    pub fn permissions_of(&self, roles: &str) -> Result<Permissions, PolicyError> {
-        let mut out = Permissions::new();
+    /// One role's are borrowed from the matrix; several roles' are their union.
+    pub fn permissions_of(&self, roles: &str) -> Result<Cow<'_, Permissions>, PolicyError> {
+        let mut out: Option<Cow<'_, Permissions>> = None;
         for role in parse_roles(roles) {
             let perms = self
                 .matrix
                 .get(role)
                 .ok_or_else(|| PolicyError::UnknownRole(role.to_owned()))?;
-            for (res, acts) in perms {
-                out.entry(res.clone())
-                    .or_default()
-                    .extend(acts.iter().cloned());
+            match &mut out {
+                None => out = Some(Cow::Borrowed(perms)),
+                Some(so_far) => {
+                    let union = so_far.to_mut();
+                    for (res, acts) in perms {
+                        union
+                            .entry(res.clone())
+                            .or_default()
+                            .extend(acts.iter().cloned());
+                    }
+                }
             }
         }
-        Ok(out)
+        Ok(out.unwrap_or_default())
     }
 
     /// What only owners hold: the built-in `owner` role's permissions that `admin` lacks
     /// (deleting the organization). Only an owner may grant these, whatever other roles say.
-    pub fn owner_only(&self) -> Result<Permissions, PolicyError> {
+    pub fn owner_only(&self) -> &Permissions {
+        &self.owner_only
+    }
+
+    fn owners_part(&self) -> Result<Permissions, PolicyError> {
         let owner = self.permissions_of("owner")?;
         let admin = self.permissions_of("admin")?;
         Ok(owner
-            .into_iter()
+            .iter()
             .filter_map(|(res, acts)| {
-                let only: BTreeSet<String> = match admin.get(&res) {
+                let only: BTreeSet<String> = match admin.get(res) {
                     Some(a) => acts.difference(a).cloned().collect(),
-                    None => acts,
+                    None => acts.clone(),
                 };
-                (!only.is_empty()).then_some((res, only))
+                (!only.is_empty()).then(|| (res.clone(), only))
             })
             .collect())
     }
@@ -420,14 +453,11 @@ mod tests {
         let owner = p.permissions_of("owner").unwrap();
         assert!(is_subset(&admin, &owner));
         assert!(!is_subset(&owner, &admin));
-        assert_eq!(
-            p.owner_only().unwrap(),
-            perms(&[("organization", &["delete"])])
-        );
+        assert_eq!(p.owner_only(), &perms(&[("organization", &["delete"])]));
         let deleter = p.permissions_of("deleter").unwrap();
         assert!(!is_subset(&deleter, &admin));
         assert_eq!(
-            p.permissions_of("member,deleter").unwrap(),
+            p.permissions_of("member,deleter").unwrap().into_owned(),
             perms(&[
                 ("organization", &["delete"]),
                 ("member", &["update"]),
@@ -435,7 +465,7 @@ mod tests {
             ])
         );
         assert_eq!(
-            intersection(&deleter, &p.owner_only().unwrap()),
+            intersection(&deleter, p.owner_only()),
             perms(&[("organization", &["delete"])])
         );
         assert!(is_subset(&Permissions::new(), &admin));

@@ -81,7 +81,10 @@ impl OrgActor {
                 return Err(ActorError::Refused(Rule::Escalation(what)));
             }
         }
-        let perms = policy.permissions_of(&role).map_err(policy_err)?;
+        let perms = policy
+            .permissions_of(&role)
+            .map_err(policy_err)?
+            .into_owned();
         self.may_grant(state, org, granter, &perms, what).await?;
         Ok(role)
     }
@@ -104,14 +107,10 @@ impl OrgActor {
         let policy = self.policy(state, org).await?;
         // Plain membership (the built-in `member` role's reading rights) is what inviting and
         // adding members means: whoever may do that may give it, whatever their own roles.
-        let mut own = policy.permissions_of(&g.role).map_err(policy_err)?;
-        for (res, acts) in policy.permissions_of("member").map_err(policy_err)? {
-            own.entry(res).or_default().extend(acts);
-        }
-        let owner_only = policy.owner_only().map_err(policy_err)?;
-        let exceeds = !policy::is_subset(perms, &own);
-        let owners_part =
-            !is_owner(&g.role) && !policy::intersection(perms, &owner_only).is_empty();
+        let own = policy.permissions_of(&g.role).map_err(policy_err)?;
+        let member = policy.permissions_of("member").map_err(policy_err)?;
+        let exceeds = !policy::within(perms, &[&own, &member]);
+        let owners_part = !is_owner(&g.role) && policy::overlaps(perms, policy.owner_only());
         if exceeds || owners_part {
             tracing::warn!(
                 org = %state.id,

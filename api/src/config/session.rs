@@ -22,7 +22,7 @@ pub struct SessionConfig {
 /// another process sharing the store when this process reads its event (within a fraction
 /// of a second) and at the latest after `ttl_ms`. Routes that ask for a fresh session
 /// (`disableCookieCache`, sensitive changes) and the admin routes read the user from the
-/// store.
+/// store. The member an organization route answers with shows its user from this cache too.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct UserCacheConfig {

@@ -2582,3 +2582,40 @@ async fn cached_organization_answers_are_per_query_and_follow_changes() {
     assert_eq!(member_ids(&now), left);
     assert_eq!(window("&limit=2&offset=1").await, (left[1..3].to_vec(), 4));
 }
+
+/// A member's answer shows its user from the process's user cache: a change of the user made
+/// meanwhile (here its name and image) is in the next answer, never the cached one.
+#[tokio::test]
+async fn member_answers_show_the_users_change_at_once() {
+    let h = org_harness(100).await;
+    let (owner, _) = user(&h, "owner@example.com").await;
+    let org = create_org(&h, &owner, "names").await;
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let (m_cookie, m_id) = user(&h, "m@example.com").await;
+    let member = add_member(&h, &org_id, &m_id, "member").await;
+    let mid = member["id"].as_str().unwrap().to_owned();
+    let set_role = |role: &'static str| {
+        h.post(
+            "/api/auth/organization/update-member-role",
+            json!({"organizationId": org_id, "memberId": mid, "role": role}),
+            Some(&owner),
+        )
+    };
+    // Twice: the second answer's user may come from the cache the first filled.
+    for role in ["admin", "member"] {
+        let r = set_role(role).await.expect(200);
+        assert_eq!(r.json()["user"]["email"], "m@example.com");
+        assert_eq!(r.json()["user"]["image"], Value::Null);
+    }
+    h.post(
+        "/api/auth/update-user",
+        json!({"name": "Renamed", "image": "https://example.com/m.png"}),
+        Some(&m_cookie),
+    )
+    .await
+    .expect(200);
+    let r = set_role("admin").await.expect(200);
+    assert_eq!(r.json()["role"], "admin");
+    assert_eq!(r.json()["user"]["name"], "Renamed");
+    assert_eq!(r.json()["user"]["image"], "https://example.com/m.png");
+}

@@ -163,8 +163,10 @@ impl Orgs {
         Ok(MailJob::new(MailKind::Invitation, email, link, &vars))
     }
 
+    /// A member as answers show it, with its user's name, email and image (from the user
+    /// cache: see `Reader::cached_user`).
     pub(crate) async fn member_dto(&self, m: &Member) -> ApiResult<MemberDto> {
-        let user = self.reader.get_user(&m.user_id).await?;
+        let user = self.reader.cached_user(&m.user_id).await?;
         Ok(member_dto_of(m, user.as_ref()))
     }
 
