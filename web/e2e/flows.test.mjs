@@ -73,11 +73,12 @@ function startGatehouse(env) {
   });
 }
 
-/** The newest unread mail of `kind` to `to`, waiting for it (mail leaves after the answer). */
+/** The newest unread mail of `kind` to `to`, waiting for it (mail leaves after the answer).
+ * Only `.json` files: a message is written as `.tmp` first, then renamed. */
 async function mail(kind, to) {
   const outbox = join(dataDir, "outbox");
   for (let i = 0; i < 100; i++) {
-    const files = existsSync(outbox) ? readdirSync(outbox).filter((f) => f.includes(`-${kind}-`) && !seen.has(f)).sort() : [];
+    const files = existsSync(outbox) ? readdirSync(outbox).filter((f) => f.endsWith(".json") && f.includes(`-${kind}-`) && !seen.has(f)).sort() : [];
     for (const f of files.reverse()) {
       const m = JSON.parse(readFileSync(join(outbox, f), "utf8"));
       if (m.to === to) {
@@ -398,7 +399,7 @@ test("branded: the tenant's name, logo, colour and help on a phone; a sign-up la
     await page.waitForURL(/\/organizations$/);
     await page.getByRole("heading", { name: "Organizations" }).waitFor();
     await shot(page, "branded-home-phone");
-    const mail = readdirSync(join(dir, "outbox")).find((f) => f.includes("-verify-email-"));
+    const mail = readdirSync(join(dir, "outbox")).find((f) => f.endsWith(".json") && f.includes("-verify-email-"));
     assert.match(JSON.parse(readFileSync(join(dir, "outbox", mail), "utf8")).subject, /Acme Cloud/);
     assert.deepEqual(errors, []);
     await context.close();
