@@ -106,8 +106,7 @@ pub fn normalize_roles(input: &str) -> Result<String, PolicyError> {
 
 /// Whether every permission of `a` is also in `b`.
 pub fn is_subset(a: &Permissions, b: &Permissions) -> bool {
-    a.iter()
-        .all(|(res, acts)| acts.is_empty() || b.get(res).is_some_and(|have| acts.is_subset(have)))
+    within(a, &[b])
 }
 
 /// Whether every permission of `a` is in one of `held` (their union, without building it).

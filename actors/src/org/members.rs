@@ -5,7 +5,7 @@
 use super::{guarded, is_owner, policy_err, Acting, Decision, OrgActor, OrgState};
 use crate::{ActorError, Escalation, Rule};
 use policy::Permissions;
-use storage::{Member, MemberId, OrgChange, Organization, UserId};
+use storage::{Member, MemberId, OrgChange, OrgId, Organization, UserId};
 
 impl OrgActor {
     pub(super) async fn add_member(
@@ -68,6 +68,7 @@ impl OrgActor {
     ) -> Result<String, ActorError> {
         let role = policy::normalize_roles(role)
             .map_err(|e| ActorError::Refused(Rule::InvalidRole(e.to_string())))?;
+        let id = state.id.clone();
         let policy = self.policy(state, org).await?;
         for r in policy::parse_roles(&role) {
             if !policy.is_role(r) {
@@ -81,11 +82,10 @@ impl OrgActor {
                 return Err(ActorError::Refused(Rule::Escalation(what)));
             }
         }
-        let perms = policy
-            .permissions_of(&role)
-            .map_err(policy_err)?
-            .into_owned();
-        self.may_grant(state, org, granter, &perms, what).await?;
+        if let Some(g) = granter {
+            let perms = policy.permissions_of(&role).map_err(policy_err)?;
+            grants_within(policy, &id, g, &perms, what)?;
+        }
         Ok(role)
     }
 
@@ -104,23 +104,9 @@ impl OrgActor {
         let Some(g) = granter else {
             return Ok(());
         };
+        let id = state.id.clone();
         let policy = self.policy(state, org).await?;
-        // Plain membership (the built-in `member` role's reading rights) is what inviting and
-        // adding members means: whoever may do that may give it, whatever their own roles.
-        let own = policy.permissions_of(&g.role).map_err(policy_err)?;
-        let member = policy.permissions_of("member").map_err(policy_err)?;
-        let exceeds = !policy::within(perms, &[&own, &member]);
-        let owners_part = !is_owner(&g.role) && policy::overlaps(perms, policy.owner_only());
-        if exceeds || owners_part {
-            tracing::warn!(
-                org = %state.id,
-                member = %g.id,
-                ?what,
-                "refused: granting permissions beyond the granter's own"
-            );
-            return Err(ActorError::Refused(Rule::Escalation(what)));
-        }
-        Ok(())
+        grants_within(policy, &id, g, perms, what)
     }
 
     /// Whether `actor` (`None`: the server) may change or remove `target`: only an owner acts
@@ -265,4 +251,30 @@ impl OrgActor {
             }))
         })
     }
+}
+
+/// [`OrgActor::may_grant`]'s rule on a policy at hand: `g` hands out only what their own
+/// roles grant (plus plain membership, the built-in `member` role's reading rights: whoever
+/// may invite or add members may give it), and what only owners hold only as an owner.
+fn grants_within(
+    policy: &policy::Policy,
+    org: &OrgId,
+    g: &Member,
+    perms: &Permissions,
+    what: Escalation,
+) -> Result<(), ActorError> {
+    let own = policy.permissions_of(&g.role).map_err(policy_err)?;
+    let member = policy.permissions_of("member").map_err(policy_err)?;
+    let exceeds = !policy::within(perms, &[&own, &member]);
+    let owners_part = !is_owner(&g.role) && policy::overlaps(perms, policy.owner_only());
+    if exceeds || owners_part {
+        tracing::warn!(
+            org = %org,
+            member = %g.id,
+            ?what,
+            "refused: granting permissions beyond the granter's own"
+        );
+        return Err(ActorError::Refused(Rule::Escalation(what)));
+    }
+    Ok(())
 }
