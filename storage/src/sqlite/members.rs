@@ -135,6 +135,10 @@ static ORG_TEAMS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
 /// Runs `f` in one read transaction (one snapshot), its `BEGIN` and `COMMIT` prepared once per
 /// connection; the transaction is rolled back when `f` or the commit fails.
 fn snapshot<T>(c: &Connection, f: impl FnOnce(&Connection) -> StoreResult<T>) -> StoreResult<T> {
+    // Already in one: the reader's kept snapshot (see `snapshot.rs`).
+    if !c.is_autocommit() {
+        return f(c);
+    }
     let run = |sql: &str| {
         c.prepare_cached(sql)
             .and_then(|mut st| st.execute([]))

@@ -4,11 +4,12 @@
 //! Writes go through one connection, owned by one thread that runs them in turn (SQLite has a
 //! single writer anyway; a queue orders them instead of letting them fail with SQLITE_BUSY);
 //! writes that queued up behind one another commit together (see [`writer_thread`]). Reads use
-//! a small pool of read connections, which WAL lets run beside the writer.
+//! a small pool of read connections, which WAL lets run beside the writer; each keeps its read
+//! snapshot from one read to the next while nothing commits (`snapshot.rs`).
 //!
-//! Files: `schema.rs` (migrations), `rows.rs` (columns and row mappers), then one file per
-//! storage trait: `users.rs` (users and accounts), `sessions.rs`, `verifications.rs`,
-//! `organizations.rs`, `keys.rs`.
+//! Files: `schema.rs` (migrations), `rows.rs` (columns and row mappers), `snapshot.rs` (the
+//! read connections' kept snapshots), then one file per storage trait: `users.rs` (users and
+//! accounts), `sessions.rs`, `verifications.rs`, `organizations.rs`, `keys.rs`.
 mod api_keys;
 mod audit;
 mod invitations;
@@ -22,6 +23,7 @@ mod rows;
 mod scan;
 mod schema;
 mod sessions;
+mod snapshot;
 mod stream;
 mod teams;
 mod two_factor;
@@ -33,6 +35,7 @@ use crate::*;
 use rows::*;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row};
 use schema::migrate;
+use snapshot::{Reader, Snapshots, WalHeader};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -64,7 +67,9 @@ struct Inner {
     /// thread has to be woken to take a mutex between two writes, as with a connection behind
     /// a mutex shared by the blocking pool's threads. The thread ends when the store is dropped.
     writer: std::sync::mpsc::Sender<WriteJob>,
-    readers: Vec<Mutex<Connection>>,
+    readers: Vec<Mutex<Reader>>,
+    /// Lets the readers keep their snapshot between reads (see `snapshot.rs`).
+    snapshots: Snapshots,
     /// Also the number of reads so far (each read takes the next reader).
     next_reader: AtomicUsize,
     writes: AtomicUsize,
@@ -261,9 +266,10 @@ impl SqliteStore {
                     path,
                     OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
                 )
-                .map(Mutex::new)
+                .map(|c| Mutex::new(Reader::new(c)))
             })
             .collect::<StoreResult<Vec<_>>>()?;
+        let header = watched_header(path, &writer);
         let (jobs, queue) = std::sync::mpsc::channel::<WriteJob>();
         let commits = Arc::new(AtomicUsize::new(0));
         let counted = commits.clone();
@@ -271,19 +277,22 @@ impl SqliteStore {
             .name("sqlite-writer".into())
             .spawn(move || writer_thread(writer, &queue, &counted))
             .map_err(internal)?;
-        Ok(Self {
-            inner: Arc::new(Inner {
-                writer: jobs,
-                readers,
-                next_reader: AtomicUsize::new(0),
-                writes: AtomicUsize::new(0),
-                commits,
-                audit_staged: Mutex::default(),
-                audit_batch: AtomicUsize::new(audit::SETTLE_BATCH),
-                audit_settling: Default::default(),
-                audit_again: Default::default(),
-            }),
-        })
+        let inner = Arc::new(Inner {
+            writer: jobs,
+            readers,
+            snapshots: Snapshots::new(header, snapshot::MAX_AGE),
+            next_reader: AtomicUsize::new(0),
+            writes: AtomicUsize::new(0),
+            commits,
+            audit_staged: Mutex::default(),
+            audit_batch: AtomicUsize::new(audit::SETTLE_BATCH),
+            audit_settling: Default::default(),
+            audit_again: Default::default(),
+        });
+        if inner.snapshots.on() {
+            Snapshots::start_sweeper(&inner, |i| (&i.snapshots, &i.readers)).map_err(internal)?;
+        }
+        Ok(Self { inner })
     }
 
     /// How many reads and writes this store has served: lets tests check that two paths do
@@ -364,9 +373,9 @@ impl SqliteStore {
         let n = self.inner.readers.len();
         let start = self.inner.next_reader.fetch_add(1, Ordering::Relaxed);
         for i in 0..n {
-            if let Ok(conn) = self.inner.readers[(start + i) % n].try_lock() {
+            if let Ok(mut reader) = self.inner.readers[(start + i) % n].try_lock() {
                 let started = crate::observe::start();
-                let r = f(&conn);
+                let r = self.inner.on_reader(&mut reader, f);
                 crate::observe::done("sqlite", "read", started, r.is_ok());
                 return r;
             }
@@ -386,12 +395,12 @@ impl SqliteStore {
             let start = inner.next_reader.fetch_add(1, Ordering::Relaxed);
             // Take a free reader if there is one, else wait for the round-robin choice.
             for i in 0..n {
-                if let Ok(conn) = inner.readers[(start + i) % n].try_lock() {
-                    return f(&conn);
+                if let Ok(mut reader) = inner.readers[(start + i) % n].try_lock() {
+                    return inner.on_reader(&mut reader, f);
                 }
             }
-            let conn = inner.readers[start % n].lock().map_err(internal)?;
-            f(&conn)
+            let mut reader = inner.readers[start % n].lock().map_err(internal)?;
+            inner.on_reader(&mut reader, f)
         })
         .await
         .map_err(internal)
@@ -399,6 +408,37 @@ impl SqliteStore {
         crate::observe::done("sqlite", "read", started, r.is_ok());
         r
     }
+}
+
+impl Inner {
+    /// Runs the read `f` with `reader`, in a snapshot it may keep for the next read.
+    fn on_reader<T>(
+        &self,
+        reader: &mut Reader,
+        f: impl FnOnce(&Connection) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        let r = reader.run(Some(&self.snapshots), f);
+        if reader.holds() {
+            self.snapshots.left_open();
+        }
+        r
+    }
+}
+
+/// The WAL index header of the database at `path`, mapped, when it moves with a commit (tried
+/// with one through `writer`): else `None`, and reads keep no snapshot.
+fn watched_header(path: &Path, writer: &Connection) -> Option<WalHeader> {
+    let header = WalHeader::map(path)?;
+    let before = header.read();
+    let moved = probe_write(writer).is_ok() && before.is_some() && header.read() != before;
+    if !moved {
+        tracing::warn!(
+            path = %path.display(),
+            "the SQLite WAL index header did not move with a commit: reads begin a snapshot each"
+        );
+        return None;
+    }
+    Some(header)
 }
 
 /// The writer thread: owns the write connection and runs the queued writes.

@@ -158,3 +158,191 @@ fn statements_stay_prepared_and_allocations_take_no_global_lock() {
     // SAFETY: a read of a counter SQLite keeps for the process.
     assert_eq!(unsafe { rusqlite::ffi::sqlite3_memory_used() }, 0);
 }
+
+/// Two stores on one file, as two processes would be: each has its own connections.
+async fn two_stores_with_table() -> (tempfile::TempDir, SqliteStore, SqliteStore) {
+    let (dir, a) = store_with_table().await;
+    let b = SqliteStore::open(dir.path().join("t.db")).await.unwrap();
+    assert!(a.inner.snapshots.on() && b.inner.snapshots.on());
+    (dir, a, b)
+}
+
+async fn count(store: &SqliteStore) -> i64 {
+    store
+        .point_read(|c| one(c, "SELECT COUNT(*) FROM t", [], |r| r.get(0)).map(|n| n.unwrap_or(-1)))
+        .await
+        .unwrap()
+}
+
+/// A reader keeps its snapshot between reads, yet a read sees every commit that ended before
+/// it began — one made by another store's connection too (another process's, as far as SQLite
+/// can tell): the WAL index header it checks moved. With the checks off (`blind`), the same
+/// reads show the old snapshot: the test sees the difference.
+#[tokio::test]
+async fn a_read_sees_what_another_connection_committed_before_it() {
+    let (_dir, a, b) = two_stores_with_table().await;
+    for i in 1..=100 {
+        // Both readers hold a snapshot from before the write…
+        assert_eq!(count(&b).await, i - 1);
+        assert_eq!(count(&a).await, i - 1);
+        assert!(b.inner.readers.iter().any(|r| r.lock().unwrap().holds()));
+        // …which another store's write moves on, and this store's own.
+        let w = if i % 2 == 0 { &a } else { &b };
+        w.write(move |c| insert(c, i)).await.unwrap();
+        assert_eq!(count(&b).await, i, "after write {i}");
+        assert_eq!(count(&a).await, i, "after write {i}");
+    }
+    // Without the checks, a snapshot held before a write is read after it.
+    b.inner.snapshots.blind.store(true, Ordering::Relaxed);
+    let before = count(&b).await;
+    let mut stale = 0;
+    for i in 0..20 {
+        a.write(move |c| insert(c, 1000 + i)).await.unwrap();
+        if count(&b).await == before {
+            stale += 1;
+        }
+    }
+    assert!(stale > 0, "every read saw the write without the checks");
+}
+
+/// The words a reader watches are where SQLite keeps them: the last frame of the log (word 4)
+/// and how far a checkpoint copied it (word 24, the 13th watched).
+#[tokio::test]
+async fn the_watched_header_follows_the_log() {
+    let (dir, store) = store_with_table().await;
+    let checkpoint = |mode: &'static str| {
+        store
+            .submit(true, move |c| {
+                c.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .map_err(map_err)
+            })
+            .unwrap()
+    };
+    assert_eq!(checkpoint("TRUNCATE").await.unwrap(), 0);
+    for i in 0..5 {
+        store.write(move |c| insert(c, i)).await.unwrap();
+    }
+    let wal = std::fs::metadata(dir.path().join("t.db-wal"))
+        .unwrap()
+        .len();
+    let page: u64 = store
+        .read(|c| one(c, "PRAGMA page_size", [], |r| r.get(0)).map(|p| p.unwrap_or(0)))
+        .await
+        .unwrap();
+    let h = store.inner.snapshots.watched().unwrap();
+    assert_eq!(
+        u64::from(h[4]),
+        (wal - 32) / (page + 24),
+        "frames in the log"
+    );
+    assert!(h[4] >= 5);
+    assert_eq!(h[12], 0, "nothing copied yet");
+    assert_eq!(checkpoint("PASSIVE").await.unwrap(), 0);
+    let h = store.inner.snapshots.watched().unwrap();
+    assert_eq!(h[12], h[4], "all copied");
+}
+
+/// Readers left idle end their snapshots by themselves (the sweeper), so none keeps the log
+/// from being checkpointed; the sweeper then sleeps.
+#[tokio::test]
+async fn idle_readers_give_their_snapshots_up() {
+    let (_dir, store) = store_with_table().await;
+    for _ in 0..8 {
+        count(&store).await;
+    }
+    let holding = || {
+        store
+            .inner
+            .readers
+            .iter()
+            .filter(|r| r.lock().unwrap().holds())
+            .count()
+    };
+    assert!(holding() > 0, "reads keep a snapshot");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while holding() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a snapshot stayed open"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Every snapshot ended, so a full checkpoint can empty the log at once.
+    let (busy, log, _): (i64, i64, i64) = store
+        .submit(true, |c| {
+            c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(map_err)
+        })
+        .unwrap()
+        .await
+        .unwrap();
+    assert_eq!((busy, log), (0, 0));
+}
+
+/// Under writes through one store and reads through two, the log is checkpointed as it would
+/// be without kept snapshots: its file stays near SQLite's automatic checkpoint size (1 000
+/// pages), not the sum of every write. With the checks off (`blind`), it does grow so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_snapshots_leave_the_log_bounded() {
+    async fn wal_after_load(blind: bool, off: bool) -> u64 {
+        let (dir, a, b) = two_stores_with_table().await;
+        for s in [&a, &b] {
+            s.inner.snapshots.blind.store(blind, Ordering::Relaxed);
+            s.inner.snapshots.off.store(off, Ordering::Relaxed);
+        }
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let readers: Vec<_> = [a.clone(), b.clone(), a.clone(), b.clone()]
+            .into_iter()
+            .map(|s| {
+                let done = done.clone();
+                tokio::spawn(async move {
+                    while !done.load(Ordering::Relaxed) {
+                        count(&s).await;
+                        tokio::task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        for i in 0..1500 {
+            a.write(move |c| {
+                c.exec("INSERT INTO t VALUES (?1)", [i])
+                    .and_then(|_| c.exec("UPDATE t SET a = a WHERE a = ?1", [i]))
+                    .map(drop)
+                    .map_err(map_err)
+            })
+            .await
+            .unwrap();
+            if i % 4 == 0 {
+                // Rows of a few pages each, so the log grows by several pages per commit.
+                a.write(|c| {
+                    c.exec("CREATE TABLE IF NOT EXISTS big (b BLOB)", [])
+                        .and_then(|_| c.exec("INSERT INTO big VALUES (zeroblob(16000))", []))
+                        .map(drop)
+                        .map_err(map_err)
+                })
+                .await
+                .unwrap();
+            }
+        }
+        done.store(true, Ordering::Relaxed);
+        for r in readers {
+            r.await.unwrap();
+        }
+        std::fs::metadata(dir.path().join("t.db-wal"))
+            .unwrap()
+            .len()
+    }
+    let off = wal_after_load(false, true).await;
+    let kept = wal_after_load(false, false).await;
+    let blind = wal_after_load(true, false).await;
+    eprintln!("log: {off} bytes keeping no snapshot, {kept} with the checks, {blind} without");
+    assert!(kept <= off + off / 2, "the log grew to {kept} bytes");
+    assert!(
+        blind > 2 * kept,
+        "without the checks the log stayed at {blind} bytes"
+    );
+}
