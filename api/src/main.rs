@@ -522,6 +522,7 @@ async fn serve(mut config: Config) -> Result<(), Box<dyn std::error::Error>> {
     let state = AppState::start(config, Arc::new(storage::SystemClock)).await?;
     let local = bound.to_string();
     let housekeeping = state.spawn_housekeeping(Duration::from_secs(3600));
+    let shutdown = shutdown_signal();
     tracing::info!(listen = %local, base_url = %base_url, max_connections = limits.max_connections, "gatehouse listening");
     // One plain line on stdout that tools (and the end-to-end tests) wait for.
     say(&format!("gatehouse listening on {local}"));
@@ -548,7 +549,7 @@ async fn serve(mut config: Config) -> Result<(), Box<dyn std::error::Error>> {
         listener,
         state.endpoint(),
         limits,
-        shutdown_signal(),
+        shutdown,
         Duration::from_secs(30),
     )
     .await?;
@@ -576,26 +577,33 @@ fn say(line: &str) {
     let _ = writeln!(out, "{line}").and_then(|()| out.flush());
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
+/// Resolves on SIGTERM or Ctrl-C. The handlers are installed when this is called, not when the
+/// future is first polled: a SIGTERM that arrives once the server said it listens (and before
+/// the accept loop first looked at this future) still stops it gracefully, instead of killing
+/// the process with the signal's default action.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    // `ctrl_c` installs its handler at its first poll: poll it once now.
+    let mut ctrl_c = Box::pin(tokio::signal::ctrl_c());
+    let _ = futures::FutureExt::now_or_never(ctrl_c.as_mut());
+    async move {
+        #[cfg(unix)]
+        match term {
+            Some(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {},
+                    _ = term.recv() => {},
                 }
-            };
-        tokio::select! {
-            _ = ctrl_c => {},
-            _ = term.recv() => {},
+            }
+            None => {
+                let _ = ctrl_c.await;
+            }
         }
+        #[cfg(not(unix))]
+        {
+            let _ = ctrl_c.await;
+        }
+        tracing::info!("shutdown requested: finishing in-flight requests");
     }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
-    tracing::info!("shutdown requested: finishing in-flight requests");
 }

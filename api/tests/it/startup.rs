@@ -417,3 +417,13 @@ async fn no_mailed_token_reaches_the_log() {
         assert!(!log.contains(link.as_str()));
     }
 }
+
+/// A SIGTERM sent the moment the server says it listens stops it gracefully (exit status 0):
+/// its handler is installed before that line, not when the accept loop first looks for it.
+#[test]
+fn a_sigterm_right_after_the_listening_line_is_a_graceful_stop() {
+    for _ in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        Server::start(dir.path()).stop();
+    }
+}
