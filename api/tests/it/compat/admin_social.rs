@@ -1,0 +1,430 @@
+//! The side-by-side steps of the admin plugin, social sign-in and linking, and what ends the scenario (deleting the organization and the user).
+use super::*;
+
+pub(super) fn steps(pw: &'static str) -> Vec<Step> {
+    let ann = Some("ann");
+    let bob = Some("bob");
+    let root = Some("root");
+    let gh = Some("gh");
+    let made = Some("made");
+    let sign_up = |email: &str| json!({"name": "N", "email": email, "password": pw});
+    vec![
+        Step {
+            save: vec![("root_id", "/user/id")],
+            ..step(
+                "root-sign-up",
+                root,
+                "POST",
+                "/sign-up/email",
+                Some(sign_up("root@compat.io")),
+            )
+        },
+        step(
+            "admin-create-user-not-admin",
+            root,
+            "POST",
+            "/admin/create-user",
+            Some(json!({"email": "made@compat.io", "password": pw, "name": "Made"})),
+        ),
+        step("promote", root, "POST", "@promote:root@compat.io", None),
+        Step {
+            save: vec![("made_id", "/user/id")],
+            ..step(
+                "admin-create-user",
+                root,
+                "POST",
+                "/admin/create-user",
+                Some(
+                    json!({"email": "made@compat.io", "password": pw, "name": "Made", "role": "user"}),
+                ),
+            )
+        },
+        step(
+            "admin-create-user-taken",
+            root,
+            "POST",
+            "/admin/create-user",
+            Some(json!({"email": "made@compat.io", "password": pw, "name": "Made"})),
+        ),
+        step(
+            "admin-get-user",
+            root,
+            "GET",
+            "/admin/get-user?id={made_id}",
+            None,
+        ),
+        step(
+            "admin-get-user-unknown",
+            root,
+            "GET",
+            "/admin/get-user?id=no-such-user",
+            None,
+        ),
+        step(
+            "admin-update-user",
+            root,
+            "POST",
+            "/admin/update-user",
+            Some(json!({"userId": "{made_id}", "data": {"name": "Made Again"}})),
+        ),
+        step(
+            "admin-set-role",
+            root,
+            "POST",
+            "/admin/set-role",
+            Some(json!({"userId": "{made_id}", "role": "admin"})),
+        ),
+        step(
+            "admin-set-role-back",
+            root,
+            "POST",
+            "/admin/set-role",
+            Some(json!({"userId": "{made_id}", "role": "user"})),
+        ),
+        step(
+            "made-sign-in",
+            made,
+            "POST",
+            "/sign-in/email",
+            Some(json!({"email": "made@compat.io", "password": pw})),
+        ),
+        Step {
+            save: vec![("made_session", "/sessions/0/token")],
+            ..step(
+                "admin-list-user-sessions",
+                root,
+                "POST",
+                "/admin/list-user-sessions",
+                Some(json!({"userId": "{made_id}"})),
+            )
+        },
+        step(
+            "admin-revoke-user-session",
+            root,
+            "POST",
+            "/admin/revoke-user-session",
+            Some(json!({"sessionToken": "{made_session}"})),
+        ),
+        step(
+            "admin-revoke-user-sessions",
+            root,
+            "POST",
+            "/admin/revoke-user-sessions",
+            Some(json!({"userId": "{made_id}"})),
+        ),
+        step(
+            "admin-ban-user",
+            root,
+            "POST",
+            "/admin/ban-user",
+            Some(json!({"userId": "{made_id}", "banReason": "spam"})),
+        ),
+        step(
+            "banned-sign-in",
+            made,
+            "POST",
+            "/sign-in/email",
+            Some(json!({"email": "made@compat.io", "password": pw})),
+        ),
+        step(
+            "admin-unban-user",
+            root,
+            "POST",
+            "/admin/unban-user",
+            Some(json!({"userId": "{made_id}"})),
+        ),
+        step(
+            "admin-set-user-password",
+            root,
+            "POST",
+            "/admin/set-user-password",
+            Some(json!({"userId": "{made_id}", "newPassword": "another-password-1"})),
+        ),
+        step(
+            "admin-has-permission",
+            root,
+            "POST",
+            "/admin/has-permission",
+            Some(json!({"permissions": {"user": ["create"]}})),
+        ),
+        step(
+            "admin-has-permission-user",
+            bob,
+            "POST",
+            "/admin/has-permission",
+            Some(json!({"permissions": {"user": ["create"]}})),
+        ),
+        step(
+            "admin-impersonate-user",
+            root,
+            "POST",
+            "/admin/impersonate-user",
+            Some(json!({"userId": "{made_id}"})),
+        ),
+        step(
+            "impersonated-get-session",
+            root,
+            "GET",
+            "/get-session",
+            None,
+        ),
+        step(
+            "admin-stop-impersonating",
+            root,
+            "POST",
+            "/admin/stop-impersonating",
+            Some(json!({})),
+        ),
+        step(
+            "admin-remove-user",
+            root,
+            "POST",
+            "/admin/remove-user",
+            Some(json!({"userId": "{made_id}"})),
+        ),
+        step(
+            "admin-remove-user-again",
+            root,
+            "POST",
+            "/admin/remove-user",
+            Some(json!({"userId": "{made_id}"})),
+        ),
+        step(
+            "sign-in-social-unknown-provider",
+            None,
+            "POST",
+            "/sign-in/social",
+            Some(json!({"provider": "gitlab", "callbackURL": "/"})),
+        ),
+        step(
+            "link-social-unknown-provider",
+            ann,
+            "POST",
+            "/link-social",
+            Some(json!({"provider": "gitlab", "callbackURL": "/"})),
+        ),
+        step(
+            "get-access-token-no-account",
+            ann,
+            "POST",
+            "/get-access-token",
+            Some(json!({"providerId": "github"})),
+        ),
+        step(
+            "refresh-token-no-account",
+            ann,
+            "POST",
+            "/refresh-token",
+            Some(json!({"providerId": "github"})),
+        ),
+        step(
+            "account-info-no-account",
+            ann,
+            "GET",
+            "/account-info?accountId=no-such-account",
+            None,
+        ),
+        step(
+            "callback-without-state",
+            None,
+            "GET",
+            "/callback/github?code=x",
+            None,
+        ),
+        step(
+            "forget-password",
+            None,
+            "POST",
+            "/forget-password",
+            Some(json!({"email": "ann@compat.io", "redirectTo": "/reset"})),
+        ),
+        step(
+            "set-password-has-one",
+            ann,
+            "POST",
+            "/set-password",
+            Some(json!({"newPassword": "another-password-1"})),
+        ),
+        Step {
+            save: vec![("gh_state", "location:state")],
+            ..step(
+                "sign-in-social",
+                gh,
+                "POST",
+                "/sign-in/social",
+                Some(
+                    json!({"provider": "github", "callbackURL": "/dash", "newUserCallbackURL": "/welcome", "errorCallbackURL": "/oops"}),
+                ),
+            )
+        },
+        step(
+            "callback-bad-code",
+            gh,
+            "GET",
+            "/callback/github?code=bad&state={gh_state}",
+            None,
+        ),
+        Step {
+            save: vec![("gh_state", "location:state")],
+            ..step(
+                "sign-in-social-again",
+                gh,
+                "POST",
+                "/sign-in/social",
+                Some(
+                    json!({"provider": "github", "callbackURL": "/dash", "newUserCallbackURL": "/welcome", "errorCallbackURL": "/oops"}),
+                ),
+            )
+        },
+        step(
+            "callback",
+            gh,
+            "GET",
+            "/callback/github?code=good&state={gh_state}",
+            None,
+        ),
+        step(
+            "callback-replayed",
+            gh,
+            "GET",
+            "/callback/github?code=good&state={gh_state}",
+            None,
+        ),
+        step("get-session-social", gh, "GET", "/get-session", None),
+        Step {
+            save: vec![("gh_account", "/0/id")],
+            ..step("list-accounts-social", gh, "GET", "/list-accounts", None)
+        },
+        step(
+            "get-access-token",
+            gh,
+            "POST",
+            "/get-access-token",
+            Some(json!({"accountId": "{gh_account}"})),
+        ),
+        step(
+            "refresh-token",
+            gh,
+            "POST",
+            "/refresh-token",
+            Some(json!({"accountId": "{gh_account}"})),
+        ),
+        step(
+            "account-info",
+            gh,
+            "GET",
+            "/account-info?accountId={gh_account}",
+            None,
+        ),
+        step(
+            "unlink-last-social-account",
+            gh,
+            "POST",
+            "/unlink-account",
+            Some(json!({"providerId": "github"})),
+        ),
+        Step {
+            save: vec![("link_state", "location:state")],
+            ..step(
+                "link-social",
+                ann,
+                "POST",
+                "/link-social",
+                Some(
+                    json!({"provider": "github", "callbackURL": "/linked", "errorCallbackURL": "/oops"}),
+                ),
+            )
+        },
+        step(
+            "link-social-callback-other-email",
+            ann,
+            "GET",
+            "/callback/github?code=good&state={link_state}",
+            None,
+        ),
+        step(
+            "sign-in-social-id-token-unsupported",
+            None,
+            "POST",
+            "/sign-in/social",
+            Some(json!({"provider": "github", "idToken": {"token": "a.b.c"}})),
+        ),
+        step("ok", None, "GET", "/ok", None),
+        step("token", ann, "GET", "/token", None),
+        step("token-signed-out", None, "GET", "/token", None),
+        step("jwks", None, "GET", "/jwks", None),
+        step(
+            "add-member-from-a-browser",
+            ann,
+            "POST",
+            "/organization/add-member",
+            Some(json!({"userId": "{bob_id}", "role": "member"})),
+        ),
+        step("callback-form-post", None, "POST", "/callback/github", None),
+        step("get-on-post-route", None, "GET", "/sign-in/email", None),
+        step(
+            "post-get-session",
+            None,
+            "POST",
+            "/get-session",
+            Some(json!({})),
+        ),
+        step("unknown-route", None, "GET", "/no-such-route", None),
+        step(
+            "delete-organization",
+            ann,
+            "POST",
+            "/organization/delete",
+            Some(json!({"organizationId": "{org}"})),
+        ),
+        step(
+            "cy-sign-up",
+            Some("cy"),
+            "POST",
+            "/sign-up/email",
+            Some(sign_up("cy@compat.io")),
+        ),
+        step(
+            "delete-user",
+            Some("cy"),
+            "POST",
+            "/delete-user",
+            Some(json!({})),
+        ),
+        follow(
+            "delete-user-link",
+            Some("cy"),
+            "delete-account",
+            "cy@compat.io",
+        ),
+        step("sign-out", ann, "POST", "/sign-out", Some(json!({}))),
+        step(
+            "sign-out-signed-out",
+            None,
+            "POST",
+            "/sign-out",
+            Some(json!({})),
+        ),
+        step(
+            "sign-in-again",
+            Some("ann4"),
+            "POST",
+            "/sign-in/email",
+            Some(json!({"email": "ann@compat.io", "password": "another-password-1"})),
+        ),
+        step(
+            "revoke-sessions",
+            Some("ann4"),
+            "POST",
+            "/revoke-sessions",
+            Some(json!({})),
+        ),
+        step(
+            "get-session-after-revoke-sessions",
+            Some("ann4"),
+            "GET",
+            "/get-session",
+            None,
+        ),
+    ]
+}
