@@ -1,6 +1,6 @@
 // Languages of the hosted pages. Every sentence the pages show goes through `t`: the English
-// sentence is its own key, and a language is one file here mapping each English sentence to
-// its translation (`de.ts`); a sentence a file lacks shows in English. Placeholders are
+// sentence is its own key, and a language is one folder here mapping each English sentence to
+// its translation (`de/`); a sentence a language lacks shows in English. Placeholders are
 // `{name}`, filled from `vars`. The language is the one picked with the switcher (kept in
 // this browser), else the browser's first language we have, else English.
 import { createContext, Fragment, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from "react";
