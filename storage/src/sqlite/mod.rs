@@ -254,6 +254,10 @@ impl SqliteStore {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         migrate(&mut writer)?;
+        // The write probe is also the commit that shows whether the mapped WAL index header
+        // moves with commits (see `snapshot.rs`).
+        let header = WalHeader::map(path);
+        let before = header.as_ref().and_then(WalHeader::read);
         probe_write(&writer).map_err(|e| {
             StoreError::Unavailable(format!(
                 "the database {} is not writable: {e}",
@@ -269,7 +273,7 @@ impl SqliteStore {
                 .map(|c| Mutex::new(Reader::new(c)))
             })
             .collect::<StoreResult<Vec<_>>>()?;
-        let header = watched_header(path, &writer);
+        let header = watched_header(path, header, before);
         let (jobs, queue) = std::sync::mpsc::channel::<WriteJob>();
         let commits = Arc::new(AtomicUsize::new(0));
         let counted = commits.clone();
@@ -375,7 +379,7 @@ impl SqliteStore {
         for i in 0..n {
             if let Ok(mut reader) = self.inner.readers[(start + i) % n].try_lock() {
                 let started = crate::observe::start();
-                let r = self.inner.on_reader(&mut reader, f);
+                let r = reader.run(&self.inner.snapshots, f);
                 crate::observe::done("sqlite", "read", started, r.is_ok());
                 return r;
             }
@@ -396,11 +400,11 @@ impl SqliteStore {
             // Take a free reader if there is one, else wait for the round-robin choice.
             for i in 0..n {
                 if let Ok(mut reader) = inner.readers[(start + i) % n].try_lock() {
-                    return inner.on_reader(&mut reader, f);
+                    return reader.run(&inner.snapshots, f);
                 }
             }
             let mut reader = inner.readers[start % n].lock().map_err(internal)?;
-            inner.on_reader(&mut reader, f)
+            reader.run(&inner.snapshots, f)
         })
         .await
         .map_err(internal)
@@ -410,27 +414,15 @@ impl SqliteStore {
     }
 }
 
-impl Inner {
-    /// Runs the read `f` with `reader`, in a snapshot it may keep for the next read.
-    fn on_reader<T>(
-        &self,
-        reader: &mut Reader,
-        f: impl FnOnce(&Connection) -> StoreResult<T>,
-    ) -> StoreResult<T> {
-        let r = reader.run(Some(&self.snapshots), f);
-        if reader.holds() {
-            self.snapshots.left_open();
-        }
-        r
-    }
-}
-
-/// The WAL index header of the database at `path`, mapped, when it moves with a commit (tried
-/// with one through `writer`): else `None`, and reads keep no snapshot.
-fn watched_header(path: &Path, writer: &Connection) -> Option<WalHeader> {
-    let header = WalHeader::map(path)?;
-    let before = header.read();
-    let moved = probe_write(writer).is_ok() && before.is_some() && header.read() != before;
+/// `header` (the WAL index header of the database at `path`, mapped, read as `before` a
+/// commit), when that commit moved it: else `None`, and reads keep no snapshot.
+fn watched_header(
+    path: &Path,
+    header: Option<WalHeader>,
+    before: Option<snapshot::Header>,
+) -> Option<WalHeader> {
+    let header = header?;
+    let moved = before.is_some() && header.read() != before;
     if !moved {
         tracing::warn!(
             path = %path.display(),

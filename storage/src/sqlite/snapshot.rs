@@ -113,14 +113,14 @@ impl Reader {
     }
 
     /// Runs the read `f`, in the held snapshot if nothing committed since it began (see the
-    /// module's comment), else in a new one; without one when `wal` is `None`.
+    /// module's comment), else in a new one; without one when `snapshots` are off. A snapshot
+    /// left open wakes the sweeper.
     pub(super) fn run<T>(
         &mut self,
-        snapshots: Option<&Snapshots>,
+        snapshots: &Snapshots,
         f: impl FnOnce(&Connection) -> StoreResult<T>,
     ) -> StoreResult<T> {
-        let Some((snapshots, header)) = snapshots.and_then(|s| Some((s, s.header.as_ref()?)))
-        else {
+        let Some(header) = snapshots.header.as_ref() else {
             return f(&self.conn);
         };
         #[cfg(test)]
@@ -152,6 +152,8 @@ impl Reader {
             let after = header.read().filter(|h| !checkpoint_due(h));
             if r.is_err() || snapshots.moved(after, held) {
                 self.end();
+            } else {
+                snapshots.left_open();
             }
         }
         r
@@ -237,7 +239,7 @@ impl Snapshots {
     }
 
     /// After a read that left a snapshot open: wakes the sweeper if it sleeps.
-    pub(super) fn left_open(&self) {
+    fn left_open(&self) {
         if self.sweeper_idle.swap(false, Ordering::AcqRel) {
             if let Some(t) = self.sweeper.get() {
                 t.unpark();

@@ -7,7 +7,7 @@ pub(super) fn steps(pw: &'static str) -> Vec<Step> {
     let root = Some("root");
     let gh = Some("gh");
     let made = Some("made");
-    let sign_up = |email: &str| json!({"name": "N", "email": email, "password": pw});
+    let sign_up = sign_up_with(pw);
     vec![
         Step {
             save: vec![("root_id", "/user/id")],

@@ -477,6 +477,11 @@ fn compare(ours: &Seen, theirs: &Seen) -> Vec<String> {
     d
 }
 
+/// The body of a sign-up with `pw`, for an address: what the scenario's sign-ups send.
+fn sign_up_with(pw: &'static str) -> impl Fn(&str) -> Value {
+    move |email| json!({"name": "N", "email": email, "password": pw})
+}
+
 fn scenario() -> Vec<Step> {
     let pw = "correct-horse-battery";
     let mut s = account::steps(pw);

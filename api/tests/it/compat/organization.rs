@@ -4,7 +4,7 @@ use super::*;
 pub(super) fn steps(pw: &'static str) -> Vec<Step> {
     let ann = Some("ann");
     let bob = Some("bob");
-    let sign_up = |email: &str| json!({"name": "N", "email": email, "password": pw});
+    let sign_up = sign_up_with(pw);
     vec![
         step(
             "check-slug-free",
