@@ -159,32 +159,32 @@ impl WebhookStore for SqliteStore {
         }
         let rows = d
             .iter()
-            .map(|d| Ok((d.clone(), doc(d)?)))
+            .map(|d| {
+                Ok((
+                    (d.id.clone(), d.webhook_id.clone(), d.seq, ms(&d.created_at)),
+                    (d.status.as_str(), ms_opt(&d.next_at), d.holder.clone()),
+                    (ms_opt(&d.lease_until), doc(d)?),
+                ))
+            })
             .collect::<StoreResult<Vec<_>>>()?;
         self.write(move |c| {
             rows.iter()
-                .map(|(d, text)| {
-                    let n = c
-                        .exec(
-                            "INSERT OR IGNORE INTO webhook_deliveries (id, webhook_id, seq, \
+                .map(
+                    |((id, webhook, seq, created), (status, next_at, holder), (lease, text))| {
+                        let n = c
+                            .exec(
+                                "INSERT OR IGNORE INTO webhook_deliveries (id, webhook_id, seq, \
                              created_at, status, next_at, holder, lease_until, doc) \
                              SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 \
                              WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = ?2)",
-                            params![
-                                d.id,
-                                d.webhook_id,
-                                d.seq,
-                                ms(&d.created_at),
-                                d.status.as_str(),
-                                ms_opt(&d.next_at),
-                                d.holder,
-                                ms_opt(&d.lease_until),
-                                text
-                            ],
-                        )
-                        .map_err(map_err)?;
-                    Ok(n == 1)
-                })
+                                params![
+                                    id, webhook, seq, created, status, next_at, holder, lease, text
+                                ],
+                            )
+                            .map_err(map_err)?;
+                        Ok(n == 1)
+                    },
+                )
                 .collect()
         })
         .await
@@ -259,18 +259,34 @@ impl WebhookStore for SqliteStore {
             return Ok(vec![]);
         }
         let holder = holder.to_owned();
-        let ds: Vec<WebhookDelivery> = ds
+        // Each row as it is written (no holder any more), made here rather than on the
+        // writer's thread; a copy only of one that still names its holder.
+        let rows = ds
             .iter()
             .map(|d| {
-                let mut d = d.clone();
-                d.holder = None;
-                d.lease_until = None;
-                d
+                let text = if d.holder.is_none() && d.lease_until.is_none() {
+                    doc(d)?
+                } else {
+                    let mut d = d.clone();
+                    d.holder = None;
+                    d.lease_until = None;
+                    doc(&d)?
+                };
+                Ok((d.id.clone(), text, d.status.as_str(), ms_opt(&d.next_at)))
             })
-            .collect();
+            .collect::<StoreResult<Vec<_>>>()?;
         self.write(move |c| {
-            ds.iter()
-                .map(|d| Ok(write_delivery(c, d, "AND holder = ?7", &holder)? == 1))
+            rows.iter()
+                .map(|(id, text, status, next_at)| {
+                    let n = c
+                        .exec(
+                            "UPDATE webhook_deliveries SET doc = ?2, status = ?3, next_at = ?4, \
+                             holder = NULL, lease_until = NULL WHERE id = ?1 AND holder = ?5",
+                            params![id, text, status, next_at, holder],
+                        )
+                        .map_err(map_err)?;
+                    Ok(n == 1)
+                })
                 .collect()
         })
         .await

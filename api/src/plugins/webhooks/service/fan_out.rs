@@ -107,10 +107,19 @@ impl Webhooks {
             .filter_map(|(d, new)| new.then_some(d))
             .collect();
         if permit.is_some() {
+            // The endpoints as this batch read them: the sender need not read them again.
+            let wanted: std::collections::HashSet<&str> =
+                mine.iter().map(|d| d.webhook_id.as_str()).collect();
+            let read: HashMap<String, Webhook> = endpoints
+                .into_values()
+                .flatten()
+                .filter(|w| wanted.contains(w.id.as_str()))
+                .map(|w| (w.id.clone(), w))
+                .collect();
             let me = self.clone();
             tokio::spawn(async move {
                 let _permit = permit;
-                if let Err(e) = me.deliver(mine).await {
+                if let Err(e) = me.deliver(mine, read).await {
                     tracing::warn!(error = %e, "webhook deliveries: settling failed; they are sent again once their lease ends");
                 }
             });

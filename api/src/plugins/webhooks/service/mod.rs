@@ -63,6 +63,7 @@ pub struct Inner {
     client: reqwest::Client,
     /// Batches the fan-out hands to the sender at once (see `fan_out`).
     handed: Arc<Semaphore>,
+    keys: Keys,
 }
 
 /// A running fan-out and sender (see [`Webhooks::start`]).
@@ -90,16 +91,38 @@ pub fn new_secret() -> String {
 /// The Standard Webhooks signature of a message: `v1,` and the base64 HMAC-SHA256 of
 /// `{id}.{timestamp}.{body}` under the secret's bytes.
 pub fn sign(secret: &str, id: &str, timestamp: i64, body: &str) -> Option<String> {
-    let key = base64::engine::general_purpose::STANDARD
+    sign_with(&key_of(secret)?, id, timestamp, body)
+}
+
+/// The signing key of a `whsec_…` secret (its base64 part decoded).
+fn key_of(secret: &str) -> Option<Vec<u8>> {
+    base64::engine::general_purpose::STANDARD
         .decode(secret.strip_prefix("whsec_")?)
-        .ok()?;
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&key).ok()?;
-    mac.update(format!("{id}.{timestamp}.{body}").as_bytes());
+        .ok()
+}
+
+/// [`sign`] with the key already decoded.
+fn sign_with(key: &[u8], id: &str, timestamp: i64, body: &str) -> Option<String> {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).ok()?;
+    mac.update(id.as_bytes());
+    mac.update(b".");
+    mac.update(timestamp.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body.as_bytes());
     Some(format!(
         "v1,{}",
         base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
     ))
 }
+
+/// Signing keys by the sealed secret they were opened from: opening (an AEAD) and decoding
+/// once per secret instead of once per attempt. A rotation seals a new secret, so an entry
+/// never goes stale; the map is emptied when it grows past [`KEYS_KEPT`].
+#[derive(Default)]
+struct Keys(std::sync::Mutex<HashMap<String, Arc<Vec<u8>>>>);
+
+/// Signing keys kept in memory at most (see [`Keys`]).
+const KEYS_KEPT: usize = 4096;
 
 impl Webhooks {
     /// The service of this process; secrets are sealed under `server_secret`.
@@ -120,6 +143,7 @@ impl Webhooks {
             holder: storage::random_string(16),
             wake: Notify::new(),
             handed: Arc::new(Semaphore::new(HANDED_BATCHES)),
+            keys: Keys::default(),
         }))
     }
 
@@ -176,18 +200,28 @@ impl Webhooks {
         self.sealer.seal(secret)
     }
 
-    /// The secrets an endpoint signs with now: its own, and during a rotation the one it
+    /// The keys an endpoint signs with now: its secret's, and during a rotation the one it
     /// replaced.
-    fn secrets(&self, w: &Webhook, now: DateTime<Utc>) -> Vec<String> {
-        let mut out: Vec<String> = self.sealer.open(&w.secret).into_iter().collect();
+    fn keys(&self, w: &Webhook, now: DateTime<Utc>) -> Vec<Arc<Vec<u8>>> {
+        let mut out: Vec<Arc<Vec<u8>>> = self.key(&w.secret).into_iter().collect();
         if w.previous_until.is_some_and(|u| u > now) {
-            out.extend(
-                w.previous_secret
-                    .as_deref()
-                    .and_then(|s| self.sealer.open(s)),
-            );
+            out.extend(w.previous_secret.as_deref().and_then(|s| self.key(s)));
         }
         out
+    }
+
+    /// The signing key of a sealed secret (see [`Keys`]); `None` when it cannot be opened.
+    fn key(&self, sealed: &str) -> Option<Arc<Vec<u8>>> {
+        if let Some(k) = self.keys.0.lock().ok()?.get(sealed) {
+            return Some(k.clone());
+        }
+        let key = Arc::new(key_of(&self.sealer.open(sealed)?)?);
+        let mut keys = self.keys.0.lock().ok()?;
+        if keys.len() >= KEYS_KEPT {
+            keys.clear();
+        }
+        keys.insert(sealed.to_owned(), key.clone());
+        Some(key)
     }
 
     /// Starts the sender: leases due deliveries and sends them until the process ends.
@@ -241,12 +275,18 @@ impl Webhooks {
             .store
             .claim_deliveries(&self.holder, now, lease, limit)
             .await?;
-        self.deliver(due).await
+        self.deliver(due, HashMap::new()).await
     }
 
     /// Sends leased deliveries — each endpoint's in order, endpoints side by side up to the
-    /// concurrency — and settles them in one write. How many were tried.
-    async fn deliver(&self, due: Vec<WebhookDelivery>) -> storage::StoreResult<usize> {
+    /// concurrency — and settles them in one write. How many were tried. `read` holds
+    /// endpoints as read a moment ago (by the fan-out that made these deliveries): those are
+    /// not read again.
+    async fn deliver(
+        &self,
+        due: Vec<WebhookDelivery>,
+        mut read: HashMap<String, Webhook>,
+    ) -> storage::StoreResult<usize> {
         let mut by_endpoint: Vec<(String, Vec<WebhookDelivery>)> = Vec::new();
         for d in due {
             match by_endpoint.iter_mut().find(|(w, _)| *w == d.webhook_id) {
@@ -258,9 +298,10 @@ impl Webhooks {
         let mut tasks = Vec::new();
         for (endpoint, list) in by_endpoint {
             let (me, gate) = (self.clone(), gate.clone());
+            let known = read.remove(&endpoint);
             tasks.push(tokio::spawn(async move {
                 let _permit = gate.acquire_owned().await.ok()?;
-                match me.send_all(&endpoint, list).await {
+                match me.send_all(&endpoint, known, list).await {
                     Ok(tried) => Some(tried),
                     Err(e) => {
                         tracing::warn!(error = %e, "webhook deliveries: reading an endpoint failed");
@@ -276,19 +317,27 @@ impl Webhooks {
             }
         }
         // One write settles the round (what was not settled comes again once its lease ends).
-        let all: Vec<WebhookDelivery> = tried
-            .iter()
-            .flat_map(|(_, list)| list.iter().map(|(d, _)| d.clone()))
-            .collect();
+        let mut all: Vec<WebhookDelivery> = Vec::new();
+        let mut rounds = Vec::with_capacity(tried.len());
+        for (hook, list) in tried {
+            let mut outcomes = Vec::with_capacity(list.len());
+            for (mut d, outcome) in list {
+                d.holder = None;
+                d.lease_until = None;
+                all.push(d);
+                outcomes.push(outcome);
+            }
+            rounds.push((hook, outcomes));
+        }
         let n = all.len();
         let mut settled = self
             .store
             .settle_deliveries(&all, &self.holder)
             .await?
             .into_iter();
-        for (hook, list) in tried {
+        for (hook, outcomes) in rounds {
             let mut ended = Vec::new();
-            for (_, outcome) in list {
+            for outcome in outcomes {
                 // A lease lost to another process: its outcome is that one's.
                 if settled.next() != Some(true) {
                     continue;
@@ -305,14 +354,19 @@ impl Webhooks {
         Ok(n)
     }
 
-    /// Sends one endpoint's leased deliveries in order: the endpoint as read, and each
-    /// delivery as it is to be settled with its outcome (`succeeded`, `retried`, `failed`).
+    /// Sends one endpoint's leased deliveries in order: the endpoint as read (`known`, or
+    /// read now), and each delivery as it is to be settled with its outcome (`succeeded`,
+    /// `retried`, `failed`).
     async fn send_all(
         &self,
         endpoint: &str,
+        known: Option<Webhook>,
         list: Vec<WebhookDelivery>,
     ) -> storage::StoreResult<(Option<Webhook>, Vec<(WebhookDelivery, &'static str)>)> {
-        let hook = self.store.get_webhook(endpoint).await?;
+        let hook = match known {
+            Some(w) => Some(w),
+            None => self.store.get_webhook(endpoint).await?,
+        };
         let mut out = Vec::with_capacity(list.len());
         let per_try = chrono::Duration::from_std(self.per_try()).unwrap_or(chrono::Duration::MAX);
         for mut d in list {
@@ -446,9 +500,9 @@ impl Webhooks {
         let started = Instant::now();
         let ts = now.timestamp();
         let signatures: Vec<String> = self
-            .secrets(w, now)
+            .keys(w, now)
             .iter()
-            .filter_map(|s| sign(s, &d.id, ts, &d.body))
+            .filter_map(|k| sign_with(k, &d.id, ts, &d.body))
             .collect();
         if signatures.is_empty() {
             return refusal(
