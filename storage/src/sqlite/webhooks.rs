@@ -39,25 +39,55 @@ fn delivery_row(r: &Row) -> rusqlite::Result<WebhookDelivery> {
 
 const DELIVERY_COLS: &str = "doc, status, next_at, holder, lease_until";
 
-/// Writes every column of `d` over its row (`extra` narrows which row); rows written.
-fn write_delivery(
-    c: &Connection,
-    d: &WebhookDelivery,
-    extra: &str,
-    holder: &str,
-) -> StoreResult<usize> {
+/// A delivery's row as written: its document and the columns that are queried, made by the
+/// caller (so that the JSON is not built on the writer's thread).
+struct Columns {
+    id: String,
+    doc: String,
+    status: &'static str,
+    next_at: Option<i64>,
+    holder: Option<String>,
+    lease_until: Option<i64>,
+}
+
+impl Columns {
+    fn of(d: &WebhookDelivery) -> StoreResult<Self> {
+        Ok(Self {
+            id: d.id.clone(),
+            doc: doc(d)?,
+            status: d.status.as_str(),
+            next_at: ms_opt(&d.next_at),
+            holder: d.holder.clone(),
+            lease_until: ms_opt(&d.lease_until),
+        })
+    }
+
+    /// The row of `d` settled: held by no one (a copy only when `d` still names its holder).
+    fn settled(d: &WebhookDelivery) -> StoreResult<Self> {
+        if d.holder.is_none() && d.lease_until.is_none() {
+            return Self::of(d);
+        }
+        let mut d = d.clone();
+        d.holder = None;
+        d.lease_until = None;
+        Self::of(&d)
+    }
+}
+
+/// Writes every column of `row` over its row (`extra` narrows which row); rows written.
+fn write_delivery(c: &Connection, row: &Columns, extra: &str, holder: &str) -> StoreResult<usize> {
     c.exec(
         &format!(
             "UPDATE webhook_deliveries SET doc = ?2, status = ?3, next_at = ?4, holder = ?5, \
              lease_until = ?6 WHERE id = ?1 {extra}"
         ),
         params![
-            d.id,
-            doc(d)?,
-            d.status.as_str(),
-            ms_opt(&d.next_at),
-            d.holder,
-            ms_opt(&d.lease_until),
+            row.id,
+            row.doc,
+            row.status,
+            row.next_at,
+            row.holder,
+            row.lease_until,
             holder
         ],
     )
@@ -161,30 +191,37 @@ impl WebhookStore for SqliteStore {
             .iter()
             .map(|d| {
                 Ok((
-                    (d.id.clone(), d.webhook_id.clone(), d.seq, ms(&d.created_at)),
-                    (d.status.as_str(), ms_opt(&d.next_at), d.holder.clone()),
-                    (ms_opt(&d.lease_until), doc(d)?),
+                    d.webhook_id.clone(),
+                    d.seq,
+                    ms(&d.created_at),
+                    Columns::of(d)?,
                 ))
             })
             .collect::<StoreResult<Vec<_>>>()?;
         self.write(move |c| {
             rows.iter()
-                .map(
-                    |((id, webhook, seq, created), (status, next_at, holder), (lease, text))| {
-                        let n = c
-                            .exec(
-                                "INSERT OR IGNORE INTO webhook_deliveries (id, webhook_id, seq, \
+                .map(|(webhook, seq, created, row)| {
+                    let n = c
+                        .exec(
+                            "INSERT OR IGNORE INTO webhook_deliveries (id, webhook_id, seq, \
                              created_at, status, next_at, holder, lease_until, doc) \
                              SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 \
                              WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = ?2)",
-                                params![
-                                    id, webhook, seq, created, status, next_at, holder, lease, text
-                                ],
-                            )
-                            .map_err(map_err)?;
-                        Ok(n == 1)
-                    },
-                )
+                            params![
+                                row.id,
+                                webhook,
+                                seq,
+                                created,
+                                row.status,
+                                row.next_at,
+                                row.holder,
+                                row.lease_until,
+                                row.doc
+                            ],
+                        )
+                        .map_err(map_err)?;
+                    Ok(n == 1)
+                })
                 .collect()
         })
         .await
@@ -259,34 +296,13 @@ impl WebhookStore for SqliteStore {
             return Ok(vec![]);
         }
         let holder = holder.to_owned();
-        // Each row as it is written (no holder any more), made here rather than on the
-        // writer's thread; a copy only of one that still names its holder.
         let rows = ds
             .iter()
-            .map(|d| {
-                let text = if d.holder.is_none() && d.lease_until.is_none() {
-                    doc(d)?
-                } else {
-                    let mut d = d.clone();
-                    d.holder = None;
-                    d.lease_until = None;
-                    doc(&d)?
-                };
-                Ok((d.id.clone(), text, d.status.as_str(), ms_opt(&d.next_at)))
-            })
+            .map(Columns::settled)
             .collect::<StoreResult<Vec<_>>>()?;
         self.write(move |c| {
             rows.iter()
-                .map(|(id, text, status, next_at)| {
-                    let n = c
-                        .exec(
-                            "UPDATE webhook_deliveries SET doc = ?2, status = ?3, next_at = ?4, \
-                             holder = NULL, lease_until = NULL WHERE id = ?1 AND holder = ?5",
-                            params![id, text, status, next_at, holder],
-                        )
-                        .map_err(map_err)?;
-                    Ok(n == 1)
-                })
+                .map(|row| Ok(write_delivery(c, row, "AND holder = ?7", &holder)? == 1))
                 .collect()
         })
         .await
@@ -346,7 +362,8 @@ impl WebhookStore for SqliteStore {
             d.tries = 0;
             d.holder = None;
             d.lease_until = None;
-            Ok(write_delivery(c, &d, "AND status != 'pending' AND ?7 = ?7", "")? == 1)
+            let row = Columns::of(&d)?;
+            Ok(write_delivery(c, &row, "AND status != 'pending' AND ?7 = ?7", "")? == 1)
         })
         .await
     }

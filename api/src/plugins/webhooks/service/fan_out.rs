@@ -108,12 +108,9 @@ impl Webhooks {
             .collect();
         if permit.is_some() {
             // The endpoints as this batch read them: the sender need not read them again.
-            let wanted: std::collections::HashSet<&str> =
-                mine.iter().map(|d| d.webhook_id.as_str()).collect();
             let read: HashMap<String, Webhook> = endpoints
                 .into_values()
                 .flatten()
-                .filter(|w| wanted.contains(w.id.as_str()))
                 .map(|w| (w.id.clone(), w))
                 .collect();
             let me = self.clone();

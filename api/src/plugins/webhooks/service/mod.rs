@@ -212,11 +212,12 @@ impl Webhooks {
 
     /// The signing key of a sealed secret (see [`Keys`]); `None` when it cannot be opened.
     fn key(&self, sealed: &str) -> Option<Arc<Vec<u8>>> {
-        if let Some(k) = self.keys.0.lock().ok()?.get(sealed) {
+        let kept = || self.keys.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = kept().get(sealed) {
             return Some(k.clone());
         }
         let key = Arc::new(key_of(&self.sealer.open(sealed)?)?);
-        let mut keys = self.keys.0.lock().ok()?;
+        let mut keys = kept();
         if keys.len() >= KEYS_KEPT {
             keys.clear();
         }
@@ -322,6 +323,7 @@ impl Webhooks {
         for (hook, list) in tried {
             let mut outcomes = Vec::with_capacity(list.len());
             for (mut d, outcome) in list {
+                // Settled, it is held by no one (the store then needs no copy of it).
                 d.holder = None;
                 d.lease_until = None;
                 all.push(d);
