@@ -611,15 +611,27 @@ impl AppState {
     /// The whole HTTP application.
     pub fn endpoint(&self) -> impl Endpoint + 'static {
         let api = openapi_service();
-        let doc = openapi_json();
-        // Scalar's page embeds the document verbatim: swap in the served one.
-        let page = api.scalar_html().replacen(&api.spec(), &doc, 1);
+        let doc = bytes::Bytes::from(openapi_json());
+        // Scalar's page (3.5 MB: its script inlined) is made on its first request, not kept by
+        // every server that never serves it; it embeds the document verbatim: swap in the
+        // served one.
+        let page = Arc::new(std::sync::OnceLock::<bytes::Bytes>::new());
+        let served = doc.clone();
+        let reference = poem::endpoint::make_sync(move |_| {
+            let page = page.get_or_init(|| {
+                let api = openapi_service();
+                let doc = String::from_utf8_lossy(&served);
+                api.scalar_html().replacen(&api.spec(), &doc, 1).into()
+            });
+            poem::Response::builder()
+                .content_type("text/html; charset=utf-8")
+                .body(page.clone())
+        });
         let spec = poem::endpoint::make_sync(move |_| {
             poem::Response::builder()
                 .content_type("application/json; charset=utf-8")
                 .body(doc.clone())
         });
-        let reference = poem::endpoint::make_sync(move |_| poem::web::Html(page.clone()));
         Route::new()
             .at(format!("{BASE_PATH}/openapi.json"), spec)
             .at(format!("{BASE_PATH}/reference"), reference)

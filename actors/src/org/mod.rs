@@ -272,6 +272,19 @@ impl Actor for OrgActor {
         envelope: Envelope<OrgMsg>,
         state: &mut OrgState,
     ) -> Result<(), ActorProcessingErr> {
+        // Boxed: an idle actor's task then holds a pointer, not the space of the largest
+        // message's work (several KB per actor, times every actor alive).
+        Box::pin(self.dispatch(myself, envelope, state)).await
+    }
+}
+
+impl OrgActor {
+    async fn dispatch(
+        &self,
+        myself: ActorRef<Envelope<OrgMsg>>,
+        envelope: Envelope<OrgMsg>,
+        state: &mut OrgState,
+    ) -> Result<(), ActorProcessingErr> {
         let Some((msg, ctx)) = state.idle.open(&myself, envelope) else {
             return Ok(());
         };

@@ -273,6 +273,19 @@ impl Actor for UserActor {
         envelope: Envelope<UserMsg>,
         state: &mut UserState,
     ) -> Result<(), ActorProcessingErr> {
+        // Boxed: an idle actor's task then holds a pointer, not the space of the largest
+        // message's work (several KB per actor, times every actor alive).
+        Box::pin(self.dispatch(myself, envelope, state)).await
+    }
+}
+
+impl UserActor {
+    async fn dispatch(
+        &self,
+        myself: ActorRef<Envelope<UserMsg>>,
+        envelope: Envelope<UserMsg>,
+        state: &mut UserState,
+    ) -> Result<(), ActorProcessingErr> {
         let Some((msg, ctx)) = state.idle.open(&myself, envelope) else {
             return Ok(());
         };
