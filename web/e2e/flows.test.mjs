@@ -331,7 +331,10 @@ test("German: a browser that prefers German gets the pages in German, on a phone
 
   // An organization's pages, its tabs and a refusal from the server in German.
   await page.getByRole("link", { name: "Organisationen" }).click();
-  await page.getByLabel("Name").fill("Grün GmbH");
+  // The account page (its own "Name" fields) may still be shown until the list comes.
+  await page.waitForURL(/\/organizations$/);
+  await page.getByRole("heading", { name: "Organisationen" }).waitFor();
+  await page.getByLabel("Name", { exact: true }).fill("Grün GmbH");
   await page.getByText("✓ grun-gmbh ist frei").waitFor();
   await page.getByRole("button", { name: "Organisation erstellen" }).click();
   await page.getByRole("heading", { name: "Grün GmbH" }).waitFor();
@@ -622,6 +625,8 @@ test("webhooks: an owner adds an endpoint, sees its secret once, hears of a chan
   const { page, context } = a;
   await signUp(page, "Wanda", "wanda@example.com", "wanda-password-1");
   await page.getByRole("link", { name: "Organizations" }).click();
+  await page.waitForURL(/\/organizations$/);
+  await page.getByRole("heading", { name: "Organizations" }).waitFor();
   await page.getByLabel("Name", { exact: true }).fill("Hook Labs");
   await page.getByRole("button", { name: "Create organization" }).click();
   await page.getByRole("heading", { name: "Hook Labs" }).waitFor();
