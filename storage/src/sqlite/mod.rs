@@ -8,10 +8,11 @@
 //! snapshot from one read to the next while nothing commits (`snapshot.rs`).
 //!
 //! Files: `schema.rs` (migrations), `rows.rs` (columns and row mappers), `snapshot.rs` (the
-//! read connections' kept snapshots), then one file per storage trait: `users.rs` (users and
+//! read connections' kept snapshots), `checkpoint.rs` (checkpoints off the writer's thread), then one file per storage trait: `users.rs` (users and
 //! accounts), `sessions.rs`, `verifications.rs`, `organizations.rs`, `keys.rs`.
 mod api_keys;
 mod audit;
+mod checkpoint;
 mod invitations;
 mod keys;
 mod members;
@@ -75,6 +76,8 @@ struct Inner {
     writes: AtomicUsize,
     /// Transactions the writer thread committed for groups of writes.
     commits: Arc<AtomicUsize>,
+    /// The checkpoints run off the writer's thread (see `checkpoint.rs`), when they are.
+    checkpoints: Option<Arc<checkpoint::Shared>>,
     /// The audit log's appended events not yet moved under its indexes (see `audit.rs`): how
     /// many this process appended since it last moved them, how many it moves at once, and
     /// whether a move is under way.
@@ -274,12 +277,27 @@ impl SqliteStore {
             })
             .collect::<StoreResult<Vec<_>>>()?;
         let header = watched_header(path, header, before);
+        // The writer's own view of the header, for its checkpoints (the readers' is theirs).
+        let shared = Arc::new(checkpoint::Shared::default());
+        let checkpoints = match (
+            &header,
+            open(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            ),
+        ) {
+            (Some(_), Ok(conn)) => {
+                checkpoint::Checkpoints::start(&writer, conn, WalHeader::map(path), &shared)
+            }
+            _ => None,
+        };
+        let counts = checkpoints.as_ref().map(|_| shared);
         let (jobs, queue) = std::sync::mpsc::channel::<WriteJob>();
         let commits = Arc::new(AtomicUsize::new(0));
         let counted = commits.clone();
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || writer_thread(writer, &queue, &counted))
+            .spawn(move || writer_thread(writer, &queue, &counted, checkpoints.as_ref()))
             .map_err(internal)?;
         let inner = Arc::new(Inner {
             writer: jobs,
@@ -288,6 +306,7 @@ impl SqliteStore {
             next_reader: AtomicUsize::new(0),
             writes: AtomicUsize::new(0),
             commits,
+            checkpoints: counts,
             audit_staged: Mutex::default(),
             audit_batch: AtomicUsize::new(audit::SETTLE_BATCH),
             audit_settling: Default::default(),
@@ -311,6 +330,12 @@ impl SqliteStore {
     /// How many transactions the writer thread committed for groups of writes.
     pub fn group_commits(&self) -> usize {
         self.inner.commits.load(Ordering::Relaxed)
+    }
+
+    /// How many checkpoints ran on the checkpoint thread, and how many the writer ran itself
+    /// (see `checkpoint.rs`); `None` when SQLite's automatic checkpoint runs them.
+    pub fn checkpoints(&self) -> Option<(usize, usize)> {
+        self.inner.checkpoints.as_ref().map(|c| c.counts())
     }
 
     async fn write<T, F>(&self, f: F) -> StoreResult<T>
@@ -437,7 +462,7 @@ fn watched_header(
 ///
 /// A write that finds others queued behind it commits with them: one `BEGIN IMMEDIATE`, each
 /// write inside its own savepoint, one `COMMIT` for up to [`GROUP_MAX`] writes, then every
-/// answer. A commit (its WAL frames, now and then a checkpoint) costs more than a typical
+/// answer. A commit (its WAL frames, and their sync when the log is checkpointed) costs more than a typical
 /// write, and pages several writes change (an index's, the audit table's last) are written
 /// once. A write sees exactly what it would see alone (the writes before it, committed or in
 /// the group), and its answer is given only once the group committed, so no caller hears of a
@@ -452,9 +477,14 @@ fn writer_thread(
     mut conn: Connection,
     queue: &std::sync::mpsc::Receiver<WriteJob>,
     commits: &AtomicUsize,
+    checkpoints: Option<&checkpoint::Checkpoints>,
 ) {
     let mut held = None;
     loop {
+        if let Some(c) = checkpoints {
+            // After the previous job or group (the first time, after the migrations).
+            c.after_commit(&conn);
+        }
         let job = match held.take() {
             Some(job) => job,
             None => match queue.recv() {

@@ -32,8 +32,8 @@ pub(super) const MAX_AGE: Duration = Duration::from_millis(2);
 
 /// Frames in the log from which readers keep no snapshot until a checkpoint has copied them
 /// all into the database: a kept snapshot holds a read mark, which limits how far a
-/// checkpoint may go (or, at mark 0, stops it), and SQLite checkpoints at 1 000 frames
-/// (`wal_autocheckpoint`, left at its default). From here on, reads take their lock per
+/// checkpoint may go (or, at mark 0, stops it), and a checkpoint runs at 1 000 frames (the
+/// checkpoint thread's, `checkpoint.rs`, or SQLite's automatic one). From here on, reads take their lock per
 /// statement as in autocommit, so the checkpoint waits for no kept snapshot — of this process
 /// or of another — and the log starts over as it would without them.
 const DUE_FRAMES: u32 = 750;
