@@ -57,7 +57,7 @@ pub(super) struct Staged {
 /// in time order, in one transaction (a reader sees each event in exactly one table);
 /// answers how many.
 fn settle(c: &mut Connection, batch: usize) -> StoreResult<usize> {
-    let tx = c.savepoint().map_err(map_err)?;
+    let tx = Savepoint::new(c)?;
     let upto: Option<i64> = tx
         .prepare_cached(
             "SELECT max(rowid) FROM (SELECT rowid FROM audit_recent ORDER BY rowid LIMIT ?1)",
@@ -81,14 +81,13 @@ fn settle(c: &mut Connection, batch: usize) -> StoreResult<usize> {
     let moved = tx
         .exec("DELETE FROM audit_recent WHERE rowid <= ?1", [upto])
         .map_err(map_err)?;
-    tx.commit().map_err(map_err)?;
+    tx.commit()?;
     Ok(moved)
 }
 
-/// Appends one event to `audit_recent` (inside the caller's transaction): `Conflict` when the
-/// log has it already.
-pub(super) fn insert_recent(c: &Connection, e: &AuditEvent) -> StoreResult<()> {
-    let details = serde_json::to_string(&e.details).map_err(internal)?;
+/// Appends one event to `audit_recent` (inside the caller's transaction), with its `details`
+/// as JSON: `Conflict` when the log has it already.
+pub(super) fn insert_recent(c: &Connection, e: &AuditEvent, details: &str) -> StoreResult<()> {
     let added = c
         .prepare_cached(&format!(
             "INSERT INTO audit_recent ({AUDIT_COLS}) \
@@ -206,14 +205,22 @@ impl AuditStore for SqliteStore {
         events: &[AuditEvent],
         _keep_for: std::time::Duration,
     ) -> StoreResult<()> {
-        let rows = events.to_vec();
+        let rows = events
+            .iter()
+            .map(|e| {
+                Ok((
+                    e.clone(),
+                    serde_json::to_string(&e.details).map_err(internal)?,
+                ))
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
         let n = rows.len();
         self.write(move |c| {
-            let tx = c.savepoint().map_err(map_err)?;
-            for e in &rows {
-                insert_recent(&tx, e)?;
+            let tx = Savepoint::new(c)?;
+            for (e, details) in &rows {
+                insert_recent(&tx, e, details)?;
             }
-            tx.commit().map_err(map_err)
+            tx.commit()
         })
         .await?;
         self.audit_appended(n);

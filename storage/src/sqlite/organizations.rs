@@ -235,7 +235,7 @@ impl OrganizationStore for SqliteStore {
     ) -> StoreResult<()> {
         let (o, m) = (org.clone(), owner.clone());
         self.write_with(events, always, move |c| {
-            let tx = c.savepoint().map_err(map_err)?;
+            let tx = Savepoint::new(c)?;
             match creator_version {
                 Some(v) => {
                     let n = tx
@@ -267,7 +267,7 @@ impl OrganizationStore for SqliteStore {
             )
             .map_err(unique("slug"))?;
             insert_member(&tx, &m)?;
-            tx.commit().map_err(map_err)
+            tx.commit()
         })
         .await
     }
@@ -310,32 +310,42 @@ impl OrganizationStore for SqliteStore {
             .checked_sub(1)
             .ok_or_else(|| StoreError::Internal("a changed organization's version is 0".into()))?;
         self.write_with(events, always, move |c| {
-            let tx = c.savepoint().map_err(map_err)?;
-            let n = tx
-                .exec(
-                    "UPDATE organizations SET name=?2, slug=?3, logo=?4, metadata=?5, version=?6, \
-                     member_count=?7, owner_count=?8, roles_version=?9 WHERE id=?1 AND version=?10",
-                    params![
-                        o.id.0,
-                        o.name,
-                        o.slug,
-                        o.logo,
-                        o.metadata,
-                        o.version as i64,
-                        o.member_count,
-                        o.owner_count,
-                        o.roles_version as i64,
-                        expected as i64
-                    ],
-                )
-                .map_err(unique("slug"))?;
-            if n == 0 {
-                return Err(moved_or_gone(&tx, &o.id.0)?);
+            let tx = Savepoint::new(c)?;
+            // The slug apart, and only when it changed: a column an UPDATE sets has its index
+            // entry rewritten even when the value stays (one more page per organization write).
+            let slug: Option<String> = one(
+                &tx,
+                "UPDATE organizations SET name=?2, logo=?3, metadata=?4, version=?5, \
+                 member_count=?6, owner_count=?7, roles_version=?8 WHERE id=?1 AND version=?9 \
+                 RETURNING slug",
+                params![
+                    o.id.0,
+                    o.name,
+                    o.logo,
+                    o.metadata,
+                    o.version as i64,
+                    o.member_count,
+                    o.owner_count,
+                    o.roles_version as i64,
+                    expected as i64
+                ],
+                |r| r.get(0),
+            )?;
+            match slug {
+                None => return Err(moved_or_gone(&tx, &o.id.0)?),
+                Some(slug) if slug != o.slug => {
+                    tx.exec(
+                        "UPDATE organizations SET slug = ?2 WHERE id = ?1",
+                        params![o.id.0, o.slug],
+                    )
+                    .map_err(unique("slug"))?;
+                }
+                Some(_) => {}
             }
             for change in &changes {
                 apply_change(&tx, &o.id.0, change)?;
             }
-            tx.commit().map_err(map_err)
+            tx.commit()
         })
         .await
     }
@@ -348,7 +358,7 @@ impl OrganizationStore for SqliteStore {
     ) -> StoreResult<()> {
         let id = id.0.clone();
         self.write_with(events, always, move |c| {
-            let tx = c.savepoint().map_err(map_err)?;
+            let tx = Savepoint::new(c)?;
             // Sessions that had it active lose it (spec §4: deletion clears the active org).
             tx.exec(
                 "UPDATE sessions SET active_organization_id = NULL, active_team_id = NULL \
@@ -365,7 +375,7 @@ impl OrganizationStore for SqliteStore {
             if n == 0 {
                 return Err(moved_or_gone(&tx, &id)?);
             }
-            tx.commit().map_err(map_err)
+            tx.commit()
         })
         .await
     }

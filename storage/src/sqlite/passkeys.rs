@@ -138,7 +138,7 @@ impl PasskeyStore for SqliteStore {
     ) -> StoreResult<()> {
         let (user, id) = (user.0.clone(), id.0.clone());
         self.write_with(events, always, move |c| {
-            let tx = c.savepoint().map_err(map_err)?;
+            let tx = Savepoint::new(c)?;
             let n = tx
                 .exec(
                     "UPDATE users SET version = version + 1 WHERE id = ?1 AND version = ?2",
@@ -155,7 +155,7 @@ impl PasskeyStore for SqliteStore {
                 )
                 .map_err(map_err)?,
             )?;
-            tx.commit().map_err(map_err)
+            tx.commit()
         })
         .await
     }

@@ -7,11 +7,47 @@ use super::*;
 use crate::events::{Delivery, Event, EventStore, Lease, Payload, Read, Topic};
 use rusqlite::params;
 
+/// An event as it is inserted, its JSON made before the write goes to the writer thread (which
+/// every write of the process waits for).
+pub(super) enum Row {
+    /// An audit record, and its details as JSON.
+    Audit(Box<AuditEvent>, String),
+    Stream {
+        id: String,
+        at: i64,
+        topic: &'static str,
+        aggregate: String,
+        body: String,
+    },
+}
+
+/// The rows of `events`.
+pub(super) fn rows(events: &[Event]) -> StoreResult<Vec<Row>> {
+    events
+        .iter()
+        .map(|e| {
+            Ok(match &e.payload {
+                Payload::Audit { record, .. } => {
+                    let details = serde_json::to_string(&record.details).map_err(internal)?;
+                    Row::Audit(record.clone(), details)
+                }
+                other => Row::Stream {
+                    id: e.id.clone(),
+                    at: ms(&e.at),
+                    topic: other.topic().map_or("", Topic::as_str),
+                    aggregate: e.aggregate.clone(),
+                    body: serde_json::to_string(e).map_err(internal)?,
+                },
+            })
+        })
+        .collect()
+}
+
 /// Runs `change`, then writes `events` if `keep(&answer)` — all inside one savepoint, so a
 /// failure of either leaves neither. No events: `change` alone.
 pub(super) fn with_events<T>(
     c: &mut Connection,
-    events: &[Event],
+    events: &[Row],
     keep: impl FnOnce(&T) -> bool,
     change: impl FnOnce(&mut Connection) -> StoreResult<T>,
 ) -> StoreResult<T> {
@@ -29,16 +65,20 @@ pub(super) fn with_events<T>(
 }
 
 /// Inserts `events`: audit records into the audit log, the others into the stream.
-pub(super) fn emit(c: &Connection, events: &[Event]) -> StoreResult<()> {
+pub(super) fn emit(c: &Connection, events: &[Row]) -> StoreResult<()> {
     for e in events {
-        match &e.payload {
-            Payload::Audit { record, .. } => super::audit::insert_recent(c, record)?,
-            other => {
-                let topic = other.topic().map_or("", Topic::as_str);
-                let body = serde_json::to_string(e).map_err(internal)?;
+        match e {
+            Row::Audit(record, details) => super::audit::insert_recent(c, record, details)?,
+            Row::Stream {
+                id,
+                at,
+                topic,
+                aggregate,
+                body,
+            } => {
                 c.exec(
                     "INSERT INTO events (id, at, topic, aggregate, body) VALUES (?1,?2,?3,?4,?5)",
-                    params![e.id, ms(&e.at), topic, e.aggregate, body],
+                    params![id, at, topic, aggregate, body],
                 )
                 .map_err(map_err)?;
             }
@@ -68,7 +108,7 @@ impl SqliteStore {
         F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     {
         let audited = audits(events);
-        let events = events.to_vec();
+        let events = rows(events)?;
         let r = self
             .write(move |c| with_events(c, &events, keep, change))
             .await?;

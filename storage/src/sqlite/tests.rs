@@ -390,3 +390,117 @@ async fn checkpoints_leave_the_writer_and_the_log_starts_over() {
     eprintln!("checkpoints: {by_thread} by the thread, {by_writer} by the writer; log {wal} bytes");
     assert_eq!(rows(&store).await.len(), 2000);
 }
+
+/// An organization write that keeps the slug leaves the slug's unique index alone: it writes
+/// fewer pages to the log than one that changes the slug (SQLite rewrites the index entry of
+/// every column an UPDATE sets, changed or not).
+#[tokio::test]
+async fn an_organization_write_rewrites_the_slug_index_only_when_the_slug_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("t.db")).await.unwrap();
+    let now = Utc::now();
+    let owner = User::new("o@example.com", "Owner".into(), None, now);
+    store.create_user(&owner, None, &[]).await.unwrap();
+    let mut o = Organization::new("Acme".into(), "acme".into(), None, None, true, now);
+    let m = Member {
+        id: MemberId::generate(),
+        organization_id: o.id.clone(),
+        user_id: owner.id.clone(),
+        role: "owner".into(),
+        team_id: None,
+        created_at: now,
+    };
+    store.create_organization(&o, &m, None, &[]).await.unwrap();
+    let mut frames_of = |slug: &str| {
+        o.version += 1;
+        o.slug = slug.into();
+        let next = o.clone();
+        let store = store.clone();
+        async move {
+            let before = store.inner.snapshots.watched().unwrap()[4];
+            store.change_organization(&next, &[], &[]).await.unwrap();
+            store.inner.snapshots.watched().unwrap()[4] - before
+        }
+    };
+    let kept = frames_of("acme").await;
+    let changed = frames_of("acme-2").await;
+    let kept_again = frames_of("acme-2").await;
+    assert!(
+        kept < changed,
+        "{kept} frames keeping the slug, {changed} changing it"
+    );
+    assert_eq!(kept, kept_again);
+    let found = store.get_organization_by_slug("acme-2").await.unwrap();
+    assert_eq!(found.map(|f| f.version), Some(3));
+    assert!(store
+        .get_organization_by_slug("acme")
+        .await
+        .unwrap()
+        .is_none());
+}
+
+/// The same for a user's email and its unique index.
+#[tokio::test]
+async fn a_user_write_rewrites_the_email_index_only_when_the_email_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("t.db")).await.unwrap();
+    let mut u = User::new("a@example.com", "A".into(), None, Utc::now());
+    store.create_user(&u, None, &[]).await.unwrap();
+    let mut frames_of = |email: &str| {
+        u.version += 1;
+        u.email = email.into();
+        let next = u.clone();
+        let store = store.clone();
+        async move {
+            let before = store.inner.snapshots.watched().unwrap()[4];
+            store.update_user(&next, &[]).await.unwrap();
+            store.inner.snapshots.watched().unwrap()[4] - before
+        }
+    };
+    let kept = frames_of("a@example.com").await;
+    let changed = frames_of("b@example.com").await;
+    assert!(
+        kept < changed,
+        "{kept} frames keeping the email, {changed} changing it"
+    );
+    let found = store.get_user_by_email("b@example.com").await.unwrap();
+    assert_eq!(found.map(|f| f.version), Some(2));
+    assert!(store
+        .get_user_by_email("a@example.com")
+        .await
+        .unwrap()
+        .is_none());
+}
+
+/// The store's savepoints (statements from the cache) nest: one dropped uncommitted takes back
+/// what was written through it and nothing else, and a write that fails inside one leaves
+/// nothing.
+#[tokio::test]
+async fn savepoints_nest_and_take_back_what_they_wrote() {
+    let (_dir, store) = store_with_table().await;
+    store
+        .write(|c| {
+            let outer = Savepoint::new(c)?;
+            insert(&outer, 1)?;
+            {
+                let dropped = Savepoint::new(&outer)?;
+                insert(&dropped, 2)?;
+            }
+            let kept = Savepoint::new(&outer)?;
+            insert(&kept, 3)?;
+            kept.commit()?;
+            outer.commit()
+        })
+        .await
+        .unwrap();
+    assert_eq!(rows(&store).await, vec![1, 3]);
+    let failed = store
+        .write(|c| {
+            let sp = Savepoint::new(c)?;
+            insert(&sp, 4)?;
+            Err::<(), _>(StoreError::Conflict("test"))
+        })
+        .await;
+    assert!(matches!(failed, Err(StoreError::Conflict(_))));
+    assert_eq!(rows(&store).await, vec![1, 3]);
+}

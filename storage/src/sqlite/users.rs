@@ -14,7 +14,7 @@ impl UserStore for SqliteStore {
         let u = user.clone();
         let a = account.cloned();
         self.write_with(events, always, move |conn| {
-            let tx = conn.savepoint().map_err(map_err)?;
+            let tx = Savepoint::new(conn)?;
             tx.exec(
                 &format!(
                     "INSERT INTO users ({USER_COLS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"
@@ -39,7 +39,7 @@ impl UserStore for SqliteStore {
             if let Some(a) = &a {
                 insert_account(&tx, a)?;
             }
-            tx.commit().map_err(map_err)
+            tx.commit()
         })
         .await
     }
@@ -75,32 +75,43 @@ impl UserStore for SqliteStore {
         let u = user.clone();
         let expected = version_before(u.version)?;
         self.write_with(events, always, move |c| {
-            let n = c
-                .exec(
-                    "UPDATE users SET email=?2, email_verified=?3, name=?4, image=?5, role=?6, \
-                     banned=?7, ban_reason=?8, ban_expires=?9, updated_at=?10, version=?11, \
-                     two_factor_enabled=?13 WHERE id=?1 AND version=?12",
-                    params![
-                        u.id.0,
-                        u.email,
-                        u.email_verified,
-                        u.name,
-                        u.image,
-                        u.role,
-                        u.banned,
-                        u.ban_reason,
-                        ms_opt(&u.ban_expires),
-                        ms(&u.updated_at),
-                        u.version as i64,
-                        expected as i64,
-                        u.two_factor_enabled
-                    ],
-                )
-                .map_err(unique("email"))?;
-            if n == 0 {
-                return Err(user_moved_or_gone(c, &u.id.0)?);
+            // The email apart, and only when it changed: a column an UPDATE sets has its index
+            // entry rewritten even when the value stays.
+            let tx = Savepoint::new(c)?;
+            let email: Option<String> = one(
+                &tx,
+                "UPDATE users SET email_verified=?3, name=?4, image=?5, role=?6, \
+                 banned=?7, ban_reason=?8, ban_expires=?9, updated_at=?10, version=?11, \
+                 two_factor_enabled=?13 WHERE id=?1 AND version=?12 RETURNING email",
+                params![
+                    u.id.0,
+                    u.email,
+                    u.email_verified,
+                    u.name,
+                    u.image,
+                    u.role,
+                    u.banned,
+                    u.ban_reason,
+                    ms_opt(&u.ban_expires),
+                    ms(&u.updated_at),
+                    u.version as i64,
+                    expected as i64,
+                    u.two_factor_enabled
+                ],
+                |r| r.get(0),
+            )?;
+            match email {
+                None => return Err(user_moved_or_gone(&tx, &u.id.0)?),
+                Some(email) if email != u.email => {
+                    tx.exec(
+                        "UPDATE users SET email = ?2 WHERE id = ?1",
+                        params![u.id.0, u.email],
+                    )
+                    .map_err(unique("email"))?;
+                }
+                Some(_) => {}
             }
-            Ok(())
+            tx.commit()
         })
         .await
     }
@@ -110,7 +121,7 @@ impl UserStore for SqliteStore {
         // Foreign keys cascade to sessions, accounts, members and team members; pending
         // single-use tokens that point at the user (reset, delete) go with it.
         self.write_with(events, always, move |c| {
-            let tx = c.savepoint().map_err(map_err)?;
+            let tx = Savepoint::new(c)?;
             // Its memberships go: the organizations' counts follow, and their versions move,
             // so no decision made on the old membership can be written after this.
             tx.exec(
@@ -129,7 +140,7 @@ impl UserStore for SqliteStore {
             touched(n)?;
             tx.exec("DELETE FROM verifications WHERE value = ?1", [&id])
                 .map_err(map_err)?;
-            tx.commit().map_err(map_err)
+            tx.commit()
         })
         .await
     }
@@ -140,10 +151,10 @@ impl AccountStore for SqliteStore {
     async fn create_account(&self, account: &Account, events: &[Event]) -> StoreResult<()> {
         let a = account.clone();
         self.write_with(events, always, move |c| {
-            let tx = c.savepoint().map_err(map_err)?;
+            let tx = Savepoint::new(c)?;
             insert_account(&tx, &a)?;
             bump_user(&tx, &a.user_id.0)?;
-            tx.commit().map_err(map_err)
+            tx.commit()
         })
         .await
     }
@@ -237,7 +248,7 @@ impl AccountStore for SqliteStore {
     ) -> StoreResult<()> {
         let (user, id) = (user.0.clone(), id.0.clone());
         self.write_with(events, always, move |c| {
-            let tx = c.savepoint().map_err(map_err)?;
+            let tx = Savepoint::new(c)?;
             let n = tx
                 .exec(
                     "UPDATE users SET version = version + 1 WHERE id = ?1 AND version = ?2",
@@ -254,7 +265,7 @@ impl AccountStore for SqliteStore {
                 )
                 .map_err(map_err)?,
             )?;
-            tx.commit().map_err(map_err)
+            tx.commit()
         })
         .await
     }
