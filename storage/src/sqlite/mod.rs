@@ -8,7 +8,7 @@
 //! snapshot from one read to the next while nothing commits (`snapshot.rs`).
 //!
 //! Files: `schema.rs` (migrations), `rows.rs` (columns and row mappers), `snapshot.rs` (the
-//! read connections' kept snapshots), `checkpoint.rs` (checkpoints off the writer's thread), then one file per storage trait: `users.rs` (users and
+//! read connections' kept snapshots), `checkpoint.rs` (checkpoints off the writer's thread), `tx.rs` (savepoints), then one file per storage trait: `users.rs` (users and
 //! accounts), `sessions.rs`, `verifications.rs`, `organizations.rs`, `keys.rs`.
 mod api_keys;
 mod audit;
@@ -28,6 +28,7 @@ mod snapshot;
 mod stream;
 mod teams;
 mod two_factor;
+mod tx;
 mod users;
 mod verifications;
 mod webhooks;
@@ -42,6 +43,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 use stream::always;
+use tx::{atomically, control, Savepoint};
 
 const READERS: usize = 4;
 
@@ -550,68 +552,6 @@ fn writer_thread(
         }
         for deliver in answers {
             deliver(outcome.clone());
-        }
-    }
-}
-
-/// Runs one of the writer's transaction statements, prepared once.
-fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?.execute([]).map(drop)
-}
-
-/// A savepoint whose statements come from the connection's statement cache (rusqlite's
-/// `Savepoint` parses `SAVEPOINT` and `RELEASE` again on every use, on the writer's thread):
-/// what was written through it is rolled back when it is dropped before [`Savepoint::commit`].
-/// Nested ones share the name: SQLite releases and rolls back to the innermost of that name.
-struct Savepoint<'c> {
-    conn: &'c Connection,
-    open: bool,
-}
-
-impl<'c> Savepoint<'c> {
-    fn new(conn: &'c Connection) -> StoreResult<Self> {
-        control(conn, "SAVEPOINT part").map_err(map_err)?;
-        Ok(Self { conn, open: true })
-    }
-
-    fn commit(mut self) -> StoreResult<()> {
-        self.open = false;
-        control(self.conn, "RELEASE part").map_err(map_err)
-    }
-}
-
-impl std::ops::Deref for Savepoint<'_> {
-    type Target = Connection;
-
-    fn deref(&self) -> &Connection {
-        self.conn
-    }
-}
-
-impl Drop for Savepoint<'_> {
-    fn drop(&mut self) {
-        if self.open {
-            // Nothing to do if it fails: the transaction around it ended (SQLite ended it).
-            let _ = control(self.conn, "ROLLBACK TO part")
-                .and_then(|()| control(self.conn, "RELEASE part"));
-        }
-    }
-}
-
-/// Runs `f` all or nothing inside the writer's transaction: an error rolls back what it wrote.
-fn atomically<T>(
-    conn: &mut Connection,
-    f: impl FnOnce(&mut Connection) -> StoreResult<T>,
-) -> StoreResult<T> {
-    control(conn, "SAVEPOINT atomically").map_err(map_err)?;
-    match f(conn) {
-        Ok(v) => {
-            control(conn, "RELEASE atomically").map_err(map_err)?;
-            Ok(v)
-        }
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK TO atomically; RELEASE atomically");
-            Err(e)
         }
     }
 }
