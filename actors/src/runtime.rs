@@ -257,4 +257,10 @@ impl Attempts {
         self.made += 1;
         true
     }
+
+    /// The attempt just made does not count: the next one runs at once (it was not a lost
+    /// race, only a decision to make again on fresher data).
+    pub(crate) fn again_now(&mut self) {
+        self.made = self.made.saturating_sub(1);
+    }
 }

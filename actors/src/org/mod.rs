@@ -171,6 +171,9 @@ pub(crate) struct OrgState {
     policy: Option<Arc<Policy>>,
     /// Memberships read at one version of the organization.
     members: Members,
+    /// The organization as this actor last read or wrote it: a write decides on it first and
+    /// the version check of the write proves it current (see [`guarded!`]).
+    known: Option<Organization>,
     idle: Idle,
     /// What the message being handled adds to its decision (see `events`).
     ctx: Arc<Ctx>,
@@ -261,6 +264,7 @@ impl Actor for OrgActor {
             id,
             policy: None,
             members: Members::default(),
+            known: None,
             idle: Idle::start(&myself, self.shared.config.idle_timeout),
             ctx: Arc::default(),
         })
@@ -417,20 +421,30 @@ pub(crate) enum Step<T> {
     Again,
 }
 
-/// `guarded!(self, state, |org| async { … })`: decides on the organization as stored now (the
-/// async block sees it as `org` and answers a [`Decision`]) and writes the decision only if
-/// nobody changed the organization meanwhile (compare-and-set on its version); otherwise —
-/// another process got there first, or what the decision relied on is gone — reloads and
-/// decides again. (A macro, not a method taking an async closure: the actor's handler must be
-/// `Send`, which async closures cannot promise yet.)
+/// `guarded!(self, state, |org| async { … })`: decides on the organization (the async block
+/// sees it as `org` and answers a [`Decision`]) and writes the decision only if nobody changed
+/// the organization meanwhile (compare-and-set on its version); otherwise — another process
+/// got there first, or what the decision relied on is gone — reloads and decides again.
+///
+/// The first decision is made on the organization as this actor last read or wrote it, when
+/// it has it (every other write in this process goes through this actor, so it is current
+/// unless another process or a user's deletion wrote since): a write made on it proves that by
+/// its version check. Only a decision that writes proves it — a refusal, or an answer that
+/// writes nothing, made on that copy is made again on the organization read afresh. (A macro,
+/// not a method taking an async closure: the actor's handler must be `Send`, which async
+/// closures cannot promise yet.)
 macro_rules! guarded {
     ($actor:expr, $state:ident, |$org:ident| $decide:expr) => {{
         let mut outcome = Err($crate::ActorError::Unavailable(
             "organization changed too often to apply the request".into(),
         ));
         let mut attempts = $crate::runtime::Attempts::new();
+        let mut may_keep = true;
         while attempts.next().await {
-            let $org = match $actor.org($state).await {
+            let (kept, $org) = match $actor
+                .decide_on($state, ::std::mem::take(&mut may_keep))
+                .await
+            {
                 Ok(o) => o,
                 Err(e) => {
                     outcome = Err(e);
@@ -439,6 +453,9 @@ macro_rules! guarded {
             };
             let decision: Result<$crate::org::Decision<_>, $crate::ActorError> = $decide.await;
             match decision {
+                // Proven by nothing: made again on the organization as stored now.
+                Ok(d) if kept && d.unchanged => attempts.again_now(),
+                Err(_) if kept => attempts.again_now(),
                 Ok(d) => match $actor.commit($state, d).await {
                     $crate::org::Step::Done(r) => {
                         outcome = r;
@@ -502,16 +519,21 @@ impl OrgActor {
         {
             Ok(()) => {
                 state.members.written(d.next.version, &d.changes);
+                state.known = Some(d.next);
                 Step::Done(Ok(d.value))
             }
-            Err(StoreError::ConcurrentModification | StoreError::NotFound) => Step::Again,
+            Err(StoreError::ConcurrentModification | StoreError::NotFound) => {
+                state.known = None;
+                Step::Again
+            }
             Err(StoreError::Conflict(what)) => Step::Done(Err(conflict_error(what))),
             Err(e) => Step::Done(Err(e.into())),
         }
     }
 
-    /// The organization as stored now (every decision starts here).
+    /// The organization as stored now.
     async fn org(&self, state: &mut OrgState) -> Result<Organization, ActorError> {
+        state.known = None;
         let org = self
             .shared
             .store
@@ -519,7 +541,22 @@ impl OrgActor {
             .await?
             .ok_or(ActorError::Refused(Rule::OrganizationNotFound))?;
         state.members.seen(org.version);
+        state.known = Some(org.clone());
         Ok(org)
+    }
+
+    /// What a write decides on (see [`guarded!`]): the organization this actor last read or
+    /// wrote when `may_keep` and it has it (`true` then), else as stored now.
+    async fn decide_on(
+        &self,
+        state: &mut OrgState,
+        may_keep: bool,
+    ) -> Result<(bool, Organization), ActorError> {
+        if let Some(org) = state.known.clone().filter(|_| may_keep) {
+            state.members.seen(org.version);
+            return Ok((true, org));
+        }
+        Ok((false, self.org(state).await?))
     }
 
     /// The organization's policy as of `org`'s roles version, from the policies this process
