@@ -7,7 +7,9 @@
 //! checkpoint is off, and after each commit the writer looks at the log's size in the mapped
 //! WAL index header (walformat §2.1: the last frame, and how far a checkpoint copied) and,
 //! from [`THREAD_FRAMES`] frames on, wakes a thread with a connection of its own that runs a
-//! `PASSIVE` checkpoint (never waiting for a lock, never taking the writer's).
+//! `PASSIVE` checkpoint (never waiting for a lock, never taking the writer's); also when the
+//! writer has been idle a while with a log from which readers keep no snapshot
+//! ([`Checkpoints::idle`]).
 //!
 //! The log starts over (is written again from its first frame, so its file stops growing) when
 //! a write transaction begins while every frame is copied. The thread's checkpoint leaves the
@@ -30,6 +32,10 @@ pub(super) const THREAD_FRAMES: u32 = 1000;
 /// Frames in the log from which the writer copies them itself, once it waited [`WAIT`] for
 /// the thread: bounds the log's file (about 16 MB of 4 KiB pages) whatever the thread does.
 pub(super) const WRITER_FRAMES: u32 = 4000;
+
+/// How long the writer has had nothing to do when it looks whether the log should be copied
+/// anyway (see [`Checkpoints::idle`]).
+pub(super) const IDLE: Duration = Duration::from_millis(20);
 
 /// How long the writer waits for a running checkpoint of the thread's before it copies.
 const WAIT: Duration = Duration::from_secs(2);
@@ -155,6 +161,27 @@ impl Checkpoints {
         }
         self.restart.set(None);
         if frames.saturating_sub(copied) >= THREAD_FRAMES && !s.busy {
+            s.asked = true;
+            s.busy = true;
+            self.shared.changed.notify_all();
+        }
+    }
+}
+
+impl Checkpoints {
+    /// The writer had nothing to do for [`IDLE`]: when the log holds frames from which readers
+    /// keep no snapshot (`snapshot::checkpoint_due`, from 750 frames), the thread copies them
+    /// now. Otherwise a burst of writes that ends between that and [`THREAD_FRAMES`] would
+    /// leave every read taking its lock per statement until writes come again.
+    pub(super) fn idle(&self) {
+        let Some(h) = self.header.read() else {
+            return;
+        };
+        if !super::snapshot::checkpoint_due(&h) {
+            return;
+        }
+        let mut s = self.shared.state();
+        if !s.busy {
             s.asked = true;
             s.busy = true;
             self.shared.changed.notify_all();

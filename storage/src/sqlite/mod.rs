@@ -489,9 +489,9 @@ fn writer_thread(
         }
         let job = match held.take() {
             Some(job) => job,
-            None => match queue.recv() {
-                Ok(job) => job,
-                Err(_) => return,
+            None => match receive(queue, checkpoints) {
+                Some(job) => job,
+                None => return,
             },
         };
         if job.alone || control(&conn, "BEGIN IMMEDIATE").is_err() {
@@ -554,6 +554,23 @@ fn writer_thread(
             deliver(outcome.clone());
         }
     }
+}
+
+/// The next write; `None` once the store is gone. When none comes for `checkpoint::IDLE`,
+/// the log is copied first if it is due (see [`checkpoint::Checkpoints::idle`]).
+fn receive(
+    queue: &std::sync::mpsc::Receiver<WriteJob>,
+    checkpoints: Option<&checkpoint::Checkpoints>,
+) -> Option<WriteJob> {
+    use std::sync::mpsc::RecvTimeoutError;
+    if let Some(c) = checkpoints {
+        match queue.recv_timeout(checkpoint::IDLE) {
+            Ok(job) => return Some(job),
+            Err(RecvTimeoutError::Disconnected) => return None,
+            Err(RecvTimeoutError::Timeout) => c.idle(),
+        }
+    }
+    queue.recv().ok()
 }
 
 /// Runs a write; `None` when it panicked (a bug: its caller is answered `Internal` when the

@@ -36,10 +36,10 @@ pub(super) const MAX_AGE: Duration = Duration::from_millis(2);
 /// checkpoint thread's, `checkpoint.rs`, or SQLite's automatic one). From here on, reads take their lock per
 /// statement as in autocommit, so the checkpoint waits for no kept snapshot — of this process
 /// or of another — and the log starts over as it would without them.
-const DUE_FRAMES: u32 = 750;
+pub(super) const DUE_FRAMES: u32 = 750;
 
 /// Whether the log holds frames a checkpoint should copy (see [`DUE_FRAMES`]).
-fn checkpoint_due(h: &Header) -> bool {
+pub(super) fn checkpoint_due(h: &Header) -> bool {
     let (max_frame, backfilled) = (h[4], h[12]);
     max_frame >= DUE_FRAMES && backfilled < max_frame
 }

@@ -391,6 +391,53 @@ async fn checkpoints_leave_the_writer_and_the_log_starts_over() {
     assert_eq!(rows(&store).await.len(), 2000);
 }
 
+/// A burst of writes that leaves the log short of the thread's 1 000 frames but past the
+/// 750 from which reads keep no snapshot is copied once the writer has nothing to do, so
+/// reads keep their snapshots again (without it they took a lock per statement until the
+/// next burst: every get-session after a sign-up burst).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_left_between_bursts_is_copied_when_the_writer_is_idle() {
+    let (_dir, store) = store_with_table().await;
+    let (thread_before, _) = store.checkpoints().expect("checkpoints off the writer");
+    // About 800 pages in one commit.
+    store
+        .write(|c| {
+            c.exec("CREATE TABLE big (b BLOB)", [])
+                .and_then(|_| c.exec("INSERT INTO big VALUES (zeroblob(800 * 4096))", []))
+                .map(drop)
+                .map_err(map_err)
+        })
+        .await
+        .unwrap();
+    let h = store.inner.snapshots.watched().unwrap();
+    assert!(
+        (snapshot::DUE_FRAMES..checkpoint::THREAD_FRAMES).contains(&h[4]) && h[12] < h[4],
+        "the log: {h:?}"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let h = store.inner.snapshots.watched().unwrap();
+        if h[12] == h[4] {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the log was not copied: {h:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(store.checkpoints().unwrap().0 > thread_before);
+    count(&store).await;
+    assert!(
+        store
+            .inner
+            .readers
+            .iter()
+            .any(|r| r.lock().unwrap().holds()),
+        "reads keep a snapshot again"
+    );
+}
+
 /// An organization write that keeps the slug leaves the slug's unique index alone: it writes
 /// fewer pages to the log than one that changes the slug (SQLite rewrites the index entry of
 /// every column an UPDATE sets, changed or not).
