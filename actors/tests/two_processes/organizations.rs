@@ -111,11 +111,12 @@ pub(super) async fn a_role_revoked_in_one_process_stops_granting_in_the_other(ba
             .await
             .unwrap();
         let as_inviter = Acting::User(inviter.id.clone());
-        let invite = |to: String| {
+        let send = |to: String, again: bool| {
             let h = t.a.org(org.id.clone());
             let acting = as_inviter.clone();
-            async move { h.invite(acting, &to, "member", None, false).await }
+            async move { h.invite(acting, &to, "member", None, again).await }
         };
+        let invite = |to: String| send(to, false);
         // Process A builds (and caches) the policy with the role granting invitations.
         invite(format!("first{trial}@example.com")).await.unwrap();
         // Process B takes the permission away.
@@ -130,7 +131,14 @@ pub(super) async fn a_role_revoked_in_one_process_stops_granting_in_the_other(ba
             )
             .await
             .unwrap();
-        // A's next decision already sees it.
+        // A's next decision already sees it: sending the first invitation again (an answer
+        // that writes nothing, so no version check could catch a stale decision)…
+        let r = send(format!("first{trial}@example.com"), true).await;
+        assert!(
+            matches!(r, Err(ActorError::Refused(Rule::Forbidden(..)))),
+            "trial {trial}: sent again: {r:?}"
+        );
+        // …and a new one.
         let r = invite(format!("second{trial}@example.com")).await;
         assert!(
             matches!(r, Err(ActorError::Refused(Rule::Forbidden(..)))),
