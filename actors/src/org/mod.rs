@@ -2,11 +2,13 @@
 //! teams, roles) goes through it. It asks `policy` whether the acting member may, checks the
 //! invariant (last owner, membership limit, no cross-organization ids…), and writes through
 //! storage — all decided on one version of the organization and written only if that version
-//! is still current ([`OrgActor::guarded`]), so the rules hold when several processes, each
+//! is still current (`guarded!`, in `decision.rs`), so the rules hold when several processes, each
 //! with its own actor for the organization, change it at once.
 //!
-//! Files: `members.rs` (add, remove, leave, roles of members, and the grant rules),
+//! Files: `decision.rs` (a decision, and how it is written under the version: `guarded!`),
+//! `members.rs` (add, remove, leave, roles of members, and the grant rules),
 //! `invitations.rs`, `teams.rs`, `roles.rs` (custom roles), `handle.rs` (the typed handle).
+mod decision;
 mod events;
 mod handle;
 mod invitations;
@@ -14,12 +16,12 @@ mod members;
 mod roles;
 mod teams;
 
+pub(crate) use decision::{guarded, Decision, Step};
 pub use handle::OrgHandle;
 
 use crate::events::{data, Ctx, Emit, Facts};
 use crate::runtime::{Envelope, Idle};
 use crate::{ActorError, Rule, Shared};
-use events::Answer;
 use policy::{Permissions, Policy};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
@@ -376,104 +378,6 @@ impl OrgActor {
     }
 }
 
-/// What a decision writes: the organization's next row (its version one up) and the changes
-/// under it; with the value to answer.
-pub(crate) struct Decision<T> {
-    next: Organization,
-    changes: Vec<OrgChange>,
-    value: T,
-    /// Nothing to write (e.g. resending a pending invitation).
-    unchanged: bool,
-}
-
-impl<T> Decision<T> {
-    /// Changes made on `org` (as loaded), counters and settings adjusted by the caller.
-    fn on(org: Organization, changes: Vec<OrgChange>, value: T) -> Self {
-        let mut next = org;
-        next.version += 1;
-        Self {
-            next,
-            changes,
-            value,
-            unchanged: false,
-        }
-    }
-
-    /// An answer that writes nothing.
-    fn unchanged(org: Organization, value: T) -> Self {
-        Self {
-            next: org,
-            changes: Vec::new(),
-            value,
-            unchanged: true,
-        }
-    }
-
-    fn with(mut self, edit: impl FnOnce(&mut Organization)) -> Self {
-        edit(&mut self.next);
-        self
-    }
-}
-
-/// After writing a decision: done (written, or refused), or decide again.
-pub(crate) enum Step<T> {
-    Done(Result<T, ActorError>),
-    Again,
-}
-
-/// `guarded!(self, state, |org| async { … })`: decides on the organization (the async block
-/// sees it as `org` and answers a [`Decision`]) and writes the decision only if nobody changed
-/// the organization meanwhile (compare-and-set on its version); otherwise — another process
-/// got there first, or what the decision relied on is gone — reloads and decides again.
-///
-/// The first decision is made on the organization as this actor last read or wrote it, when
-/// it has it (every other write in this process goes through this actor, so it is current
-/// unless another process or a user's deletion wrote since): a write made on it proves that by
-/// its version check. Only a decision that writes proves it — a refusal, or an answer that
-/// writes nothing, made on that copy is made again on the organization read afresh. (A macro,
-/// not a method taking an async closure: the actor's handler must be `Send`, which async
-/// closures cannot promise yet.)
-macro_rules! guarded {
-    ($actor:expr, $state:ident, |$org:ident| $decide:expr) => {{
-        let mut outcome = Err($crate::ActorError::Unavailable(
-            "organization changed too often to apply the request".into(),
-        ));
-        let mut attempts = $crate::runtime::Attempts::new();
-        let mut may_keep = true;
-        while attempts.next().await {
-            let (kept, $org) = match $actor
-                .decide_on($state, ::std::mem::take(&mut may_keep))
-                .await
-            {
-                Ok(o) => o,
-                Err(e) => {
-                    outcome = Err(e);
-                    break;
-                }
-            };
-            let decision: Result<$crate::org::Decision<_>, $crate::ActorError> = $decide.await;
-            match decision {
-                // Proven by nothing: made again on the organization as stored now.
-                Ok(d) if kept && d.unchanged => attempts.again_now(),
-                Err(_) if kept => attempts.again_now(),
-                Ok(d) => match $actor.commit($state, d).await {
-                    $crate::org::Step::Done(r) => {
-                        outcome = r;
-                        break;
-                    }
-                    $crate::org::Step::Again => continue,
-                },
-                Err(e) => {
-                    outcome = Err(e);
-                    break;
-                }
-            }
-        }
-        outcome
-    }};
-}
-pub(crate) use guarded;
-
 pub(crate) fn policy_err(e: policy::PolicyError) -> ActorError {
     match e {
         policy::PolicyError::Engine(m) => ActorError::Internal(m),
@@ -485,80 +389,7 @@ pub(crate) fn is_owner(role: &str) -> bool {
     policy::parse_roles(role).contains(&storage::OWNER_ROLE)
 }
 
-/// What a lost uniqueness claim means to the client.
-fn conflict_error(what: &'static str) -> ActorError {
-    let rule = match what {
-        "slug" => Rule::SlugInUse,
-        "member" | "team member" => Rule::AlreadyMember,
-        "team" => Rule::TeamExists,
-        "role" => Rule::RoleExists,
-        // No longer pending.
-        "invitation" => Rule::InvitationNotFound,
-        other => return ActorError::Conflict(other),
-    };
-    ActorError::Refused(rule)
-}
-
 impl OrgActor {
-    /// Writes a decision under the organization's version (see [`guarded!`]).
-    async fn commit<T: Answer>(&self, state: &mut OrgState, d: Decision<T>) -> Step<T> {
-        let events = self.events_of(state, &d);
-        if d.unchanged {
-            // Nothing changes (an invitation sent again): what the request asked to keep and
-            // send still is.
-            return Step::Done(match self.shared.store.append_events(&events).await {
-                Ok(()) => Ok(d.value),
-                Err(e) => Err(e.into()),
-            });
-        }
-        match self
-            .shared
-            .store
-            .change_organization(&d.next, &d.changes, &events)
-            .await
-        {
-            Ok(()) => {
-                state.members.written(d.next.version, &d.changes);
-                state.known = Some(d.next);
-                Step::Done(Ok(d.value))
-            }
-            Err(StoreError::ConcurrentModification | StoreError::NotFound) => {
-                state.known = None;
-                Step::Again
-            }
-            Err(StoreError::Conflict(what)) => Step::Done(Err(conflict_error(what))),
-            Err(e) => Step::Done(Err(e.into())),
-        }
-    }
-
-    /// The organization as stored now.
-    async fn org(&self, state: &mut OrgState) -> Result<Organization, ActorError> {
-        state.known = None;
-        let org = self
-            .shared
-            .store
-            .get_organization(&state.id)
-            .await?
-            .ok_or(ActorError::Refused(Rule::OrganizationNotFound))?;
-        state.members.seen(org.version);
-        state.known = Some(org.clone());
-        Ok(org)
-    }
-
-    /// What a write decides on (see [`guarded!`]): the organization this actor last read or
-    /// wrote when `may_keep` and it has it (`true` then), else as stored now.
-    async fn decide_on(
-        &self,
-        state: &mut OrgState,
-        may_keep: bool,
-    ) -> Result<(bool, Organization), ActorError> {
-        if let Some(org) = state.known.clone().filter(|_| may_keep) {
-            state.members.seen(org.version);
-            return Ok((true, org));
-        }
-        Ok((false, self.org(state).await?))
-    }
-
     /// The organization's policy as of `org`'s roles version, from the policies this process
     /// shares (rebuilt when a role changed, here or in another process, so a revoked
     /// permission stops granting at once).
