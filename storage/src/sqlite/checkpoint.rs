@@ -160,15 +160,11 @@ impl Checkpoints {
             return;
         }
         self.restart.set(None);
-        if frames.saturating_sub(copied) >= THREAD_FRAMES && !s.busy {
-            s.asked = true;
-            s.busy = true;
-            self.shared.changed.notify_all();
+        if frames.saturating_sub(copied) >= THREAD_FRAMES {
+            self.ask(&mut s);
         }
     }
-}
 
-impl Checkpoints {
     /// The writer had nothing to do for [`IDLE`]: when the log holds frames from which readers
     /// keep no snapshot (`snapshot::checkpoint_due`, from 750 frames), the thread copies them
     /// now. Otherwise a burst of writes that ends between that and [`THREAD_FRAMES`] would
@@ -177,10 +173,13 @@ impl Checkpoints {
         let Some(h) = self.header.read() else {
             return;
         };
-        if !super::snapshot::checkpoint_due(&h) {
-            return;
+        if super::snapshot::checkpoint_due(&h) {
+            self.ask(&mut self.shared.state());
         }
-        let mut s = self.shared.state();
+    }
+
+    /// Asks the thread for a checkpoint, unless one is asked for or running.
+    fn ask(&self, s: &mut State) {
         if !s.busy {
             s.asked = true;
             s.busy = true;

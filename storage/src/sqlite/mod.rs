@@ -649,6 +649,31 @@ fn user_moved_or_gone(conn: &Connection, user: &str) -> StoreResult<StoreError> 
     moved_or_gone(conn, "users", "id", user)
 }
 
+/// Ends a versioned UPDATE of the row `id` of `table` that left its unique column `column` out
+/// and returned the stored value (`stored`; `None`: no row at that version, see
+/// [`moved_or_gone`]): sets the column to `wanted` only when it changed — an UPDATE that sets a
+/// column rewrites its index entry even when the value stays (one more page in the log).
+fn set_unique_if_changed(
+    conn: &Connection,
+    table: &str,
+    column: &'static str,
+    id: &str,
+    stored: Option<String>,
+    wanted: &str,
+) -> StoreResult<()> {
+    match stored {
+        None => Err(moved_or_gone(conn, table, "id", id)?),
+        Some(s) if s != wanted => conn
+            .exec(
+                &format!("UPDATE {table} SET {column} = ?2 WHERE id = ?1"),
+                rusqlite::params![id, wanted],
+            )
+            .map(drop)
+            .map_err(unique(column)),
+        Some(_) => Ok(()),
+    }
+}
+
 /// After a compare-and-set on the row of `table` whose `key` column is `value` touched no
 /// row: it moved on to another version, or it is gone (see [`StoreError::missed`]).
 fn moved_or_gone(

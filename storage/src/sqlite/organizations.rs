@@ -4,21 +4,6 @@ use super::*;
 use crate::*;
 use rusqlite::{params, Connection, OptionalExtension};
 
-/// After a guarded write touched no row: the organization moved on, or is gone.
-fn moved_or_gone(conn: &Connection, org: &str) -> StoreResult<StoreError> {
-    let exists: Option<i64> = conn
-        .query_row("SELECT 1 FROM organizations WHERE id = ?1", [org], |r| {
-            r.get(0)
-        })
-        .optional()
-        .map_err(map_err)?;
-    Ok(if exists.is_some() {
-        StoreError::ConcurrentModification
-    } else {
-        StoreError::NotFound
-    })
-}
-
 /// One change inside organization `org`, in the caller's transaction. Rows of another
 /// organization are never touched (their ids are "not found" here).
 fn apply_change(tx: &Connection, org: &str, change: &OrgChange) -> StoreResult<()> {
@@ -331,17 +316,7 @@ impl OrganizationStore for SqliteStore {
                 ],
                 |r| r.get(0),
             )?;
-            match slug {
-                None => return Err(moved_or_gone(&tx, &o.id.0)?),
-                Some(slug) if slug != o.slug => {
-                    tx.exec(
-                        "UPDATE organizations SET slug = ?2 WHERE id = ?1",
-                        params![o.id.0, o.slug],
-                    )
-                    .map_err(unique("slug"))?;
-                }
-                Some(_) => {}
-            }
+            set_unique_if_changed(&tx, "organizations", "slug", &o.id.0, slug, &o.slug)?;
             for change in &changes {
                 apply_change(&tx, &o.id.0, change)?;
             }
@@ -373,7 +348,7 @@ impl OrganizationStore for SqliteStore {
                 )
                 .map_err(map_err)?;
             if n == 0 {
-                return Err(moved_or_gone(&tx, &id)?);
+                return Err(moved_or_gone(&tx, "organizations", "id", &id)?);
             }
             tx.commit()
         })

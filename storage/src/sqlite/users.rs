@@ -100,17 +100,7 @@ impl UserStore for SqliteStore {
                 ],
                 |r| r.get(0),
             )?;
-            match email {
-                None => return Err(user_moved_or_gone(&tx, &u.id.0)?),
-                Some(email) if email != u.email => {
-                    tx.exec(
-                        "UPDATE users SET email = ?2 WHERE id = ?1",
-                        params![u.id.0, u.email],
-                    )
-                    .map_err(unique("email"))?;
-                }
-                Some(_) => {}
-            }
+            set_unique_if_changed(&tx, "users", "email", &u.id.0, email, &u.email)?;
             tx.commit()
         })
         .await
