@@ -90,7 +90,12 @@ struct Args {
     /// A second server: run the same scenario against both, interleaved in short rounds.
     #[arg(long)]
     compare: Option<String>,
-    /// Length of one round with --compare.
+    /// A second scenario on the same server (`--url`), interleaved with the first in short
+    /// rounds: B is that scenario (e.g. `--scenario get-session-no-cache --versus ok` measures
+    /// the share of `/ok` with both under the same load of the machine).
+    #[arg(long, conflicts_with = "compare")]
+    versus: Option<Scenario>,
+    /// Length of one round with --compare or --versus.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     round: Duration,
     /// Password of seeded users.
@@ -458,21 +463,34 @@ async fn run_all(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let b = match &args.compare {
+    // B's scenario: the same, or --versus on the same server.
+    let args_b = Args {
+        scenario: args.versus.unwrap_or(args.scenario),
+        ..args.clone()
+    };
+    let label_b = match (&args.compare, args.versus) {
+        (Some(url), _) => Some(url.clone()),
+        (None, Some(s)) => Some(format!("{} ({s:?})", args.url)),
+        (None, None) => None,
+    };
+    let prepared_b = match (&args.compare, args.versus) {
         // The second server is the baseline: no endpoints.
-        Some(url) => match prepare(url, &args, &run_id, None).await {
-            Ok(t) => Some(t),
-            Err(e) => {
-                eprintln!("gatehouse-bench: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        None => None,
+        (Some(url), _) => Some(prepare(url, &args, &run_id, None).await),
+        // Its own users beside A's.
+        (None, Some(_)) => Some(prepare(&args.url, &args_b, &format!("{run_id}v"), None).await),
+        (None, None) => None,
+    };
+    let b = match prepared_b.transpose() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("gatehouse-bench: {e}");
+            return ExitCode::from(2);
+        }
     };
     if !args.warmup.is_zero() {
         run(a.clone(), &args, args.warmup, None, false).await;
         if let Some(b) = &b {
-            run(b.clone(), &args, args.warmup, None, false).await;
+            run(b.clone(), &args_b, args.warmup, None, false).await;
         }
     }
     let cpu_before = process_cpu();
@@ -482,7 +500,7 @@ async fn run_all(args: Args) -> ExitCode {
             None,
         ),
         Some(b) => {
-            // Interleave short rounds so machine noise hits both servers alike.
+            // Interleave short rounds so machine noise hits both alike.
             let mut sa = Stats::new();
             let mut sb = Stats::new();
             let rounds = (args.duration.as_secs_f64() / args.round.as_secs_f64())
@@ -493,7 +511,7 @@ async fn run_all(args: Args) -> ExitCode {
                     eprintln!("round {}/{rounds}", r + 1);
                 }
                 sa.merge(run(a.clone(), &args, args.round, None, false).await);
-                sb.merge(run(b.clone(), &args, args.round, None, false).await);
+                sb.merge(run(b.clone(), &args_b, args.round, None, false).await);
             }
             (sa, Some(sb))
         }
@@ -506,8 +524,8 @@ async fn run_all(args: Args) -> ExitCode {
         args.scenario, args.concurrency
     );
     print(&format!("A: {}", args.url), &sa);
-    if let (Some(sb), Some(url)) = (&sb, &args.compare) {
-        print(&format!("B: {url}"), sb);
+    if let (Some(sb), Some(label)) = (&sb, &label_b) {
+        print(&format!("B: {label}"), sb);
         let ratio = |x: f64, y: f64| if y > 0.0 { x / y } else { f64::NAN };
         println!("A/B");
         println!("  throughput x{:.2}", ratio(sa.rps(), sb.rps()));
@@ -532,8 +550,8 @@ async fn run_all(args: Args) -> ExitCode {
     }
     if let Some(path) = &args.json {
         let mut doc = json!({"scenario": args.scenario, "concurrency": args.concurrency, "a": {"url": args.url, "results": sa.report()}});
-        if let (Some(sb), Some(url)) = (&sb, &args.compare) {
-            doc["b"] = json!({"url": url, "results": sb.report()});
+        if let (Some(sb), Some(label)) = (&sb, &label_b) {
+            doc["b"] = json!({"url": label, "scenario": args_b.scenario, "results": sb.report()});
         }
         if let Err(e) = std::fs::write(path, serde_json::to_vec_pretty(&doc).unwrap_or_default()) {
             eprintln!("gatehouse-bench: writing {}: {e}", path.display());
