@@ -386,9 +386,7 @@ impl Sessions {
             self.verified.put(CookieHit {
                 data_cookie: data.into(),
                 token_cookie: token.into(),
-                answer: crate::dto::JsonBytes::new(&crate::dto::Nullable(Some(
-                    crate::dto::SessionWithUser::of(&authed),
-                ))),
+                answer: crate::dto::SessionWithUser::answer(&authed),
                 authed: authed.clone(),
                 expires: entry.expires,
                 issued,

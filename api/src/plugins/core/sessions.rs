@@ -81,10 +81,7 @@ impl SessionApi {
             // The cookie cache's cookie, verified before: its answer as written then.
             Some(hit) => (hit.answer.clone(), jwt_of(&hit.authed.user).await),
             None => match state.sessions.resolve_session(req, cookies, opts).await? {
-                Some(a) => (
-                    JsonBytes::new(&Nullable(Some(SessionWithUser::of(&a)))),
-                    jwt_of(&a.user).await,
-                ),
+                Some(a) => (SessionWithUser::answer(&a), jwt_of(&a.user).await),
                 None => (JsonBytes::new(&Nullable(None)), None),
             },
         };
