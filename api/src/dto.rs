@@ -13,7 +13,37 @@ pub struct Authed {
 
 /// ISO 8601 with milliseconds and `Z`, as JavaScript's `Date.toJSON()` writes it.
 pub fn iso(t: &DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+    match iso_fixed(t) {
+        Some(b) => String::from_utf8_lossy(&b).into_owned(),
+        None => t.to_rfc3339_opts(SecondsFormat::Millis, true),
+    }
+}
+
+/// [`iso`]'s text for years 0–9 999 (`YYYY-MM-DDTHH:MM:SS.mmmZ`, ASCII), written without
+/// chrono's formatter; `None` for other years, which chrono writes with a sign and more
+/// digits. A leap second's nanoseconds (≥ 1 s) read as chrono writes them: 60 seconds.
+fn iso_fixed(t: &DateTime<Utc>) -> Option<[u8; 24]> {
+    use chrono::{Datelike, Timelike};
+    let year = u32::try_from(t.year()).ok().filter(|y| *y <= 9999)?;
+    let (sec, nanos) = match t.nanosecond() {
+        n if n >= 1_000_000_000 => (60, n - 1_000_000_000),
+        n => (t.second(), n),
+    };
+    let mut b = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, width: usize, mut v: u32| {
+        for i in (at..at + width).rev() {
+            b[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, 4, year);
+    put(5, 2, t.month());
+    put(8, 2, t.day());
+    put(11, 2, t.hour());
+    put(14, 2, t.minute());
+    put(17, 2, sec);
+    put(20, 3, nanos / 1_000_000);
+    Some(b)
 }
 
 #[derive(Debug, Clone, Object, Serialize)]
@@ -194,34 +224,13 @@ struct Iso<'a>(&'a DateTime<Utc>);
 
 impl Serialize for Iso<'_> {
     fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-        use chrono::{Datelike, Timelike};
-        let t = self.0;
-        let year = t.year();
-        if !(0..=9999).contains(&year) {
-            return ser.serialize_str(&iso(t));
-        }
-        // `YYYY-MM-DDTHH:MM:SS.mmmZ`; a leap second's nanoseconds (≥ 1 s) read as chrono
-        // writes them, 60 seconds.
-        let (sec, nanos) = match t.nanosecond() {
-            n if n >= 1_000_000_000 => (60, n - 1_000_000_000),
-            n => (t.second(), n),
-        };
-        let mut b = *b"0000-00-00T00:00:00.000Z";
-        let mut put = |at: usize, width: usize, mut v: u32| {
-            for i in (at..at + width).rev() {
-                b[i] = b'0' + (v % 10) as u8;
-                v /= 10;
+        match iso_fixed(self.0) {
+            // ASCII digits and separators only.
+            Some(b) => {
+                ser.serialize_str(std::str::from_utf8(&b).map_err(serde::ser::Error::custom)?)
             }
-        };
-        put(0, 4, year.unsigned_abs());
-        put(5, 2, t.month());
-        put(8, 2, t.day());
-        put(11, 2, t.hour());
-        put(14, 2, t.minute());
-        put(17, 2, sec);
-        put(20, 3, nanos / 1_000_000);
-        // ASCII digits and separators only.
-        ser.serialize_str(std::str::from_utf8(&b).map_err(serde::ser::Error::custom)?)
+            None => ser.serialize_str(&iso(self.0)),
+        }
     }
 }
 
@@ -428,9 +437,10 @@ mod tests {
         Authed { session, user }
     }
 
-    /// get-session's answer written from the entities is, byte for byte, the DTO's: with every
-    /// optional field absent and present, strings that need escaping, and times at the edges
-    /// of their digits (a leap second, millisecond 0 and 999, years 1 and 9999, and past 9999).
+    /// get-session's answer written from the entities is, byte for byte, the DTO's, and times
+    /// are written as chrono writes them: with every optional field absent and present, strings
+    /// that need escaping, and times at the edges of their digits (a leap second, millisecond
+    /// 0 and 999, years 1 and 9999, and past 9999).
     #[test]
     fn the_borrowed_session_answer_is_the_dtos() {
         let leap = chrono::NaiveDate::from_ymd_opt(2016, 12, 31)
@@ -446,6 +456,11 @@ mod tests {
         ];
         for at in times {
             let at = at.expect("a valid time");
+            assert_eq!(
+                iso(&at),
+                at.to_rfc3339_opts(SecondsFormat::Millis, true),
+                "as chrono writes {at:?}"
+            );
             for full in [false, true] {
                 let a = authed(at, full);
                 let dto = JsonBytes::new(&Nullable(Some(SessionWithUser::of(&a))));

@@ -468,17 +468,19 @@ async fn run_all(args: Args) -> ExitCode {
         scenario: args.versus.unwrap_or(args.scenario),
         ..args.clone()
     };
-    let label_b = match (&args.compare, args.versus) {
-        (Some(url), _) => Some(url.clone()),
-        (None, Some(s)) => Some(format!("{} ({s:?})", args.url)),
-        (None, None) => None,
-    };
-    let prepared_b = match (&args.compare, args.versus) {
+    // B: the second server, or --versus on the same server (with its own users beside A's);
+    // its label and its prepared target.
+    let (label_b, prepared_b) = match (&args.compare, args.versus) {
         // The second server is the baseline: no endpoints.
-        (Some(url), _) => Some(prepare(url, &args, &run_id, None).await),
-        // Its own users beside A's.
-        (None, Some(_)) => Some(prepare(&args.url, &args_b, &format!("{run_id}v"), None).await),
-        (None, None) => None,
+        (Some(url), _) => (
+            Some(url.clone()),
+            Some(prepare(url, &args, &run_id, None).await),
+        ),
+        (None, Some(s)) => (
+            Some(format!("{} ({s:?})", args.url)),
+            Some(prepare(&args.url, &args_b, &format!("{run_id}v"), None).await),
+        ),
+        (None, None) => (None, None),
     };
     let b = match prepared_b.transpose() {
         Ok(b) => b,
