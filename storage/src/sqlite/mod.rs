@@ -1,15 +1,18 @@
 //! The embedded backend: one SQLite file (WAL) in the data directory.
 //!
-//! SQLite calls block, so every query runs on tokio's blocking pool, never on an async worker.
-//! Writes go through one connection, owned by one thread that runs them in turn (SQLite has a
+//! SQLite calls block, so they run off tokio's async workers — with one exception: a read that
+//! looks rows up by key runs at once on the calling task when a read connection is free
+//! ([`SqliteStore::point_read`]: a few index probes cost less than the trip to the blocking
+//! pool and back); other reads run on the blocking pool. Writes go through one connection, owned by one thread that runs them in turn (SQLite has a
 //! single writer anyway; a queue orders them instead of letting them fail with SQLITE_BUSY);
 //! writes that queued up behind one another commit together (see [`writer_thread`]). Reads use
 //! a small pool of read connections, which WAL lets run beside the writer; each keeps its read
 //! snapshot from one read to the next while nothing commits (`snapshot.rs`).
 //!
 //! Files: `schema.rs` (migrations), `rows.rs` (columns and row mappers), `snapshot.rs` (the
-//! read connections' kept snapshots), `checkpoint.rs` (checkpoints off the writer's thread), `tx.rs` (savepoints), then one file per storage trait: `users.rs` (users and
-//! accounts), `sessions.rs`, `verifications.rs`, `organizations.rs`, `keys.rs`.
+//! read connections' kept snapshots), `checkpoint.rs` (checkpoints off the writer's thread),
+//! `tx.rs` (savepoints), then one file per storage trait: `users.rs` (users and accounts),
+//! `sessions.rs`, `verifications.rs`, `organizations.rs`, `keys.rs`.
 mod api_keys;
 mod audit;
 mod checkpoint;
