@@ -25,18 +25,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-/// Frames in the log (not yet copied) from which the thread is asked to copy them: four times
-/// SQLite's own automatic checkpoint size. Under writes the same pages (an organization's row,
-/// the event log's and audit indexes' last pages) are written again and again, and a
-/// checkpoint copies each page once however many frames hold it: copying every 4 000 frames
-/// instead of every 1 000 copies a quarter as often (organization writes +5 %, bench/README).
-/// Still within the first of the WAL index's hash tables (4 096 frames each), so a read looks
-/// a page up in one table.
-pub(super) const THREAD_FRAMES: u32 = 4000;
+/// Frames in the log (not yet copied) from which the thread is asked to copy them: SQLite's
+/// own automatic checkpoint size.
+pub(super) const THREAD_FRAMES: u32 = 1000;
 
 /// Frames in the log from which the writer copies them itself, once it waited [`WAIT`] for
-/// the thread: bounds the log's file (about 64 MB of 4 KiB pages) whatever the thread does.
-pub(super) const WRITER_FRAMES: u32 = 16000;
+/// the thread: bounds the log's file (about 16 MB of 4 KiB pages) whatever the thread does.
+pub(super) const WRITER_FRAMES: u32 = 4000;
 
 /// How long the writer has had nothing to do when it looks whether the log should be copied
 /// anyway (see [`Checkpoints::idle`]).
@@ -171,7 +166,7 @@ impl Checkpoints {
     }
 
     /// The writer had nothing to do for [`IDLE`]: when the log holds frames from which readers
-    /// keep no snapshot (`snapshot::checkpoint_due`, from 3 000 frames), the thread copies them
+    /// keep no snapshot (`snapshot::checkpoint_due`, from 750 frames), the thread copies them
     /// now. Otherwise a burst of writes that ends between that and [`THREAD_FRAMES`] would
     /// leave every read taking its lock per statement until writes come again.
     pub(super) fn idle(&self) {

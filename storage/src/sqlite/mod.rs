@@ -3,7 +3,8 @@
 //! SQLite calls block, so they run off tokio's async workers — with one exception: a read that
 //! looks rows up by key runs at once on the calling task when a read connection is free
 //! ([`SqliteStore::point_read`]: a few index probes cost less than the trip to the blocking
-//! pool and back); other reads run on the blocking pool. Writes go through one connection, owned by one thread that runs them in turn (SQLite has a
+//! pool and back); other reads run on the blocking pool. Writes go through one connection,
+//! owned by one thread that runs them in turn (SQLite has a
 //! single writer anyway; a queue orders them instead of letting them fail with SQLITE_BUSY);
 //! writes that queued up behind one another commit together (see [`writer_thread`]). Reads use
 //! a small pool of read connections, which WAL lets run beside the writer; each keeps its read

@@ -308,7 +308,7 @@ async fn kept_snapshots_leave_the_log_bounded() {
                 })
             })
             .collect();
-        for i in 0..12000 {
+        for i in 0..3000 {
             a.write(move |c| {
                 c.exec("INSERT INTO t VALUES (?1)", [i])
                     .and_then(|_| c.exec("UPDATE t SET a = a WHERE a = ?1", [i]))
@@ -366,7 +366,7 @@ async fn checkpoints_leave_the_writer_and_the_log_starts_over() {
         store
             .write(move |c| {
                 c.exec("CREATE TABLE IF NOT EXISTS big (b BLOB)", [])
-                    .and_then(|_| c.exec("INSERT INTO big VALUES (zeroblob(32000))", []))
+                    .and_then(|_| c.exec("INSERT INTO big VALUES (zeroblob(8000))", []))
                     .and_then(|_| c.exec("INSERT INTO t VALUES (?1)", [i]))
                     .map(drop)
                     .map_err(map_err)
@@ -391,19 +391,19 @@ async fn checkpoints_leave_the_writer_and_the_log_starts_over() {
     assert_eq!(rows(&store).await.len(), 2000);
 }
 
-/// A burst of writes that leaves the log short of the thread's 4 000 frames but past the
-/// 3 000 from which reads keep no snapshot is copied once the writer has nothing to do, so
+/// A burst of writes that leaves the log short of the thread's 1 000 frames but past the
+/// 750 from which reads keep no snapshot is copied once the writer has nothing to do, so
 /// reads keep their snapshots again (without it they took a lock per statement until the
 /// next burst: every get-session after a sign-up burst).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_log_left_between_bursts_is_copied_when_the_writer_is_idle() {
     let (_dir, store) = store_with_table().await;
     let (thread_before, _) = store.checkpoints().expect("checkpoints off the writer");
-    // About 3 200 pages in one commit.
+    // About 800 pages in one commit.
     store
         .write(|c| {
             c.exec("CREATE TABLE big (b BLOB)", [])
-                .and_then(|_| c.exec("INSERT INTO big VALUES (zeroblob(3200 * 4096))", []))
+                .and_then(|_| c.exec("INSERT INTO big VALUES (zeroblob(800 * 4096))", []))
                 .map(drop)
                 .map_err(map_err)
         })
