@@ -251,7 +251,7 @@ impl PasswordHasher {
                 .name(format!("gatehouse-hash-{i}"))
                 .spawn(move || {
                     if nice > 0 {
-                        lower_this_threads_priority(nice);
+                        lower_this_threads_priority(nice, "hashing");
                     }
                     if idle {
                         idle_this_thread();
@@ -364,7 +364,7 @@ fn idle_this_thread() {
 /// Raises the calling thread's nice value by `by` (Linux applies nice values per thread; at
 /// most to 19). A higher nice value needs no privilege; where it still fails, the thread keeps
 /// its priority and a warning says so.
-fn lower_this_threads_priority(by: i32) {
+pub(crate) fn lower_this_threads_priority(by: i32, what: &str) {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: gettid has no preconditions; getpriority and setpriority read only their
@@ -377,12 +377,12 @@ fn lower_this_threads_priority(by: i32) {
         if done != 0 {
             tracing::warn!(
                 error = %std::io::Error::last_os_error(),
-                "could not lower the hashing thread's priority"
+                "could not lower the {what} thread's priority"
             );
         }
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = by;
+    let _ = (by, what);
 }
 
 thread_local! {

@@ -253,6 +253,16 @@ async fn connection(
     }
 }
 
+/// Requests this process is handling now, over all its connections (see
+/// [`requests_in_flight`]).
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// How many requests this process is handling now: how busy it is, for background work that
+/// yields to requests (webhook deliveries).
+pub fn requests_in_flight() -> usize {
+    IN_FLIGHT.load(Ordering::Relaxed)
+}
+
 /// When a connection last moved bytes, and how many of its requests are being handled.
 struct Activity {
     start: Instant,
@@ -275,6 +285,7 @@ impl Activity {
     }
 
     fn begin(self: &Arc<Self>) -> Busy {
+        IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
         self.in_flight.fetch_add(1, Ordering::Relaxed);
         Busy(self.clone())
     }
@@ -302,6 +313,7 @@ struct Busy(Arc<Activity>);
 impl Drop for Busy {
     fn drop(&mut self) {
         self.0.touch();
+        IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
         self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
 }

@@ -505,6 +505,8 @@ async fn run_all(args: Args) -> ExitCode {
             // Interleave short rounds so machine noise hits both alike.
             let mut sa = Stats::new();
             let mut sb = Stats::new();
+            // With --webhook: how long A's deliveries went on after its rounds.
+            let mut drained = Duration::ZERO;
             let rounds = (args.duration.as_secs_f64() / args.round.as_secs_f64())
                 .ceil()
                 .max(1.0) as u32;
@@ -513,7 +515,20 @@ async fn run_all(args: Args) -> ExitCode {
                     eprintln!("round {}/{rounds}", r + 1);
                 }
                 sa.merge(run(a.clone(), &args, args.round, None, false).await);
+                if let Some(s) = &sink {
+                    // A's deliveries still under way would take B's cores: B waits for them.
+                    let (_, last) = s
+                        .quiet(Duration::from_millis(300), Duration::from_secs(30))
+                        .await;
+                    drained += last;
+                }
                 sb.merge(run(b.clone(), &args_b, args.round, None, false).await);
+            }
+            if sink.is_some() {
+                println!(
+                    "webhook deliveries went on {:.1}s in all after A's rounds (B's rounds waited for them)",
+                    drained.as_secs_f64()
+                );
             }
             (sa, Some(sb))
         }
@@ -539,7 +554,18 @@ async fn run_all(args: Args) -> ExitCode {
         }
     }
     if let Some(s) = &sink {
-        println!("webhook deliveries received: {}", s.received());
+        let during = s.received();
+        println!("webhook deliveries received: {during}");
+        // Deliveries the server put off while it was busy come afterwards: how many, and when
+        // the last came (none for 2 s: done; at most 5 minutes).
+        let (seen, last) = s
+            .quiet(Duration::from_secs(2), Duration::from_secs(300))
+            .await;
+        println!(
+            "  after the run: {} more, the last {:.1}s after it ended",
+            seen - during,
+            last.as_secs_f64()
+        );
     }
     if let Some(c) = cpu {
         let wall = sa.elapsed.as_secs_f64() + sb.as_ref().map_or(0.0, |s| s.elapsed.as_secs_f64());

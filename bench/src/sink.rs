@@ -31,6 +31,25 @@ impl Sink {
     pub(crate) fn received(&self) -> u64 {
         self.received.load(Ordering::Relaxed)
     }
+
+    /// Waits until no request has come for `gap` (at most `most`): how many came in all, and
+    /// how long after the call the last one came.
+    pub(crate) async fn quiet(
+        &self,
+        gap: std::time::Duration,
+        most: std::time::Duration,
+    ) -> (u64, std::time::Duration) {
+        let start = std::time::Instant::now();
+        let (mut seen, mut last) = (self.received(), start);
+        while last.elapsed() < gap && start.elapsed() < most {
+            tokio::time::sleep(gap.min(std::time::Duration::from_millis(100))).await;
+            let now = self.received();
+            if now != seen {
+                (seen, last) = (now, std::time::Instant::now());
+            }
+        }
+        (seen, last - start)
+    }
 }
 
 /// Answers one connection's requests until it closes.

@@ -23,6 +23,7 @@ pub(super) struct FanOut(pub(super) Webhooks);
 #[async_trait::async_trait]
 impl Consume for FanOut {
     async fn handle(&self, events: &[Delivery]) -> usize {
+        self.0.yield_to_requests().await;
         match self.0.fan_out(events).await {
             Ok(()) => events.len(),
             Err(e) => {
