@@ -4,11 +4,11 @@
 //! looks rows up by key runs at once on the calling task when a read connection is free
 //! ([`SqliteStore::point_read`]: a few index probes cost less than the trip to the blocking
 //! pool and back); other reads run on the blocking pool. Writes go through one connection,
-//! owned by one thread that runs them in turn (SQLite has a
-//! single writer anyway; a queue orders them instead of letting them fail with SQLITE_BUSY);
-//! writes that queued up behind one another commit together (see [`writer_thread`]). Reads use
-//! a small pool of read connections, which WAL lets run beside the writer; each keeps its read
-//! snapshot from one read to the next while nothing commits (`snapshot.rs`).
+//! owned by one thread that runs them in turn (SQLite has a single writer anyway; a queue
+//! orders them instead of letting them fail with SQLITE_BUSY); writes that queued up behind one
+//! another commit together (see [`writer_thread`]). Reads use a small pool of read connections,
+//! which WAL lets run beside the writer; each keeps its read snapshot from one read to the next
+//! while nothing commits (`snapshot.rs`).
 //!
 //! Files: `schema.rs` (migrations), `rows.rs` (columns and row mappers), `snapshot.rs` (the
 //! read connections' kept snapshots), `checkpoint.rs` (checkpoints off the writer's thread),
@@ -468,17 +468,17 @@ fn watched_header(
 ///
 /// A write that finds others queued behind it commits with them: one `BEGIN IMMEDIATE`, each
 /// write inside its own savepoint, one `COMMIT` for up to [`GROUP_MAX`] writes, then every
-/// answer. A commit (its WAL frames, and their sync when the log is checkpointed) costs more than a typical
-/// write, and pages several writes change (an index's, the audit table's last) are written
-/// once. A write sees exactly what it would see alone (the writes before it, committed or in
-/// the group), and its answer is given only once the group committed, so no caller hears of a
-/// change that is not in the file. Each write keeps what it would keep alone: one that fails
-/// keeps what it wrote before failing, as autocommit statements would (the stores' writes
-/// that must be all-or-nothing use their own savepoint); one that panics is rolled back to its
-/// savepoint. When SQLite itself ends the transaction (a full disk, an I/O error), every write
-/// of the group is answered with that error. When the group cannot begin (another process
-/// holds the write lock past the busy timeout), the write runs on its own and meets the error
-/// itself.
+/// answer. A commit (its WAL frames, and their sync when the log is checkpointed) costs more
+/// than a typical write, and pages several writes change (an index's, the audit table's last)
+/// are written once. A write sees exactly what it would see alone (the writes before it,
+/// committed or in the group), and its answer is given only once the group committed, so no
+/// caller hears of a change that is not in the file. Each write keeps what it would keep alone:
+/// one that fails keeps what it wrote before failing, as autocommit statements would (the
+/// stores' writes that must be all-or-nothing use their own savepoint); one that panics is
+/// rolled back to its savepoint. When SQLite itself ends the transaction (a full disk, an I/O
+/// error), every write of the group is answered with that error. When the group cannot begin
+/// (another process holds the write lock past the busy timeout), the write runs on its own and
+/// meets the error itself.
 fn writer_thread(
     mut conn: Connection,
     queue: &std::sync::mpsc::Receiver<WriteJob>,

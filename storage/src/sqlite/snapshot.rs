@@ -30,12 +30,12 @@ use std::time::{Duration, Instant};
 /// waits longer than this (plus a sweep) for this process's readers.
 pub(super) const MAX_AGE: Duration = Duration::from_millis(2);
 
-/// Frames in the log from which readers keep no snapshot until a checkpoint has copied them
-/// all into the database: a kept snapshot holds a read mark, which limits how far a
-/// checkpoint may go (or, at mark 0, stops it), and a checkpoint runs at 1 000 frames (the
-/// checkpoint thread's, `checkpoint.rs`, or SQLite's automatic one). From here on, reads take their lock per
-/// statement as in autocommit, so the checkpoint waits for no kept snapshot — of this process
-/// or of another — and the log starts over as it would without them.
+/// Frames in the log from which readers keep no snapshot until a checkpoint has copied them all
+/// into the database: a kept snapshot holds a read mark, which limits how far a checkpoint may
+/// go (or, at mark 0, stops it), and a checkpoint runs at 1 000 frames (the checkpoint
+/// thread's, `checkpoint.rs`, or SQLite's automatic one). From here on, reads take their lock
+/// per statement as in autocommit, so the checkpoint waits for no kept snapshot — of this
+/// process or of another — and the log starts over as it would without them.
 pub(super) const DUE_FRAMES: u32 = 750;
 
 /// Whether the log holds frames a checkpoint should copy (see [`DUE_FRAMES`]).
