@@ -1,8 +1,8 @@
 //! Cookie signatures (HMAC-SHA256) and password hashing (argon2id).
 //!
-//! Hashing is CPU-bound and slow on purpose, so it runs on tokio's blocking pool behind a
-//! semaphore: a burst of sign-ins queues for a bounded number of hashing threads and never
-//! occupies the async workers that answer `get-session`.
+//! Hashing is CPU-bound and slow on purpose, so it runs on a few threads of its own (see
+//! [`PasswordHasher`]): a burst of sign-ins queues for them and never occupies the async
+//! workers that answer `get-session`.
 use crate::config::PasswordConfig;
 use argon2::password_hash::{PasswordHash, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
@@ -189,8 +189,9 @@ fn unreachable_hmac() -> HmacSha256 {
 /// default), and glibc keeps freed memory in per-thread arenas. Spread over the dozens of
 /// threads a blocking pool grows to under load, that retained memory reached gigabytes in a
 /// sign-in benchmark; on `max_concurrent_hashes` long-lived threads it stays at that many
-/// buffers. Jobs queue in a channel, so a burst of sign-ins waits here and never occupies the
-/// async workers that answer `get-session`.
+/// buffers, and once no hash has been asked for [`KEEP_MEMORY`] they go back to the system.
+/// Jobs queue in a channel, so a burst of sign-ins waits here and never occupies the async
+/// workers that answer `get-session`.
 #[derive(Clone)]
 pub struct PasswordHasher {
     params: Params,
@@ -198,6 +199,10 @@ pub struct PasswordHasher {
     /// A hash of a random password, verified against when a user does not exist, so an
     /// unknown email costs the same time as a wrong password.
     dummy: Arc<str>,
+    /// argon2's working memory between hashes (the hashing threads hold it; kept here for
+    /// the tests to look at).
+    #[cfg(test)]
+    memory: Arc<Memory>,
     /// Hashes waiting or running, and the time of each (see [`PasswordHasher::with_metrics`]).
     queue: Option<prometheus::IntGauge>,
     seconds: Option<prometheus::Histogram>,
@@ -224,8 +229,58 @@ pub enum HashError {
     Hash(String),
 }
 
+/// How long argon2's working memory is kept once no hash is asked for: a burst of sign-ins
+/// reuses it (19 MiB a hashing thread by default), an idle server does not hold it.
+const KEEP_MEMORY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// argon2's working memory (one buffer of blocks per hash running, at most one per hashing
+/// thread), kept between hashes so that a burst does not churn the allocator with 19 MiB
+/// buffers, and let go when hashing has been idle (see [`KEEP_MEMORY`]).
+#[derive(Default)]
+struct Memory(std::sync::Mutex<Vec<Vec<argon2::Block>>>);
+
+impl Memory {
+    /// A buffer of at least `blocks` blocks: a kept one, or a new one.
+    fn take(&self, blocks: usize) -> Vec<argon2::Block> {
+        let kept = self.0.lock().ok().and_then(|mut v| v.pop());
+        let mut b = kept.unwrap_or_default();
+        if b.len() < blocks {
+            b.resize(blocks, argon2::Block::default());
+        }
+        b
+    }
+
+    fn give_back(&self, b: Vec<argon2::Block>) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(b);
+        }
+    }
+
+    /// Lets every kept buffer go (not the ones hashes are using).
+    fn release(&self) {
+        let kept = self.0.lock().map(|mut v| std::mem::take(&mut *v));
+        drop(kept);
+    }
+
+    #[cfg(test)]
+    fn kept(&self) -> usize {
+        self.0.lock().map_or(0, |v| v.len())
+    }
+}
+
+thread_local! {
+    /// The working memory of the hasher this thread hashes for (none outside hashing threads:
+    /// a buffer of its own each time).
+    static MEMORY: std::cell::RefCell<Option<Arc<Memory>>> = const { std::cell::RefCell::new(None) };
+}
+
 impl PasswordHasher {
     pub fn new(cfg: &PasswordConfig) -> Result<Self, HashError> {
+        Self::keeping_memory(cfg, KEEP_MEMORY)
+    }
+
+    /// [`PasswordHasher::new`], its working memory let go after `keep` without a hash.
+    fn keeping_memory(cfg: &PasswordConfig, keep: std::time::Duration) -> Result<Self, HashError> {
         let params = Params::new(
             cfg.argon2_memory_kib,
             cfg.argon2_iterations,
@@ -245,8 +300,10 @@ impl PasswordHasher {
         let (nice, idle) = (cfg.hash_thread_nice, cfg.hash_thread_idle);
         let (tx, rx) = std::sync::mpsc::channel::<Job>();
         let rx = Arc::new(std::sync::Mutex::new(rx));
+        let memory = Arc::new(Memory::default());
         for i in 0..threads {
             let rx = rx.clone();
+            let memory = memory.clone();
             std::thread::Builder::new()
                 .name(format!("gatehouse-hash-{i}"))
                 .spawn(move || {
@@ -256,15 +313,20 @@ impl PasswordHasher {
                     if idle {
                         idle_this_thread();
                     }
+                    MEMORY.with(|m| *m.borrow_mut() = Some(memory.clone()));
                     loop {
-                        // The lock is held only while taking a job, not while running it.
+                        // The lock is held only while taking a job, not while running it: the
+                        // thread holding it waits for the next job, the others for the lock.
                         let job = match rx.lock() {
-                            Ok(r) => r.recv(),
+                            Ok(r) => r.recv_timeout(keep),
                             Err(_) => return,
                         };
                         match job {
                             Ok(job) => job(),
-                            Err(_) => return, // every sender dropped: shut down
+                            // No hash asked for in `keep`: nothing else is waiting for a job.
+                            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => memory.release(),
+                            // Every sender dropped: shut down.
+                            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
                         }
                     }
                 })
@@ -284,6 +346,8 @@ impl PasswordHasher {
             params,
             jobs: tx,
             dummy: dummy.into(),
+            #[cfg(test)]
+            memory,
             queue: None,
             seconds: None,
         })
@@ -385,13 +449,8 @@ pub(crate) fn lower_this_threads_priority(by: i32, what: &str) {
     let _ = (by, what);
 }
 
-thread_local! {
-    /// argon2's working memory, allocated once per hashing thread and reused for every hash,
-    /// so hashing never churns the allocator with 19 MiB buffers.
-    static BLOCKS: std::cell::RefCell<Vec<argon2::Block>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// argon2id of `password` with `salt` into `out`, using this thread's reusable blocks.
+/// argon2id of `password` with `salt` into `out`, in the working memory this thread's hasher
+/// keeps.
 fn argon2_into(
     algorithm: Algorithm,
     version: Version,
@@ -401,14 +460,12 @@ fn argon2_into(
     out: &mut [u8],
 ) -> Result<(), argon2::Error> {
     let argon = Argon2::new(algorithm, version, params.clone());
-    BLOCKS.with(|cell| {
-        let mut blocks = cell.borrow_mut();
-        let need = params.block_count();
-        if blocks.len() < need {
-            blocks.resize(need, argon2::Block::default());
-        }
-        argon.hash_password_into_with_memory(password, salt, out, &mut blocks[..need])
-    })
+    let need = params.block_count();
+    let memory = MEMORY.with(|m| m.borrow().clone()).unwrap_or_default();
+    let mut blocks = memory.take(need);
+    let done = argon.hash_password_into_with_memory(password, salt, out, &mut blocks[..need]);
+    memory.give_back(blocks);
+    done
 }
 
 fn hash_blocking(params: &Params, password: &str) -> Result<String, HashError> {
@@ -609,6 +666,38 @@ mod tests {
             ..cfg
         };
         assert!(PasswordHasher::new(&bad).is_err());
+    }
+
+    /// A hash's working memory is kept for the next one, and let go once hashing has been
+    /// idle for the keep time.
+    #[tokio::test]
+    async fn working_memory_is_kept_between_hashes_and_let_go_when_idle() {
+        let cfg = PasswordConfig {
+            argon2_memory_kib: 1024,
+            argon2_iterations: 1,
+            max_concurrent_hashes: 2,
+            // Not starved by the other tests: the keep time counts from the last job taken.
+            hash_thread_idle: false,
+            ..PasswordConfig::default()
+        };
+        let keep = std::time::Duration::from_secs(1);
+        let h = PasswordHasher::keeping_memory(&cfg, keep).unwrap();
+        for _ in 0..3 {
+            let hash = h.hash("pw".into()).await.unwrap();
+            // Kept right after a hash (the dummy's buffer, reused since: one at a time).
+            assert_eq!(h.memory.kept(), 1);
+            assert!(h.verify("pw".into(), hash).await.unwrap());
+        }
+        let started = std::time::Instant::now();
+        while h.memory.kept() > 0 {
+            assert!(started.elapsed() < keep * 20, "still kept");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(started.elapsed() >= keep / 2, "let go at once");
+        // Hashing goes on with memory of its own again.
+        let hash = h.hash("pw".into()).await.unwrap();
+        assert!(h.verify("pw".into(), hash).await.unwrap());
+        assert_eq!(h.memory.kept(), 1);
     }
 
     #[tokio::test]

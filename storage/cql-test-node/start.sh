@@ -7,6 +7,8 @@
 #   - waits until CQL answers and prints `SCYLLA_URI=127.0.0.1:<port>` as its last line.
 # Environment: CQL_NODE_DIR (work dir, default a fresh temp dir), CQL_PORT (default: a free one),
 # CQL_CACHE (jar cache, default ~/.cache/gatehouse/cql-node), CASSANDRA_JAVA (a JDK 17 `java`),
+# CQL_EXTRA_YAML (more cassandra.yaml lines, e.g. the node's thread pools sized for a benchmark:
+# $'concurrent_reads: 2\nconcurrent_writes: 2\nnative_transport_max_threads: 2'),
 # CQL_JMX_PORT (JMX on 127.0.0.1 for nodetool, e.g. `java -cp "$CQL_CACHE/lib/*"
 # org.apache.cassandra.tools.NodeTool -p $CQL_JMX_PORT tablestats`; default off).
 # stop.sh (beside this file) ends the node by its PID.
@@ -21,7 +23,7 @@ storage_port="${CQL_STORAGE_PORT:-$(free_port)}"
 cql_prepare
 # One node owns the whole ring; no hints (there is no other node to hint for).
 cql_configure "$node" 127.0.0.1 "127.0.0.1:$storage_port" "$port" "$storage_port" \
-    "$(printf 'initial_token: 0\nhinted_handoff_enabled: false')"
+    "$(printf 'initial_token: 0\nhinted_handoff_enabled: false\n%s' "${CQL_EXTRA_YAML:-}")"
 # A throwaway node: its system tables need not survive a crash.
 cql_launch "$node" 1G -Xmx2G -Dcassandra.unsafesystem=true \
     ${CQL_JMX_PORT:+"-Dcassandra.jmx.local.port=$CQL_JMX_PORT"}
