@@ -74,12 +74,14 @@ pub(super) fn file_of(db: &Path) -> std::path::PathBuf {
 }
 
 /// Attaches the audit log's file as `audit` (with `conn`'s flags: created by a connection that
-/// may create, read-only on a read-only one).
+/// may create, read-only on a read-only one), with a small page cache of its own (256 KiB: a
+/// reader lists the log now and then, and would otherwise keep up to 2 MB of it).
 pub(super) fn attach(conn: &Connection, file: &Path) -> StoreResult<()> {
     let name = file
         .to_str()
         .ok_or_else(|| internal(format!("not a UTF-8 file name: {}", file.display())))?;
     conn.execute("ATTACH DATABASE ?1 AS audit", [name])
+        .and_then(|_| conn.execute_batch("PRAGMA audit.cache_size = -256"))
         .map_err(|e| {
             StoreError::Unavailable(format!(
                 "the audit log's file {} cannot be opened: {e}",
@@ -100,7 +102,12 @@ pub(super) fn mover(db: &Path) -> StoreResult<Connection> {
     )?;
     let file = file_of(db);
     attach(&conn, &file)?;
+    // Small page caches (SQLite's default is 2 MB a file): this connection reads the main
+    // file's few recent rows, and writes the audit file's last index pages, a move at a time.
     conn.execute_batch(super::schema::AUDIT_FILE_SCHEMA)
+        .and_then(|()| {
+            conn.execute_batch("PRAGMA main.cache_size = -128; PRAGMA audit.cache_size = -1024;")
+        })
         .map_err(|e| {
             StoreError::Unavailable(format!(
                 "the audit log's file {} is not writable: {e}",
