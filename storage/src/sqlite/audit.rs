@@ -4,15 +4,16 @@
 //! are appended in their decision's transaction and wait, indexed by time only, until they
 //! are moved under those indexes in batches ([`SqliteStore::settle_audit`]). An event appended
 //! alone wrote a page of each of the three indexes; moved in a batch, the events of one actor,
-//! user or organization share their pages. The move writes the audit file on a connection of
-//! its own ([`copy`]), beside the main file's writer, which then only deletes the copied rows:
-//! the index pages no longer pass through the main file's log, nor hold its writer.
+//! user or organization share their pages. The move writes the audit file on a connection and
+//! a thread of their own ([`copy`], [`file_thread`]), beside the main file's writer, which then
+//! only deletes the copied rows: the index pages no longer pass through the main file's log,
+//! nor hold its writer.
 //!
 //! An event is in `audit_recent`, in `audit_events`, or for a moment in both (copied, not yet
 //! deleted): reads ask both tables in one statement and skip a recent event the indexed table
 //! holds. One statement takes the main file's snapshot before the audit file's (SQLite begins
-//! them in the order the files were attached), so an event deleted from `audit_recent` in the
-//! first is in the second.
+//! them in the order of the files: main, then those attached), so an event deleted from
+//! `audit_recent` in the first is in the second.
 use super::*;
 use crate::audit::audit_cursor;
 use rusqlite::types::Value;
@@ -253,24 +254,53 @@ impl SqliteStore {
         }
     }
 
-    /// Runs `f` on the connection that writes the audit log's file, on the blocking pool.
+    /// Runs `f` on the connection that writes the audit log's file, on its thread.
     async fn on_audit_file<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     {
-        let inner = self.inner.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: FileJob = Box::new(move |c: &mut Connection| {
+            let _ = tx.send(f(c));
+        });
         let started = crate::observe::start();
-        let r = tokio::task::spawn_blocking(move || {
-            let mut conn = inner.audit_file.lock().map_err(internal)?;
-            f(&mut conn)
-        })
-        .await
-        .map_err(internal)
-        .and_then(|r| r);
+        let r = match self.inner.audit_file.send(job) {
+            Ok(()) => rx
+                .await
+                .map_err(|_| internal("a write of the audit log's file panicked"))
+                .and_then(|r| r),
+            Err(_) => Err(StoreError::Unavailable(
+                "the audit log's file thread stopped".into(),
+            )),
+        };
         crate::observe::done("sqlite", "write", started, r.is_ok());
         r
     }
+}
+
+/// A job for the audit log's file thread (see [`file_thread`]).
+pub(super) type FileJob = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// Starts the thread that owns the connection writing the audit log's file and runs its jobs
+/// (moves and purges) one after another. A thread of its own, as the writer has: a move takes
+/// none of the blocking pool's threads from the reads that wait for one, and one thread's
+/// allocator pages hold its page cache. It ends when the store is dropped.
+pub(super) fn file_thread(mut conn: Connection) -> StoreResult<std::sync::mpsc::Sender<FileJob>> {
+    let (jobs, queue) = std::sync::mpsc::channel::<FileJob>();
+    std::thread::Builder::new()
+        .name("sqlite-audit".into())
+        .spawn(move || {
+            while let Ok(job) = queue.recv() {
+                // A panic (a bug) drops its answer's sender: the caller hears of it.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut conn)));
+                if !conn.is_autocommit() {
+                    let _ = conn.execute_batch("ROLLBACK");
+                }
+            }
+        })
+        .map_err(internal)?;
+    Ok(jobs)
 }
 
 #[async_trait]

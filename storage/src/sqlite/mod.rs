@@ -92,8 +92,8 @@ struct Inner {
     /// many this process appended since it last moved them, how many it moves at once, and
     /// whether a move is under way.
     audit_staged: Mutex<audit::Staged>,
-    /// The connection that writes the audit log's own file (see `audit.rs`).
-    audit_file: Mutex<Connection>,
+    /// The thread that owns the connection writing the audit log's own file (see `audit.rs`).
+    audit_file: std::sync::mpsc::Sender<audit::FileJob>,
     audit_batch: AtomicUsize,
     audit_settling: std::sync::atomic::AtomicBool,
     /// A move was asked for since the running one began (it goes again: see `audit_appended`).
@@ -277,7 +277,7 @@ impl SqliteStore {
             commits,
             checkpoints: counts,
             audit_staged: Mutex::default(),
-            audit_file: Mutex::new(audit_file),
+            audit_file: audit::file_thread(audit_file)?,
             audit_batch: AtomicUsize::new(audit::SETTLE_BATCH),
             audit_settling: Default::default(),
             audit_again: Default::default(),
