@@ -112,3 +112,46 @@ async fn appended_audit_events_are_moved_under_the_indexes_in_batches() {
         .await;
     assert!(matches!(r, Err(storage::StoreError::Conflict(_))), "{r:?}");
 }
+
+/// Reads beyond the readers wait without a thread: 256 list reads at once (reads that do not
+/// run on the calling task) leave the runtime with its two workers and the one blocking thread
+/// that opened the store, not a thread per waiting read (each a stack and allocator pages).
+#[test]
+fn waiting_reads_hold_no_thread() {
+    use storage::AuditStore;
+    const NAME: &str = "gh-read-bound";
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name(NAME)
+        .enable_all()
+        .build()
+        .unwrap();
+    let threads = || {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|comm| comm.trim() == NAME)
+            .count()
+    };
+    rt.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(dir.path().join("t.db")).await.unwrap());
+        let now = chrono::Utc::now();
+        let q = storage::AuditQuery::range(now - chrono::Duration::days(1), now, 50);
+        let reads: Vec<_> = (0..256)
+            .map(|_| {
+                let (store, q) = (store.clone(), q.clone());
+                tokio::spawn(async move { store.list_audit(&q).await.map(|p| p.items.len()) })
+            })
+            .collect();
+        for r in reads {
+            assert_eq!(r.await.unwrap().unwrap(), 0);
+        }
+        // Idle blocking threads stay 10 s: all those the burst made are still counted.
+        let n = threads();
+        assert!(
+            n <= 2 + 4 + 2,
+            "{n} runtime threads after 256 reads at once"
+        );
+    });
+}

@@ -2,18 +2,19 @@
 //!
 //! SQLite calls block, so they run off tokio's async workers — with one exception: a read that
 //! looks rows up by key runs at once on the calling task when a read connection is free
-//! ([`SqliteStore::point_read`]: a few index probes cost less than the trip to the blocking
-//! pool and back); other reads run on the blocking pool. Writes go through one connection,
-//! owned by one thread that runs them in turn (SQLite has a single writer anyway; a queue
-//! orders them instead of letting them fail with SQLITE_BUSY); writes that queued up behind one
-//! another commit together (see [`writer_thread`]). Reads use a small pool of read connections,
-//! which WAL lets run beside the writer; each keeps its read snapshot from one read to the next
-//! while nothing commits (`snapshot.rs`).
+//! ([`SqliteStore::point_read`]: a few index probes cost less than the trip to another thread
+//! and back); other reads run on one reader thread per read connection (`reads.rs`). Writes
+//! go through one connection, owned by one thread that runs them in turn (SQLite has a single
+//! writer anyway; a queue orders them instead of letting them fail with SQLITE_BUSY); writes
+//! that queued up behind one another commit together (see `writer.rs`). Reads use a small pool
+//! of read connections, which WAL lets run beside the writer; each keeps its read snapshot
+//! from one read to the next while nothing commits (`snapshot.rs`).
 //!
-//! Files: `schema.rs` (migrations), `rows.rs` (columns and row mappers), `snapshot.rs` (the
-//! read connections' kept snapshots), `checkpoint.rs` (checkpoints off the writer's thread),
-//! `tx.rs` (savepoints), then one file per storage trait: `users.rs` (users and accounts),
-//! `sessions.rs`, `verifications.rs`, `organizations.rs`, `keys.rs`.
+//! Files: `schema.rs` (migrations), `rows.rs` (columns and row mappers), `writer.rs` (the
+//! writer thread), `snapshot.rs` (the read connections' kept snapshots), `checkpoint.rs`
+//! (checkpoints off the writer's thread), `tx.rs` (savepoints), then one file per storage
+//! trait: `users.rs` (users and accounts), `sessions.rs`, `verifications.rs`,
+//! `organizations.rs`, `keys.rs`.
 mod api_keys;
 mod audit;
 mod checkpoint;
@@ -23,6 +24,7 @@ mod members;
 mod organizations;
 mod passkeys;
 mod rate_limits;
+mod reads;
 mod roles;
 mod rows;
 mod scan;
@@ -36,6 +38,7 @@ mod tx;
 mod users;
 mod verifications;
 mod webhooks;
+mod writer;
 
 use crate::*;
 use rows::*;
@@ -48,6 +51,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 use stream::always;
 use tx::{atomically, control, Savepoint};
+use writer::writer_thread;
 
 const READERS: usize = 4;
 
@@ -79,6 +83,8 @@ struct Inner {
     snapshots: Snapshots,
     /// Also the number of reads so far (each read takes the next reader).
     next_reader: AtomicUsize,
+    /// The queue of the reader threads (see `reads.rs`).
+    read_jobs: std::sync::mpsc::Sender<reads::ReadJob>,
     writes: AtomicUsize,
     /// Transactions the writer thread committed for groups of writes.
     commits: Arc<AtomicUsize>,
@@ -310,6 +316,7 @@ impl SqliteStore {
             readers,
             snapshots: Snapshots::new(header, snapshot::MAX_AGE),
             next_reader: AtomicUsize::new(0),
+            read_jobs: reads::start(READERS).map_err(internal)?,
             writes: AtomicUsize::new(0),
             commits,
             checkpoints: counts,
@@ -397,7 +404,7 @@ impl SqliteStore {
     }
 
     /// A read that looks rows up by key (a few index probes): run at once on the calling task
-    /// when a reader connection is free — a trip to the blocking pool and back (two thread
+    /// when a reader connection is free — a trip to a reader thread and back (two thread
     /// switches) costs more than the read — else as [`SqliteStore::read`]. Never for reads
     /// whose size the caller does not bound.
     async fn point_read<T, F>(&self, f: F) -> StoreResult<T>
@@ -418,6 +425,8 @@ impl SqliteStore {
         self.read(f).await
     }
 
+    /// A read on one of the reader threads (`reads.rs`), taking a free read connection, or
+    /// waiting for the round-robin choice when the calling tasks hold them all.
     async fn read<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
@@ -425,21 +434,29 @@ impl SqliteStore {
     {
         let inner = self.inner.clone();
         let started = crate::observe::start();
-        let r = tokio::task::spawn_blocking(move || {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: reads::ReadJob = Box::new(move || {
             let n = inner.readers.len();
             let start = inner.next_reader.fetch_add(1, Ordering::Relaxed);
-            // Take a free reader if there is one, else wait for the round-robin choice.
-            for i in 0..n {
-                if let Ok(mut reader) = inner.readers[(start + i) % n].try_lock() {
-                    return reader.run(&inner.snapshots, f);
-                }
-            }
-            let mut reader = inner.readers[start % n].lock().map_err(internal)?;
-            reader.run(&inner.snapshots, f)
-        })
-        .await
-        .map_err(internal)
-        .and_then(|r| r);
+            let free = (0..n).find_map(|i| inner.readers[(start + i) % n].try_lock().ok());
+            let r = match free {
+                Some(mut reader) => reader.run(&inner.snapshots, f),
+                None => match inner.readers[start % n].lock() {
+                    Ok(mut reader) => reader.run(&inner.snapshots, f),
+                    Err(e) => Err(internal(e)),
+                },
+            };
+            let _ = tx.send(r);
+        });
+        let sent = self.inner.read_jobs.send(job);
+        let r = match sent {
+            Ok(()) => rx
+                .await
+                .unwrap_or_else(|_| Err(StoreError::Internal("a SQLite read panicked".into()))),
+            Err(_) => Err(StoreError::Internal(
+                "the SQLite reader threads ended".into(),
+            )),
+        };
         crate::observe::done("sqlite", "read", started, r.is_ok());
         r
     }
@@ -462,125 +479,6 @@ fn watched_header(
         return None;
     }
     Some(header)
-}
-
-/// The writer thread: owns the write connection and runs the queued writes.
-///
-/// A write that finds others queued behind it commits with them: one `BEGIN IMMEDIATE`, each
-/// write inside its own savepoint, one `COMMIT` for up to [`GROUP_MAX`] writes, then every
-/// answer. A commit (its WAL frames, and their sync when the log is checkpointed) costs more
-/// than a typical write, and pages several writes change (an index's, the audit table's last)
-/// are written once. A write sees exactly what it would see alone (the writes before it,
-/// committed or in the group), and its answer is given only once the group committed, so no
-/// caller hears of a change that is not in the file. Each write keeps what it would keep alone:
-/// one that fails keeps what it wrote before failing, as autocommit statements would (the
-/// stores' writes that must be all-or-nothing use their own savepoint); one that panics is
-/// rolled back to its savepoint. When SQLite itself ends the transaction (a full disk, an I/O
-/// error), every write of the group is answered with that error. When the group cannot begin
-/// (another process holds the write lock past the busy timeout), the write runs on its own and
-/// meets the error itself.
-fn writer_thread(
-    mut conn: Connection,
-    queue: &std::sync::mpsc::Receiver<WriteJob>,
-    commits: &AtomicUsize,
-    checkpoints: Option<&checkpoint::Checkpoints>,
-) {
-    let mut held = None;
-    loop {
-        if let Some(c) = checkpoints {
-            // After the previous job or group (the first time, after the migrations).
-            c.after_commit(&conn);
-        }
-        let job = match held.take() {
-            Some(job) => job,
-            None => match receive(queue, checkpoints) {
-                Some(job) => job,
-                None => return,
-            },
-        };
-        if job.alone || control(&conn, "BEGIN IMMEDIATE").is_err() {
-            if let Some(deliver) = run_caught(&mut conn, job) {
-                deliver(Ok(()));
-            }
-            // Whatever the write left open (a bug, or a panic) is rolled back.
-            if !conn.is_autocommit() {
-                let _ = conn.execute_batch("ROLLBACK");
-            }
-            continue;
-        }
-        let mut answers: Vec<Deliver> = Vec::new();
-        let mut next = Some(job);
-        let mut ended = None;
-        while let Some(job) = next.take() {
-            if let Err(e) = control(&conn, "SAVEPOINT grouped") {
-                // Not run here: it runs next, on its own (it cannot fail this way twice).
-                ended = Some(map_err(e));
-                held = Some(WriteJob { alone: true, ..job });
-                break;
-            }
-            let deliver = run_caught(&mut conn, job);
-            if conn.is_autocommit() {
-                ended = Some(StoreError::Unavailable(
-                    "SQLite ended the transaction of a group of writes".into(),
-                ));
-                answers.extend(deliver);
-                break;
-            }
-            let closed = match deliver {
-                Some(deliver) => {
-                    answers.push(deliver);
-                    control(&conn, "RELEASE grouped")
-                }
-                None => conn.execute_batch("ROLLBACK TO grouped; RELEASE grouped"),
-            };
-            if let Err(e) = closed {
-                ended = Some(map_err(e));
-                break;
-            }
-            if answers.len() < GROUP_MAX {
-                match queue.try_recv() {
-                    Ok(job) if job.alone => held = Some(job),
-                    Ok(job) => next = Some(job),
-                    Err(_) => {}
-                }
-            }
-        }
-        let outcome = match ended {
-            Some(e) => Err(e),
-            None => control(&conn, "COMMIT").map_err(map_err),
-        };
-        if outcome.is_ok() {
-            commits.fetch_add(1, Ordering::Relaxed);
-        } else if !conn.is_autocommit() {
-            let _ = conn.execute_batch("ROLLBACK");
-        }
-        for deliver in answers {
-            deliver(outcome.clone());
-        }
-    }
-}
-
-/// The next write; `None` once the store is gone. When none comes for `checkpoint::IDLE`,
-/// the log is copied first if it is due (see [`checkpoint::Checkpoints::idle`]).
-fn receive(
-    queue: &std::sync::mpsc::Receiver<WriteJob>,
-    checkpoints: Option<&checkpoint::Checkpoints>,
-) -> Option<WriteJob> {
-    use std::sync::mpsc::RecvTimeoutError;
-    if let Some(c) = checkpoints {
-        match queue.recv_timeout(checkpoint::IDLE) {
-            Ok(job) => return Some(job),
-            Err(RecvTimeoutError::Disconnected) => return None,
-            Err(RecvTimeoutError::Timeout) => c.idle(),
-        }
-    }
-    queue.recv().ok()
-}
-
-/// Runs a write; `None` when it panicked (a bug: its caller is answered `Internal` when the
-/// dropped answer channel tells it so, and the thread goes on).
-fn run_caught(conn: &mut Connection, job: WriteJob) -> Option<Deliver> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (job.run)(conn))).ok()
 }
 
 /// `execute` through the connection's statement cache: a write's statement is parsed once per
