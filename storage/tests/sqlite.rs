@@ -48,8 +48,24 @@ async fn the_audit_log_keeps_the_contract_while_events_are_moved_in_batches() {
     contract::audit_log_over_a_long_range(s).await;
 }
 
-/// Appended events wait in `audit_recent` and are moved under `audit_events`' indexes a batch
-/// at a time; a purge moves the rest. Each is listed exactly once whichever table holds it.
+/// How many events wait in the main file's `audit_recent`, and how many are under the
+/// indexes, in the audit log's own file beside it.
+fn audit_counts(db: &std::path::Path) -> (i64, i64) {
+    let n = |file: &std::path::Path, t: &str| -> i64 {
+        let c = rusqlite::Connection::open(file).unwrap();
+        c.query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
+            .unwrap()
+    };
+    let mut audit = db.as_os_str().to_owned();
+    audit.push("-audit");
+    (
+        n(db, "audit_recent"),
+        n(std::path::Path::new(&audit), "audit_events"),
+    )
+}
+
+/// Appended events wait in `audit_recent` and are moved under `audit_events`' indexes (in the
+/// audit log's own file) a batch at a time; a purge moves the rest. Each is listed exactly once whichever table holds it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn appended_audit_events_are_moved_under_the_indexes_in_batches() {
     use storage::{AuditEvent, AuditQuery, AuditStore, UserId};
@@ -57,14 +73,7 @@ async fn appended_audit_events_are_moved_under_the_indexes_in_batches() {
     let path = dir.path().join("audit.db");
     let store = SqliteStore::open(&path).await.unwrap();
     store.set_audit_batch(4);
-    let counts = || {
-        let c = rusqlite::Connection::open(&path).unwrap();
-        let n = |t: &str| -> i64 {
-            c.query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
-                .unwrap()
-        };
-        (n("audit_recent"), n("audit_events"))
-    };
+    let counts = || audit_counts(&path);
     let t0 = chrono::Utc::now() - chrono::Duration::minutes(10);
     let users = [UserId::generate(), UserId::generate()];
     let mut ids = Vec::new();
@@ -151,4 +160,119 @@ fn waiting_reads_hold_no_thread() {
         let n = threads();
         assert!(n <= 3, "{n} runtime threads after 256 reads at once");
     });
+}
+
+/// Two stores on one file (as two processes) append events and move them at once, while a
+/// third lists them: every listing holds each event at most once and, in time order, every
+/// event appended before it began; in the end each event is under the indexes exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_stores_move_one_audit_log_and_lists_never_miss_or_repeat_an_event() {
+    use storage::{AuditEvent, AuditQuery, AuditStore};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two.db");
+    let a = SqliteStore::open(&path).await.unwrap();
+    let b = SqliteStore::open(&path).await.unwrap();
+    let reader = SqliteStore::open(&path).await.unwrap();
+    a.set_audit_batch(5);
+    b.set_audit_batch(7);
+    let t0 = chrono::Utc::now() - chrono::Duration::hours(1);
+    let appended = Arc::new(std::sync::Mutex::new(Vec::<(i64, String)>::new()));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = |s: SqliteStore, from: i64| {
+        let appended = appended.clone();
+        tokio::spawn(async move {
+            for i in 0..300 {
+                let at = t0 + chrono::Duration::milliseconds(from + 2 * i);
+                let e = AuditEvent::new("user.sign-in", at);
+                s.append_audit(&e, std::time::Duration::from_secs(3600))
+                    .await
+                    .unwrap();
+                appended.lock().unwrap().push((at.timestamp_millis(), e.id));
+            }
+        })
+    };
+    let writers = [writer(a.clone(), 0), writer(b.clone(), 1)];
+    let lister = {
+        let appended = appended.clone();
+        let done = done.clone();
+        tokio::spawn(async move {
+            let mut lists = 0;
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                let before: Vec<(i64, String)> = appended.lock().unwrap().clone();
+                let mut q = AuditQuery::range(t0, t0 + chrono::Duration::minutes(1), 1000);
+                q.oldest_first = true;
+                let page = reader.list_audit(&q).await.unwrap();
+                let listed: Vec<(i64, String)> = page
+                    .items
+                    .iter()
+                    .map(|e| (e.at.timestamp_millis(), e.id.clone()))
+                    .collect();
+                let unique: std::collections::HashSet<_> = listed.iter().collect();
+                assert_eq!(unique.len(), listed.len(), "an event listed twice");
+                for e in &before {
+                    assert!(unique.contains(e), "an appended event missing: {e:?}");
+                }
+                lists += 1;
+            }
+            lists
+        })
+    };
+    for w in writers {
+        w.await.unwrap();
+    }
+    a.purge_audit(t0).await.unwrap();
+    b.purge_audit(t0).await.unwrap();
+    done.store(true, std::sync::atomic::Ordering::Release);
+    assert!(lister.await.unwrap() > 0);
+    assert_eq!(audit_counts(&path), (0, 600));
+}
+
+/// The audit log's file lost (deleted while stopped): the store opens with an empty one and
+/// goes on logging; the main file's data is all there.
+#[tokio::test]
+async fn a_lost_audit_file_is_made_again() {
+    use storage::{AuditEvent, AuditQuery, AuditStore, UserStore};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lost.db");
+    let u = contract::user("lost@example.com");
+    {
+        let s = SqliteStore::open(&path).await.unwrap();
+        s.create_user(&u, None, &[]).await.unwrap();
+        let e = AuditEvent::new("user.sign-in", chrono::Utc::now());
+        s.append_audit(&e, std::time::Duration::from_secs(60))
+            .await
+            .unwrap();
+        s.purge_audit(chrono::Utc::now() - chrono::Duration::hours(1))
+            .await
+            .unwrap();
+        assert_eq!(audit_counts(&path), (0, 1));
+    }
+    for suffix in ["-audit", "-audit-wal", "-audit-shm"] {
+        let mut f = path.as_os_str().to_owned();
+        f.push(suffix);
+        let _ = std::fs::remove_file(std::path::Path::new(&f));
+    }
+    let s = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(s.get_user(&u.id).await.unwrap(), Some(u));
+    let t = chrono::Utc::now();
+    let e = AuditEvent::new("user.sign-out", t);
+    s.append_audit(&e, std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
+    s.purge_audit(t - chrono::Duration::hours(1)).await.unwrap();
+    let q = AuditQuery::range(
+        t - chrono::Duration::hours(1),
+        t + chrono::Duration::hours(1),
+        10,
+    );
+    let ids: Vec<String> = s
+        .list_audit(&q)
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(ids, [e.id]);
+    assert_eq!(audit_counts(&path), (0, 1));
 }

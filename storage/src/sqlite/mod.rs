@@ -11,13 +11,16 @@
 //! from one read to the next while nothing commits (`snapshot.rs`).
 //!
 //! Files: `schema.rs` (migrations), `rows.rs` (columns and row mappers), `writer.rs` (the
-//! writer thread), `snapshot.rs` (the read connections' kept snapshots), `checkpoint.rs`
-//! (checkpoints off the writer's thread), `tx.rs` (savepoints), then one file per storage
-//! trait: `users.rs` (users and accounts), `sessions.rs`, `verifications.rs`,
-//! `organizations.rs`, `keys.rs`.
+//! writer thread), `reads.rs` (the reader threads), `snapshot.rs` (the read connections' kept
+//! snapshots), `checkpoint.rs` (checkpoints off the writer's thread), `tx.rs` (savepoints),
+//! `health.rs` (the readiness probe), then one file per storage trait: `users.rs` (users and
+//! accounts), `sessions.rs`, `verifications.rs`, `organizations.rs`, `keys.rs`, `audit.rs`
+//! (the audit log, whose indexed events live in a file of their own, `<file>-audit`, written on
+//! a connection of its own).
 mod api_keys;
 mod audit;
 mod checkpoint;
+mod health;
 mod invitations;
 mod keys;
 mod members;
@@ -41,6 +44,7 @@ mod webhooks;
 mod writer;
 
 use crate::*;
+use health::probe_write;
 use rows::*;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row};
 use schema::migrate;
@@ -94,6 +98,8 @@ struct Inner {
     /// many this process appended since it last moved them, how many it moves at once, and
     /// whether a move is under way.
     audit_staged: Mutex<audit::Staged>,
+    /// The thread that owns the connection writing the audit log's own file (see `audit.rs`).
+    audit_file: std::sync::mpsc::Sender<audit::FileJob>,
     audit_batch: AtomicUsize,
     audit_settling: std::sync::atomic::AtomicBool,
     /// A move was asked for since the running one began (it goes again: see `audit_appended`).
@@ -205,53 +211,6 @@ fn open(path: &Path, flags: OpenFlags) -> StoreResult<Connection> {
     Ok(conn)
 }
 
-/// Writes and commits the header's schema version, unchanged: fails on a read-only file or
-/// folder (SQLite otherwise opens such a file read-only without a word, and every later write
-/// fails) and on a disk that is full or failing (a commit's frame cannot be written), so the
-/// readiness check says so, and says ready again once there is room. Only on a file at this
-/// build's schema version (both callers checked it): the value written is the one there.
-fn probe_write(conn: &Connection) -> rusqlite::Result<()> {
-    if conn.is_readonly(rusqlite::MAIN_DB)? {
-        return Err(rusqlite::Error::SqliteFailure(
-            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
-            Some("the file is read-only".into()),
-        ));
-    }
-    // One page (the header) in the write-ahead log: what any write needs.
-    let wrote = conn.execute_batch(&format!(
-        "BEGIN IMMEDIATE; PRAGMA user_version = {}; COMMIT;",
-        schema::VERSION
-    ));
-    // Whatever failed, the connection leaves no transaction open.
-    let ended = if conn.is_autocommit() {
-        Ok(())
-    } else {
-        conn.execute_batch("ROLLBACK")
-    };
-    wrote.and(ended)
-}
-
-#[async_trait]
-impl HealthStore for SqliteStore {
-    async fn check_health(&self) -> StoreResult<()> {
-        self.submit(true, |conn| {
-            let at = schema::current(conn)?;
-            if at > schema::VERSION {
-                return Err(schema::newer(at));
-            }
-            if at < schema::VERSION {
-                return Err(StoreError::Internal(format!(
-                    "the database is at schema version {at}, this Gatehouse needs {}",
-                    schema::VERSION
-                )));
-            }
-            probe_write(conn)
-                .map_err(|e| StoreError::Unavailable(format!("the database is not writable: {e}")))
-        })?
-        .await
-    }
-}
-
 impl SqliteStore {
     /// Opens (creating if needed) the database file and applies pending migrations.
     pub async fn open(path: impl AsRef<Path>) -> StoreResult<Self> {
@@ -268,7 +227,10 @@ impl SqliteStore {
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
-        migrate(&mut writer)?;
+        // Nothing is made beside a file a newer Gatehouse wrote.
+        schema::refuse_newer(&writer)?;
+        let mut audit_file = audit::mover(path)?;
+        migrate(&mut writer, &mut audit_file)?;
         // The write probe is also the commit that shows whether the mapped WAL index header
         // moves with commits (see `snapshot.rs`).
         let header = WalHeader::map(path);
@@ -281,11 +243,12 @@ impl SqliteStore {
         })?;
         let readers = (0..READERS)
             .map(|_| {
-                open(
+                let c = open(
                     path,
                     OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-                )
-                .map(|c| Mutex::new(Reader::new(c)))
+                )?;
+                audit::attach(&c, &audit::file_of(path))?;
+                Ok(Mutex::new(Reader::new(c)))
             })
             .collect::<StoreResult<Vec<_>>>()?;
         let header = watched_header(path, header, before);
@@ -321,6 +284,7 @@ impl SqliteStore {
             commits,
             checkpoints: counts,
             audit_staged: Mutex::default(),
+            audit_file: audit::file_thread(audit_file)?,
             audit_batch: AtomicUsize::new(audit::SETTLE_BATCH),
             audit_settling: Default::default(),
             audit_again: Default::default(),

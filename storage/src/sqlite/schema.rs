@@ -2,6 +2,34 @@
 use super::*;
 use rusqlite::Connection;
 
+/// The audit log's columns, as each of its tables has them (migrations 5, 7, 8, 14 and the
+/// audit file's schema); the id was the primary key until schema 7.
+macro_rules! audit_columns {
+    () => {
+        audit_columns!("TEXT NOT NULL")
+    };
+    ($id:literal) => {
+        concat!(
+            "\n    id ",
+            $id,
+            r#",
+    at INTEGER NOT NULL,
+    action TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    reason TEXT,
+    actor_id TEXT,
+    user_id TEXT,
+    organization_id TEXT,
+    target TEXT,
+    ip_address TEXT,
+    user_agent TEXT,
+    request_id TEXT,
+    details TEXT NOT NULL DEFAULT '{}'
+"#
+        )
+    };
+}
+
 /// Schema migrations, applied in order at start; `PRAGMA user_version` records how many ran.
 pub(super) const MIGRATIONS: &[&str] = &[
     r#"
@@ -145,27 +173,16 @@ CREATE INDEX teams_org ON teams(organization_id);
     "ALTER TABLE users ADD COLUMN version INTEGER NOT NULL DEFAULT 0;",
     // 5: the audit log. No foreign keys: events outlive the users and organizations they name
     // (an account's deletion is an event); retention purges them by time.
-    r#"
-CREATE TABLE audit_events (
-    id TEXT PRIMARY KEY,
-    at INTEGER NOT NULL,
-    action TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    reason TEXT,
-    actor_id TEXT,
-    user_id TEXT,
-    organization_id TEXT,
-    target TEXT,
-    ip_address TEXT,
-    user_agent TEXT,
-    request_id TEXT,
-    details TEXT NOT NULL DEFAULT '{}'
-);
+    concat!(
+        "\nCREATE TABLE audit_events (",
+        audit_columns!("TEXT PRIMARY KEY"),
+        r#");
 CREATE INDEX audit_at ON audit_events(at, id);
 CREATE INDEX audit_actor ON audit_events(actor_id, at, id) WHERE actor_id IS NOT NULL;
 CREATE INDEX audit_user ON audit_events(user_id, at, id) WHERE user_id IS NOT NULL;
 CREATE INDEX audit_org ON audit_events(organization_id, at, id) WHERE organization_id IS NOT NULL;
-"#,
+"#
+    ),
     // 6: rate-limit counters shared by the processes on this file (`rate_limit.storage =
     // "store"`): one row per key (its SHA-256) with its window's count and end; housekeeping
     // deletes the ended ones.
@@ -180,22 +197,10 @@ CREATE TABLE rate_limits (
     // wrote one more page at a random place of that index (of all the audit log's page writes,
     // the one the table's other keys do not share); an event is found by `(at, id)`, which
     // stays unique. Rows are copied oldest first, so the table stays in time order.
-    r#"
-CREATE TABLE audit_events_7 (
-    id TEXT NOT NULL,
-    at INTEGER NOT NULL,
-    action TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    reason TEXT,
-    actor_id TEXT,
-    user_id TEXT,
-    organization_id TEXT,
-    target TEXT,
-    ip_address TEXT,
-    user_agent TEXT,
-    request_id TEXT,
-    details TEXT NOT NULL DEFAULT '{}'
-);
+    concat!(
+        "\nCREATE TABLE audit_events_7 (",
+        audit_columns!(),
+        r#");
 INSERT INTO audit_events_7 (id, at, action, outcome, reason, actor_id, user_id, organization_id,
     target, ip_address, user_agent, request_id, details)
 SELECT id, at, action, outcome, reason, actor_id, user_id, organization_id,
@@ -207,29 +212,17 @@ CREATE UNIQUE INDEX audit_at ON audit_events(at, id);
 CREATE INDEX audit_actor ON audit_events(actor_id, at, id) WHERE actor_id IS NOT NULL;
 CREATE INDEX audit_user ON audit_events(user_id, at, id) WHERE user_id IS NOT NULL;
 CREATE INDEX audit_org ON audit_events(organization_id, at, id) WHERE organization_id IS NOT NULL;
-"#,
+"#
+    ),
     // 8: new audit events are appended to `audit_recent`, which has no index by actor, user or
     // organization, and moved under `audit_events`' indexes in batches (see `audit.rs`):
     // appended one at a time, each event wrote a page of each of those three indexes; moved a
     // batch at a time, the events of one actor, user or organization share their pages.
-    r#"
-CREATE TABLE audit_recent (
-    id TEXT NOT NULL,
-    at INTEGER NOT NULL,
-    action TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    reason TEXT,
-    actor_id TEXT,
-    user_id TEXT,
-    organization_id TEXT,
-    target TEXT,
-    ip_address TEXT,
-    user_agent TEXT,
-    request_id TEXT,
-    details TEXT NOT NULL DEFAULT '{}'
-);
-CREATE UNIQUE INDEX audit_recent_at ON audit_recent(at, id);
-"#,
+    concat!(
+        "\nCREATE TABLE audit_recent (",
+        audit_columns!(),
+        ");\nCREATE UNIQUE INDEX audit_recent_at ON audit_recent(at, id);\n"
+    ),
     // 9: the event stream (see `events.rs`): each decision's domain and mail events, written
     // in its transaction, in commit order; and each consumer's lease and progress.
     r#"
@@ -345,14 +338,100 @@ CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_at) WHERE status 
 CREATE INDEX webhook_deliveries_leased ON webhook_deliveries(lease_until)
     WHERE status = 'pending' AND holder IS NOT NULL;
 "#,
+    // 14: the audit log's indexed events live in a file of their own (`audit.rs`; copied
+    // there first, see [`migrate`]), and `audit_recent`'s row numbers are never used twice
+    // (a move deletes the rows up to the last one it copied, in a later transaction: a number
+    // used again would name an event it never copied).
+    concat!(
+        r#"
+DROP TABLE IF EXISTS audit_events;
+CREATE TABLE audit_recent_14 (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+"#,
+        audit_columns!(),
+        r#");
+INSERT INTO audit_recent_14 (id, at, action, outcome, reason, actor_id, user_id,
+    organization_id, target, ip_address, user_agent, request_id, details)
+SELECT id, at, action, outcome, reason, actor_id, user_id, organization_id,
+    target, ip_address, user_agent, request_id, details
+FROM audit_recent ORDER BY rowid;
+DROP TABLE audit_recent;
+ALTER TABLE audit_recent_14 RENAME TO audit_recent;
+CREATE UNIQUE INDEX audit_recent_at ON audit_recent(at, id);
+"#
+    ),
 ];
 
-pub(super) fn migrate(conn: &mut Connection) -> StoreResult<()> {
+/// The migration that drops the audit log's indexed table from the main file (14).
+const AUDIT_FILE_MIGRATION: usize = 13;
+
+/// The audit log's own file (attached as `audit`): its events under their indexes. Made when
+/// missing, each time the store opens (a lost file costs its events, not the server).
+pub(super) const AUDIT_FILE_SCHEMA: &str = concat!(
+    r#"
+PRAGMA audit.journal_mode = WAL;
+PRAGMA audit.synchronous = NORMAL;
+CREATE TABLE IF NOT EXISTS audit.audit_events (
+"#,
+    audit_columns!(),
+    r#");
+CREATE UNIQUE INDEX IF NOT EXISTS audit.audit_at ON audit_events(at, id);
+CREATE INDEX IF NOT EXISTS audit.audit_actor ON audit_events(actor_id, at, id)
+    WHERE actor_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS audit.audit_user ON audit_events(user_id, at, id)
+    WHERE user_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS audit.audit_org ON audit_events(organization_id, at, id)
+    WHERE organization_id IS NOT NULL;
+"#
+);
+
+/// Refuses a file a newer Gatehouse wrote (before anything is written beside it).
+pub(super) fn refuse_newer(conn: &Connection) -> StoreResult<()> {
     let version = current(conn)?;
     if version > MIGRATIONS.len() as i64 {
         return Err(newer(version));
     }
+    Ok(())
+}
+
+/// Copies the main file's indexed audit events into the audit file (`audit`: a connection
+/// with it attached), in a transaction of their own that writes only the audit file: the
+/// main file's table is dropped by the next migration, after this one committed (a
+/// transaction over both files is not atomic in WAL mode, and would commit the main file
+/// first). Run again after a crash, it copies nothing twice.
+fn copy_audit_to_file(audit: &mut Connection) -> StoreResult<()> {
+    let tx = audit.transaction().map_err(map_err)?;
+    let there: Option<i64> = tx
+        .query_row(
+            "SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = 'audit_events'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(map_err)?;
+    if there.is_some() {
+        let cols = super::audit::AUDIT_COLS;
+        tx.execute(
+            &format!(
+                "INSERT OR IGNORE INTO audit.audit_events ({cols}) \
+                 SELECT {cols} FROM main.audit_events ORDER BY at, id"
+            ),
+            [],
+        )
+        .map_err(map_err)?;
+    }
+    tx.commit().map_err(map_err)
+}
+
+/// Applies the pending migrations on `conn`; `audit` is a connection to the same file with the
+/// audit log's file attached (see [`copy_audit_to_file`]).
+pub(super) fn migrate(conn: &mut Connection, audit: &mut Connection) -> StoreResult<()> {
+    refuse_newer(conn)?;
+    let version = current(conn)?;
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+        if i == AUDIT_FILE_MIGRATION {
+            copy_audit_to_file(audit)?;
+        }
         let tx = conn.transaction().map_err(map_err)?;
         tx.execute_batch(sql).map_err(map_err)?;
         tx.execute_batch(&format!("PRAGMA user_version = {}", i + 1))
@@ -386,9 +465,10 @@ mod tests {
     use crate::{AuditEvent, AuditQuery, AuditStore, StoreError};
     use chrono::{TimeZone, Utc};
 
-    /// A file at schema 6 keeps its audit events through migration 7 (the audit log without
-    /// the index on `id`): listed in order, filtered by user through its index, still
-    /// refusing the same event twice, and purged by time.
+    /// A file at schema 6 keeps its audit events through migrations 7 (the audit log without
+    /// the index on `id`) and 14 (its indexed events in a file of their own): listed in order,
+    /// filtered by user through its index, still refusing the same event twice, and purged by
+    /// time.
     #[tokio::test]
     async fn the_audit_log_survives_migration_7() {
         let dir = tempfile::tempdir().unwrap();
@@ -446,8 +526,18 @@ mod tests {
             .unwrap();
         assert_eq!(purged, 2);
         assert_eq!(ids(store.list_audit(&all(None)).await.unwrap()), ["e3"]);
+        // The indexed events live in the audit log's own file now (migration 14).
+        let tables: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'audit_events'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 0);
         let indexes: Vec<String> = {
-            let c = Connection::open(&path).unwrap();
+            let c = Connection::open(super::super::audit::file_of(&path)).unwrap();
             let mut st = c
                 .prepare("SELECT name FROM sqlite_master WHERE tbl_name = 'audit_events' AND type = 'index' ORDER BY name")
                 .unwrap();
@@ -460,5 +550,78 @@ mod tests {
             indexes,
             ["audit_actor", "audit_at", "audit_org", "audit_user"]
         );
+    }
+
+    /// Migration 14 on a file at schema 13 with events in both tables, whose previous try
+    /// crashed after copying part of them into the audit file: each event is there once, the
+    /// waiting ones still wait (and move), and the main file keeps no indexed table.
+    #[tokio::test]
+    async fn migration_14_moves_the_indexed_events_once_even_after_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        super::super::configure_sqlite();
+        let insert = |c: &Connection, table: &str, i: i64| {
+            c.execute(
+                &format!(
+                    "INSERT INTO {table} (id, at, action, outcome, organization_id) \
+                     VALUES (?1, ?2, 'member.added', 'success', 'o1')"
+                ),
+                rusqlite::params![format!("e{i}"), 1_000 * i],
+            )
+            .unwrap();
+        };
+        {
+            let mut c = Connection::open(&path).unwrap();
+            let tx = c.transaction().unwrap();
+            for sql in &MIGRATIONS[..13] {
+                tx.execute_batch(sql).unwrap();
+            }
+            tx.execute_batch("PRAGMA user_version = 13").unwrap();
+            for i in 1..=4 {
+                insert(&tx, "audit_events", i);
+            }
+            for i in 5..=6 {
+                insert(&tx, "audit_recent", i);
+            }
+            tx.commit().unwrap();
+            // The crashed try: two of the four copied into the audit file.
+            let audit = Connection::open(super::super::audit::file_of(&path)).unwrap();
+            audit
+                .execute_batch(&AUDIT_FILE_SCHEMA.replace("audit.", "main."))
+                .unwrap();
+            for i in [2, 3] {
+                insert(&audit, "audit_events", i);
+            }
+        }
+        let store = super::super::SqliteStore::open(&path).await.unwrap();
+        let mut q = AuditQuery::range(
+            Utc.timestamp_millis_opt(0).unwrap(),
+            Utc.timestamp_millis_opt(10_000).unwrap(),
+            10,
+        );
+        q.oldest_first = true;
+        q.organization = Some(crate::OrgId("o1".into()));
+        let ids = |page: crate::Page<AuditEvent>| -> Vec<String> {
+            page.items.into_iter().map(|e| e.id).collect()
+        };
+        let all = ["e1", "e2", "e3", "e4", "e5", "e6"];
+        assert_eq!(ids(store.list_audit(&q).await.unwrap()), all);
+        store
+            .purge_audit(Utc.timestamp_millis_opt(0).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(ids(store.list_audit(&q).await.unwrap()), all);
+        let count = |file: &std::path::Path, table: &str| -> i64 {
+            Connection::open(file)
+                .unwrap()
+                .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(count(&path, "audit_recent"), 0);
+        assert_eq!(
+            count(&super::super::audit::file_of(&path), "audit_events"),
+            6
+        );
+        assert_eq!(count(&path, "sqlite_master WHERE name = 'audit_events'"), 0);
     }
 }
