@@ -260,20 +260,15 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
     {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let job: FileJob = Box::new(move |c: &mut Connection| {
-            let _ = tx.send(f(c));
-        });
-        let started = crate::observe::start();
-        let r = match self.inner.audit_file.send(job) {
-            Ok(()) => rx
-                .await
-                .map_err(|_| internal("a write of the audit log's file panicked"))
-                .and_then(|r| r),
-            Err(_) => Err(StoreError::Unavailable(
-                "the audit log's file thread stopped".into(),
-            )),
+        let job = |tx: tokio::sync::oneshot::Sender<_>| -> FileJob {
+            Box::new(move |c: &mut Connection| {
+                let _ = tx.send(f(c));
+            })
         };
+        let started = crate::observe::start();
+        let gone = || StoreError::Unavailable("the audit log's file thread stopped".into());
+        let panicked = "a write of the audit log's file panicked";
+        let r = on_thread(&self.inner.audit_file, job, gone, panicked).await;
         crate::observe::done("sqlite", "write", started, r.is_ok());
         r
     }
@@ -283,9 +278,8 @@ impl SqliteStore {
 pub(super) type FileJob = Box<dyn FnOnce(&mut Connection) + Send>;
 
 /// Starts the thread that owns the connection writing the audit log's file and runs its jobs
-/// (moves and purges) one after another. A thread of its own, as the writer has: a move takes
-/// none of the blocking pool's threads from the reads that wait for one, and one thread's
-/// allocator pages hold its page cache. It ends when the store is dropped.
+/// (moves and purges) one after another. A thread of its own, as the writer has: a move holds
+/// no reader thread while it writes, and one thread's allocator pages hold its page cache. It ends when the store is dropped.
 pub(super) fn file_thread(mut conn: Connection) -> StoreResult<std::sync::mpsc::Sender<FileJob>> {
     let (jobs, queue) = std::sync::mpsc::channel::<FileJob>();
     std::thread::Builder::new()

@@ -398,31 +398,41 @@ impl SqliteStore {
     {
         let inner = self.inner.clone();
         let started = crate::observe::start();
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let job: reads::ReadJob = Box::new(move || {
-            let n = inner.readers.len();
-            let start = inner.next_reader.fetch_add(1, Ordering::Relaxed);
-            let free = (0..n).find_map(|i| inner.readers[(start + i) % n].try_lock().ok());
-            let r = match free {
-                Some(mut reader) => reader.run(&inner.snapshots, f),
-                None => match inner.readers[start % n].lock() {
-                    Ok(mut reader) => reader.run(&inner.snapshots, f),
-                    Err(e) => Err(internal(e)),
-                },
-            };
-            let _ = tx.send(r);
-        });
-        let sent = self.inner.read_jobs.send(job);
-        let r = match sent {
-            Ok(()) => rx
-                .await
-                .unwrap_or_else(|_| Err(StoreError::Internal("a SQLite read panicked".into()))),
-            Err(_) => Err(StoreError::Internal(
-                "the SQLite reader threads ended".into(),
-            )),
+        let job = |tx: tokio::sync::oneshot::Sender<_>| -> reads::ReadJob {
+            Box::new(move || {
+                let n = inner.readers.len();
+                let start = inner.next_reader.fetch_add(1, Ordering::Relaxed);
+                let free = (0..n).find_map(|i| inner.readers[(start + i) % n].try_lock().ok());
+                let r = match free {
+                    Some(mut reader) => reader.run(&inner.snapshots, f),
+                    None => match inner.readers[start % n].lock() {
+                        Ok(mut reader) => reader.run(&inner.snapshots, f),
+                        Err(e) => Err(internal(e)),
+                    },
+                };
+                let _ = tx.send(r);
+            })
         };
+        let gone = || internal("the SQLite reader threads ended");
+        let r = on_thread(&self.inner.read_jobs, job, gone, "a SQLite read panicked").await;
         crate::observe::done("sqlite", "read", started, r.is_ok());
         r
+    }
+}
+
+/// Hands a job (made around the sender of its answer) to a thread's queue and waits for that
+/// answer: `gone()` when the thread has ended, `Internal(panicked)` when the job dropped its
+/// answer unsent (it panicked).
+async fn on_thread<J, T>(
+    queue: &std::sync::mpsc::Sender<J>,
+    job: impl FnOnce(tokio::sync::oneshot::Sender<StoreResult<T>>) -> J,
+    gone: impl FnOnce() -> StoreError,
+    panicked: &str,
+) -> StoreResult<T> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    match queue.send(job(tx)) {
+        Ok(()) => rx.await.unwrap_or_else(|_| Err(internal(panicked))),
+        Err(_) => Err(gone()),
     }
 }
 
