@@ -22,9 +22,11 @@
 //! conditional statement with different columns after it.
 //!
 //! Files: `schema.rs` (keyspace and tables, versioned), `users.rs` (users, accounts),
-//! `sessions.rs`, `verifications.rs`, `organizations.rs`, `keys.rs`.
+//! `sessions.rs` (session reads coalesced by `coalesce.rs`), `verifications.rs`,
+//! `organizations.rs`, `keys.rs`.
 mod api_keys;
 mod audit;
+mod coalesce;
 mod invitations;
 mod keys;
 mod members;
@@ -103,6 +105,8 @@ impl ScyllaOptions {
 pub struct ScyllaStore {
     session: std::sync::Arc<CachingSession>,
     ks: std::sync::Arc<str>,
+    /// Session reads by token, coalesced while many are asked at once.
+    sessions_by_token: std::sync::Arc<coalesce::Coalescer>,
 }
 
 pub(crate) type V = Option<CqlValue>;
@@ -168,8 +172,13 @@ impl ScyllaStore {
         let session = builder.build().await.map_err(|e| {
             StoreError::Unavailable(format!("cannot connect to {:?}: {e}", opts.nodes))
         })?;
+        let session = std::sync::Arc::new(CachingSession::from(session, 512));
         Ok(Self {
-            session: std::sync::Arc::new(CachingSession::from(session, 512)),
+            sessions_by_token: std::sync::Arc::new(sessions::by_token(
+                session.clone(),
+                &opts.keyspace,
+            )),
+            session,
             ks: opts.keyspace.clone().into(),
         })
     }
@@ -201,18 +210,7 @@ impl ScyllaStore {
         cql: &str,
         values: Vec<V>,
     ) -> StoreResult<QueryResult> {
-        // A read may be retried on another node (after a broken connection, an overloaded or
-        // timed-out replica); a write is never sent twice.
-        let mut st = Statement::new(cql.to_owned());
-        st.set_is_idempotent(cql.starts_with("SELECT "));
-        let started = crate::observe::start();
-        let r = self
-            .session
-            .execute_unpaged(st, values)
-            .await
-            .map_err(unavailable);
-        crate::observe::done("scylla", call, started, r.is_ok());
-        r
+        execute(&self.session, call, cql, values).await
     }
 
     /// A schema statement: not prepared (it runs once), and the driver waits until every node
@@ -315,6 +313,27 @@ fn valid_identifier(s: &str) -> bool {
         && s.len() <= 48
         && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
         && s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+}
+
+/// A statement (prepared once by the caching session), observed as `call` (`query`, or `lwt`
+/// for a conditional one).
+pub(crate) async fn execute(
+    session: &CachingSession,
+    call: &'static str,
+    cql: &str,
+    values: Vec<V>,
+) -> StoreResult<QueryResult> {
+    // A read may be retried on another node (after a broken connection, an overloaded or
+    // timed-out replica); a write is never sent twice.
+    let mut st = Statement::new(cql.to_owned());
+    st.set_is_idempotent(cql.starts_with("SELECT "));
+    let started = crate::observe::start();
+    let r = session
+        .execute_unpaged(st, values)
+        .await
+        .map_err(unavailable);
+    crate::observe::done("scylla", call, started, r.is_ok());
+    r
 }
 
 fn unavailable(e: impl std::fmt::Display) -> StoreError {

@@ -8,6 +8,12 @@ const SESSION_COLS: &str =
     "session_token, id, user_id, expires_at, ip_address, user_agent, created_at, \
                             updated_at, active_organization_id, active_team_id, impersonated_by";
 
+/// Reads of a session by its token (the column first in [`SESSION_COLS`]), coalesced.
+pub(super) fn by_token(session: std::sync::Arc<CachingSession>, ks: &str) -> coalesce::Coalescer {
+    let select = format!("SELECT {SESSION_COLS} FROM {ks}.sessions");
+    coalesce::Coalescer::start(session, &select, "session_token", 0)
+}
+
 fn session_of(r: &Row) -> StoreResult<Session> {
     let c = Cols(r);
     Ok(Session {
@@ -121,16 +127,11 @@ impl SessionStore for ScyllaStore {
     }
 
     async fn get_session(&self, token: &str) -> StoreResult<Option<Session>> {
-        self.row(
-            &format!(
-                "SELECT {SESSION_COLS} FROM {} WHERE session_token = ?",
-                self.t("sessions")
-            ),
-            vec![text(token)],
-        )
-        .await?
-        .map(|r| session_of(&r))
-        .transpose()
+        self.sessions_by_token
+            .get(token)
+            .await?
+            .map(|r| session_of(&r))
+            .transpose()
     }
 
     async fn get_session_with_user(

@@ -48,6 +48,57 @@ pub async fn sessions_lifecycle(s: S) {
     assert!(s.create_session(&session(&ghost), &[]).await.is_err());
 }
 
+/// Many reads at once (which the CQL store sends together) each get their own session: known,
+/// repeated, unknown and just-deleted tokens mixed.
+pub async fn many_session_reads_at_once_each_get_their_own(s: S) {
+    let mut sessions = Vec::new();
+    for i in 0..6 {
+        let u = user(&format!("many{i}@example.com"));
+        s.create_user(&u, None, &[]).await.unwrap();
+        for _ in 0..5 {
+            let x = session(&u);
+            s.create_session(&x, &[]).await.unwrap();
+            sessions.push(x);
+        }
+    }
+    let gone = sessions.pop().unwrap();
+    assert!(s.delete_session(&gone.token, &[]).await.unwrap());
+    for round in 0..3 {
+        let mut reads = Vec::new();
+        for i in 0..200 {
+            let (token, want) = match i % 10 {
+                // Never stored, or deleted before this round began.
+                0 => (format!("unknown-{round}-{i}"), None),
+                1 => (gone.token.clone(), None),
+                _ => {
+                    let x = &sessions[(i * 7 + round) % sessions.len()];
+                    (x.token.clone(), Some(x.clone()))
+                }
+            };
+            let s = s.clone();
+            reads.push(tokio::spawn(async move {
+                (s.get_session(&token).await.unwrap(), want)
+            }));
+        }
+        for r in reads {
+            let (got, want) = r.await.unwrap();
+            assert_eq!(got, want);
+        }
+    }
+    // A deletion that has returned is seen by every read asked after it, however many at once.
+    let last = sessions.pop().unwrap();
+    assert!(s.delete_session(&last.token, &[]).await.unwrap());
+    let reads: Vec<_> = (0..64)
+        .map(|_| {
+            let (s, t) = (s.clone(), last.token.clone());
+            tokio::spawn(async move { s.get_session(&t).await.unwrap() })
+        })
+        .collect();
+    for r in reads {
+        assert_eq!(r.await.unwrap(), None);
+    }
+}
+
 pub async fn deleted_session_is_never_written_back(s: S) {
     let u = user("revoke@example.com");
     s.create_user(&u, None, &[]).await.unwrap();
