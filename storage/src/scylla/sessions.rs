@@ -11,7 +11,7 @@ const SESSION_COLS: &str =
 /// Reads of a session by its token (the column first in [`SESSION_COLS`]), coalesced.
 pub(super) fn by_token(session: std::sync::Arc<CachingSession>, ks: &str) -> coalesce::Coalescer {
     let select = format!("SELECT {SESSION_COLS} FROM {ks}.sessions");
-    coalesce::Coalescer::start(session, &select, "session_token", 0)
+    coalesce::Coalescer::new(session, &select, "session_token", 0)
 }
 
 fn session_of(r: &Row) -> StoreResult<Session> {

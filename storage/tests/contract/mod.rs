@@ -125,6 +125,7 @@ macro_rules! contract_tests {
             a_password_is_replaced_only_over_the_one_checked,
             sessions_lifecycle,
             many_session_reads_at_once_each_get_their_own,
+            session_reads_given_up_midway_leave_none_waiting,
             deleted_session_is_never_written_back,
             purge_expired_sessions,
             verifications_are_single_use,

@@ -99,6 +99,54 @@ pub async fn many_session_reads_at_once_each_get_their_own(s: S) {
     }
 }
 
+/// Reads given up midway (a client gone: its request's future dropped while its read waits in
+/// line, is about to send, or is out with others' reads) leave no read waiting: the reads asked
+/// after them are all answered.
+pub async fn session_reads_given_up_midway_leave_none_waiting(s: S) {
+    use std::time::Duration;
+    let u = user("given-up@example.com");
+    s.create_user(&u, None, &[]).await.unwrap();
+    let x = session(&u);
+    s.create_session(&x, &[]).await.unwrap();
+    // Reads given up after 0 to 4 ms (a timeout polls its read once before it looks at the
+    // clock, so even 0 ms leaves a read that has begun), or never (`None`).
+    let read = |give_up: Option<u64>| {
+        let (s, t) = (s.clone(), x.token.clone());
+        tokio::spawn(async move {
+            let read = s.get_session(&t);
+            match give_up {
+                None => Some(read.await.unwrap()),
+                Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), read).await {
+                    Ok(r) => Some(r.unwrap()),
+                    Err(_) => None,
+                },
+            }
+        })
+    };
+    let rounds = async {
+        for _ in 0..8 {
+            let reads: Vec<_> = (0..120u64)
+                .map(|i| read((i % 3 != 0).then_some(i % 5)))
+                .collect();
+            for r in reads {
+                if let Some(got) = r.await.unwrap() {
+                    assert_eq!(got.as_ref(), Some(&x));
+                }
+            }
+        }
+        // And after them, many at once, none given up.
+        let after: Vec<_> = (0..64).map(|_| read(None)).collect();
+        for r in after {
+            assert_eq!(r.await.unwrap(), Some(Some(x.clone())));
+        }
+    };
+    let answered = tokio::time::timeout(Duration::from_secs(60), rounds).await;
+    assert!(
+        answered.is_ok(),
+        "reads left waiting after others were given up"
+    );
+}
+
 pub async fn deleted_session_is_never_written_back(s: S) {
     let u = user("revoke@example.com");
     s.create_user(&u, None, &[]).await.unwrap();
