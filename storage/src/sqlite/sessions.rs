@@ -44,9 +44,20 @@ impl SessionStore for SqliteStore {
     }
 
     async fn get_session(&self, token: &str) -> StoreResult<Option<Session>> {
+        let known = self.inner.known.as_deref();
+        let tag = match known.map(|k| k.get(token)) {
+            Some(Ok(session)) => return Ok(Some(session)),
+            Some(Err(tag)) => tag,
+            None => None,
+        };
         let t = token.to_owned();
-        self.point_read(move |c| one(c, &GET_SESSION, [t], session_row))
-            .await
+        let session = self
+            .point_read(move |c| one(c, &GET_SESSION, [t], session_row))
+            .await?;
+        if let (Some(k), Some(tag), Some(s)) = (known, tag, &session) {
+            k.fill(s, tag);
+        }
+        Ok(session)
     }
 
     async fn get_session_with_user(
