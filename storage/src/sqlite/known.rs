@@ -22,12 +22,13 @@
 //!
 //! Under organization writes (members, events, audit: no session changes) the session of each
 //! request is no longer a read in a new read transaction (the log moved since the last one):
-//! ×1.05–1.32 organization writes a second (bench/README, twenty-seventh sitting).
+//! ×1.05–1.32 organization writes a second, get-session without the cookie cache ×1.16–1.26
+//! (bench/README, twenty-seventh sitting).
 //!
-//! Only `get_session` is answered from here; `get_session_with_user` (a read asked to be fresh,
-//! e.g. get-session with the cookie cache disabled) always reads.
+//! `get_session_with_user` (get-session with the cookie cache disabled) is answered from here
+//! too when the entry was read with its user: `users` is among the tables watched.
 use super::snapshot::WalHeader;
-use crate::Session;
+use crate::{Session, User};
 use rusqlite::hooks::Action;
 use rusqlite::Connection;
 use std::collections::HashMap;
@@ -52,7 +53,14 @@ pub(super) struct Known {
     /// The writer connection's `data_version` when last asked.
     version: AtomicI64,
     hasher: RandomState,
-    shards: Vec<Mutex<HashMap<String, (Session, u32)>>>,
+    shards: Vec<Mutex<HashMap<String, Entry>>>,
+}
+
+/// A session as read with the counter `tag`, and its user when it was read with it (`Some`).
+struct Entry {
+    session: Session,
+    user: Option<Option<User>>,
+    tag: u32,
 }
 
 /// Whether counter `a` is at or after `b` (the counter wraps).
@@ -88,30 +96,49 @@ impl Known {
         self.header.read().map(|h| h[CHANGE_COUNTER])
     }
 
-    fn shard(&self, token: &str) -> &Mutex<HashMap<String, (Session, u32)>> {
+    fn shard(&self, token: &str) -> &Mutex<HashMap<String, Entry>> {
         &self.shards[self.hasher.hash_one(token) as usize % SHARDS]
     }
 
     /// The session of `token` as a read now would find it, when held; else the tag for
     /// [`Known::fill`] after the read (`None`: do not keep what it finds).
     pub(super) fn get(&self, token: &str) -> Result<Session, Option<u32>> {
+        self.find(token, |e| Some(e.session.clone()))
+    }
+
+    /// [`Known::get`] for the session and its user, as one read of both would find them.
+    pub(super) fn get_with_user(
+        &self,
+        token: &str,
+    ) -> Result<(Session, Option<User>), Option<u32>> {
+        self.find(token, |e| Some((e.session.clone(), e.user.clone()?)))
+    }
+
+    fn find<T>(
+        &self,
+        token: &str,
+        take: impl FnOnce(&Entry) -> Option<T>,
+    ) -> Result<T, Option<u32>> {
         let state = self.state.load(Ordering::Acquire);
         let (last, since) = ((state >> 32) as u32, state as u32);
         let now = self.counter();
         if now == Some(last) {
             if let Ok(shard) = self.shard(token).lock() {
-                if let Some((session, tag)) = shard.get(token) {
-                    if at_or_after(*tag, since) {
-                        return Ok(session.clone());
-                    }
+                if let Some(found) = shard
+                    .get(token)
+                    .filter(|e| at_or_after(e.tag, since))
+                    .and_then(take)
+                {
+                    return Ok(found);
                 }
             }
         }
         Err(now)
     }
 
-    /// Keeps `session`, read after [`Known::get`] gave `tag`.
-    pub(super) fn fill(&self, session: &Session, tag: u32) {
+    /// Keeps `session` (and its `user`, when read with it), read after [`Known::get`] gave
+    /// `tag`.
+    pub(super) fn fill(&self, session: &Session, user: Option<Option<&User>>, tag: u32) {
         let since = self.state.load(Ordering::Acquire) as u32;
         if !at_or_after(tag, since) {
             return;
@@ -120,12 +147,17 @@ impl Known {
             return;
         };
         if shard.len() >= PER_SHARD && !shard.contains_key(&session.token) {
-            shard.retain(|_, (_, t)| at_or_after(*t, since));
+            shard.retain(|_, e| at_or_after(e.tag, since));
             if shard.len() >= PER_SHARD {
                 shard.clear();
             }
         }
-        shard.insert(session.token.clone(), (session.clone(), tag));
+        let entry = Entry {
+            session: session.clone(),
+            user: user.map(|u| u.cloned()),
+            tag,
+        };
+        shard.insert(session.token.clone(), entry);
     }
 
     /// The writer thread, after each of its jobs or groups (and when idle), before it answers

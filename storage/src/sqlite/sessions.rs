@@ -55,7 +55,7 @@ impl SessionStore for SqliteStore {
             .point_read(move |c| one(c, &GET_SESSION, [t], session_row))
             .await?;
         if let (Some(k), Some(tag), Some(s)) = (known, tag, &session) {
-            k.fill(s, tag);
+            k.fill(s, None, tag);
         }
         Ok(session)
     }
@@ -64,10 +64,21 @@ impl SessionStore for SqliteStore {
         &self,
         token: &str,
     ) -> StoreResult<Option<(Session, Option<User>)>> {
+        let known = self.inner.known.as_deref();
+        let tag = match known.map(|k| k.get_with_user(token)) {
+            Some(Ok(found)) => return Ok(Some(found)),
+            Some(Err(tag)) => tag,
+            None => None,
+        };
         let t = token.to_owned();
         // One statement (session joined to its user), usually on the calling task.
-        self.point_read(move |c| one(c, &GET_SESSION_WITH_USER, [t], session_with_user_row))
-            .await
+        let found = self
+            .point_read(move |c| one(c, &GET_SESSION_WITH_USER, [t], session_with_user_row))
+            .await?;
+        if let (Some(k), Some(tag), Some((s, u))) = (known, tag, &found) {
+            k.fill(s, Some(u.as_ref()), tag);
+        }
+        Ok(found)
     }
 
     async fn list_sessions(&self, user_id: &UserId) -> StoreResult<Vec<Session>> {

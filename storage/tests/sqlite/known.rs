@@ -177,3 +177,45 @@ async fn no_read_after_a_revocation_returned_finds_the_session() {
         }
     }
 }
+
+/// The session read with its user (get-session with the cookie cache disabled): answered
+/// without a read the same way, and a change of the user by either process is seen at once.
+#[tokio::test]
+async fn a_session_with_its_user_is_answered_again_until_either_changes() {
+    let (_dir, a, b) = two_stores().await;
+    let (u, x) = signed_in(&a, "a@example.com").await;
+    let with_user = |s: &SqliteStore| {
+        let (s, token) = (s.clone(), x.token.clone());
+        async move {
+            let before = s.op_counts().0;
+            let found = s.get_session_with_user(&token).await.unwrap();
+            (found, s.op_counts().0 != before)
+        }
+    };
+    assert_eq!(
+        with_user(&a).await,
+        (Some((x.clone(), Some(u.clone()))), true)
+    );
+    assert_eq!(
+        with_user(&a).await,
+        (Some((x.clone(), Some(u.clone()))), false)
+    );
+    // The entry answers a read of the session alone too.
+    assert_eq!(read(&a, &x.token).await, (Some(x.clone()), false));
+
+    let mut renamed = u.clone();
+    renamed.name = "Renamed".into();
+    renamed.version = u.version + 1;
+    a.update_user(&renamed, &[]).await.unwrap();
+    assert_eq!(
+        with_user(&a).await.0,
+        Some((x.clone(), Some(renamed.clone())))
+    );
+    assert!(!with_user(&a).await.1);
+
+    let mut again = renamed.clone();
+    again.name = "Renamed by the other".into();
+    again.version = renamed.version + 1;
+    b.update_user(&again, &[]).await.unwrap();
+    assert_eq!(with_user(&a).await.0, Some((x.clone(), Some(again))));
+}
