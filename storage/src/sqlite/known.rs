@@ -35,6 +35,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 const SHARDS: usize = 16;
 
@@ -43,6 +44,11 @@ const PER_SHARD: usize = 256;
 
 /// The word of the WAL index header that counts commits.
 const CHANGE_COUNTER: usize = 2;
+
+/// How long an entry answers at most. Tags are compared as 32-bit counters, which wrap: an
+/// entry much older than `since` would compare as newer after 2^31 commits (weeks at
+/// thousands of commits a second); a minute is far from that.
+const HELD_FOR: Duration = Duration::from_secs(60);
 
 pub(super) struct Known {
     header: WalHeader,
@@ -56,11 +62,24 @@ pub(super) struct Known {
     shards: Vec<Mutex<HashMap<String, Entry>>>,
 }
 
-/// A session as read with the counter `tag`, and its user when it was read with it (`Some`).
+/// A session as read with the counter `tag` at `at`, and its user when it was read with it
+/// (`Some`).
 struct Entry {
     session: Session,
     user: Option<Option<User>>,
     tag: u32,
+    at: Instant,
+}
+
+impl Entry {
+    fn valid(&self, since: u32) -> bool {
+        answers(self.tag, self.at, since)
+    }
+}
+
+/// Whether an entry tagged `tag`, filled at `at`, answers while `since` is published.
+fn answers(tag: u32, at: Instant, since: u32) -> bool {
+    at_or_after(tag, since) && at.elapsed() < HELD_FOR
 }
 
 /// Whether counter `a` is at or after `b` (the counter wraps).
@@ -124,11 +143,7 @@ impl Known {
         let now = self.counter();
         if now == Some(last) {
             if let Ok(shard) = self.shard(token).lock() {
-                if let Some(found) = shard
-                    .get(token)
-                    .filter(|e| at_or_after(e.tag, since))
-                    .and_then(take)
-                {
+                if let Some(found) = shard.get(token).filter(|e| e.valid(since)).and_then(take) {
                     return Ok(found);
                 }
             }
@@ -147,7 +162,7 @@ impl Known {
             return;
         };
         if shard.len() >= PER_SHARD && !shard.contains_key(&session.token) {
-            shard.retain(|_, e| at_or_after(e.tag, since));
+            shard.retain(|_, e| e.valid(since));
             if shard.len() >= PER_SHARD {
                 shard.clear();
             }
@@ -156,8 +171,16 @@ impl Known {
             session: session.clone(),
             user: user.map(|u| u.cloned()),
             tag,
+            at: Instant::now(),
         };
         shard.insert(session.token.clone(), entry);
+    }
+
+    /// Drops what is held for `token`: a read found no session for it.
+    pub(super) fn forget(&self, token: &str) {
+        if let Ok(mut shard) = self.shard(token).lock() {
+            shard.remove(token);
+        }
     }
 
     /// The writer thread, after each of its jobs or groups (and when idle), before it answers
@@ -168,7 +191,10 @@ impl Known {
         let Some(counted) = self.counter() else {
             return self.forget_all();
         };
-        let version = match writer.query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0)) {
+        let version = match writer
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut q| q.query_row([], |r| r.get::<_, i64>(0)))
+        {
             Ok(v) => v,
             Err(_) => return self.forget_all(),
         };
@@ -201,5 +227,27 @@ impl Known {
     fn publish(&self, last: u32, since: u32) {
         self.state
             .store(u64::from(last) << 32 | u64::from(since), Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_answers_while_young_and_not_older_than_since() {
+        let now = Instant::now();
+        assert!(answers(7, now, 7));
+        assert!(answers(8, now, 7));
+        assert!(!answers(6, now, 7));
+        // Across the counter's wrap.
+        assert!(answers(2, now, u32::MAX - 1));
+        assert!(!answers(u32::MAX - 1, now, 2));
+        // 2^31 commits behind compares as ahead: only the age bound stops it.
+        let ancient = 7u32.wrapping_sub(1 << 31).wrapping_sub(1);
+        assert!(at_or_after(ancient, 7));
+        let old = now.checked_sub(HELD_FOR + Duration::from_secs(1)).unwrap();
+        assert!(!answers(ancient, old, 7));
+        assert!(!answers(8, old, 7));
     }
 }

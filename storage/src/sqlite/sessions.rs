@@ -54,8 +54,10 @@ impl SessionStore for SqliteStore {
         let session = self
             .point_read(move |c| one(c, &GET_SESSION, [t], session_row))
             .await?;
-        if let (Some(k), Some(tag), Some(s)) = (known, tag, &session) {
-            k.fill(s, None, tag);
+        match (known, tag, &session) {
+            (Some(k), Some(tag), Some(s)) => k.fill(s, None, tag),
+            (Some(k), _, None) => k.forget(token),
+            _ => {}
         }
         Ok(session)
     }
@@ -75,8 +77,10 @@ impl SessionStore for SqliteStore {
         let found = self
             .point_read(move |c| one(c, &GET_SESSION_WITH_USER, [t], session_with_user_row))
             .await?;
-        if let (Some(k), Some(tag), Some((s, u))) = (known, tag, &found) {
-            k.fill(s, Some(u.as_ref()), tag);
+        match (known, tag, &found) {
+            (Some(k), Some(tag), Some((s, u))) => k.fill(s, Some(u.as_ref()), tag),
+            (Some(k), _, None) => k.forget(token),
+            _ => {}
         }
         Ok(found)
     }
