@@ -1,7 +1,5 @@
 //! The storage contract on the embedded backend: a real SQLite file in a temp dir per test.
 mod contract;
-#[path = "sqlite/known.rs"]
-mod known;
 
 use std::sync::Arc;
 use storage::sqlite::SqliteStore;
