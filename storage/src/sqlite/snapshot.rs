@@ -7,7 +7,7 @@
 //! after a read, and the next read runs in it when no transaction committed since — which it
 //! checks without a lock by reading the WAL index header (the first thing SQLite itself looks
 //! at: every commit of any connection, in this process or another, rewrites it; walformat
-//! §2.1) from a read-only mapping of the `-shm` file. When the header moved, or the snapshot is
+//! §2.1) where SQLite maps the `-shm` file ([`WalHeader`]). When the header moved, or the snapshot is
 //! older than [`MAX_AGE`], the transaction ends and the read begins a new one. So a read sees
 //! every commit that ended before it began, as in autocommit.
 //!
@@ -51,35 +51,80 @@ pub(super) fn checkpoint_due(h: &Header) -> bool {
 /// complete checkpoint reads the database file alone and holds none.
 pub(super) type Header = [u32; 13];
 
-/// The WAL index header of one database, mapped read-only.
+/// The WAL index header of one database, as SQLite itself maps it.
+///
+/// The mapping is SQLite's own, reached through a connection kept for it, never a file
+/// descriptor of ours: POSIX record locks belong to the process and closing *any* descriptor
+/// of a file drops every lock the process holds on it. Mapping the `-shm` file through a
+/// descriptor opened and closed here dropped SQLite's lock that says "this process uses the
+/// index" (the DMS lock), so the next process to open the database took itself for the first
+/// one, cut the `-shm` file short and rebuilt the index under this process's feet (the
+/// command line run while the server ran did, at each start; the commit counter restarted).
 pub(super) struct WalHeader {
-    map: memmap2::Mmap,
+    /// Its first 100 bytes: the header's two copies and the checkpoint's progress. Valid while
+    /// `_conn` is open (SQLite unmaps the index when the process's last connection to it closes).
+    words: std::ptr::NonNull<u32>,
+    /// Kept open (and so attached to the index) for `words`; never used otherwise.
+    _conn: Mutex<Connection>,
 }
 
+// SAFETY: `words` is only read, through volatile loads, from any thread (SQLite writes the
+// bytes from its own threads and processes: that is what is watched); the connection is only
+// kept, behind a mutex.
+unsafe impl Send for WalHeader {}
+unsafe impl Sync for WalHeader {}
+
+/// The size SQLite maps the WAL index in (`WALINDEX_PGSZ`); the header is in the first one.
+const INDEX_REGION: i32 = 32 * 1024;
+
 impl WalHeader {
-    /// Maps the header of the `-shm` file beside `db`; `None` when there is none to map.
+    /// Attaches a new read-only connection to the index of the database `db` (in WAL mode) and
+    /// points at the header; `None` when SQLite has no such mapping to give.
     pub(super) fn map(db: &Path) -> Option<Self> {
-        let mut shm = db.as_os_str().to_owned();
-        shm.push("-shm");
-        let file = std::fs::File::open(shm).ok()?;
-        if file.metadata().ok()?.len() < 100 {
+        use rusqlite::{ffi, OpenFlags};
+        let conn = Connection::open_with_flags(
+            db,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .ok()?;
+        // A read maps the index (region 0, which holds the header).
+        conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))
+            .ok()?;
+        let mut file: *mut ffi::sqlite3_file = std::ptr::null_mut();
+        let mut region: *mut std::ffi::c_void = std::ptr::null_mut();
+        // SAFETY: `handle` is the open connection's; the file control writes the main
+        // database's `sqlite3_file` into `file`, whose methods are SQLite's VFS's. `xShmMap`
+        // without extending returns the region already mapped for the connection (or null).
+        let mapped = unsafe {
+            let rc = ffi::sqlite3_file_control(
+                conn.handle(),
+                c"main".as_ptr(),
+                ffi::SQLITE_FCNTL_FILE_POINTER,
+                (&mut file as *mut *mut ffi::sqlite3_file).cast(),
+            );
+            if rc != ffi::SQLITE_OK || file.is_null() || (*file).pMethods.is_null() {
+                return None;
+            }
+            let methods = &*(*file).pMethods;
+            let shm_map = methods.xShmMap.filter(|_| methods.iVersion >= 2)?;
+            shm_map(file, 0, INDEX_REGION, 0, &mut region)
+        };
+        if mapped != ffi::SQLITE_OK {
             return None;
         }
-        // SAFETY: the mapping is read only through `read`, with volatile loads: SQLite changes
-        // these bytes under us (that is what we watch). The file is never shortened while a
-        // connection to the database is open (SQLite truncates it only when it is the first to
-        // open the database), and the store's connections outlive this mapping (both are in
-        // the store's `Inner`, the mapping is dropped with them).
-        let map = unsafe { memmap2::MmapOptions::new().len(100).map(&file) }.ok()?;
-        Some(Self { map })
+        let words = std::ptr::NonNull::new(region.cast::<u32>())?;
+        Some(Self {
+            words,
+            _conn: Mutex::new(conn),
+        })
     }
 
     /// The header as it is now, or `None` while a writer is between its two copies (they
     /// differ then; SQLite writes the second first, the reader reads the first first).
     pub(super) fn read(&self) -> Option<Header> {
-        let words = self.map.as_ptr().cast::<u32>();
-        // SAFETY: `words` points at 100 mapped, page-aligned bytes (25 words); every `at`
-        // below is under 25.
+        let words = self.words.as_ptr();
+        // SAFETY: `words` points at the index's first region (32 KiB, page-aligned), mapped
+        // while `_conn` is open; every `at` below is under 25.
         let word = |at: usize| unsafe { std::ptr::read_volatile(words.add(at)) };
         fence(Ordering::SeqCst);
         let mut h: Header = [0; 13];
