@@ -1,5 +1,7 @@
 //! The storage contract on the embedded backend: a real SQLite file in a temp dir per test.
 mod contract;
+#[path = "sqlite/known.rs"]
+mod known;
 #[path = "sqlite/processes.rs"]
 mod processes;
 

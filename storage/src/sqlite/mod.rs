@@ -12,7 +12,8 @@
 //!
 //! Files: `schema.rs` (migrations), `rows.rs` (columns and row mappers), `writer.rs` (the
 //! writer thread), `reads.rs` (the reader threads), `snapshot.rs` (the read connections' kept
-//! snapshots), `checkpoint.rs` (checkpoints off the writer's thread), `tx.rs` (savepoints),
+//! snapshots), `known.rs` (sessions answered again while no commit could have changed them),
+//! `checkpoint.rs` (checkpoints off the writer's thread), `tx.rs` (savepoints),
 //! `health.rs` (the readiness probe), then one file per storage trait: `users.rs` (users and
 //! accounts), `sessions.rs`, `verifications.rs`, `organizations.rs`, `keys.rs`, `audit.rs`
 //! (the audit log, whose indexed events live in a file of their own, `<file>-audit`, written on
@@ -23,6 +24,7 @@ mod checkpoint;
 mod health;
 mod invitations;
 mod keys;
+mod known;
 mod members;
 mod organizations;
 mod passkeys;
@@ -85,6 +87,8 @@ struct Inner {
     readers: Vec<Mutex<Reader>>,
     /// Lets the readers keep their snapshot between reads (see `snapshot.rs`).
     snapshots: Snapshots,
+    /// Sessions answered again without a read while no commit changed them (see `known.rs`).
+    known: Option<Arc<known::Known>>,
     /// Also the number of reads so far (each read takes the next reader).
     next_reader: AtomicUsize,
     /// The queue of the reader threads (see `reads.rs`).
@@ -252,6 +256,12 @@ impl SqliteStore {
             })
             .collect::<StoreResult<Vec<_>>>()?;
         let header = watched_header(path, header, before);
+        // A header of its own (the readers' moves into `Snapshots`), when it moves.
+        let known = header
+            .as_ref()
+            .and_then(|_| known::Known::new(WalHeader::map(path), &writer))
+            .map(Arc::new);
+        let known_by_writer = known.clone();
         // The writer's own view of the header, for its checkpoints (the readers' is theirs).
         let shared = Arc::new(checkpoint::Shared::default());
         let checkpoints = match (
@@ -272,12 +282,21 @@ impl SqliteStore {
         let counted = commits.clone();
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || writer_thread(writer, &queue, &counted, checkpoints.as_ref()))
+            .spawn(move || {
+                writer_thread(
+                    writer,
+                    &queue,
+                    &counted,
+                    checkpoints.as_ref(),
+                    known_by_writer.as_deref(),
+                )
+            })
             .map_err(internal)?;
         let inner = Arc::new(Inner {
             writer: jobs,
             readers,
             snapshots: Snapshots::new(header, snapshot::MAX_AGE),
+            known,
             next_reader: AtomicUsize::new(0),
             read_jobs: reads::start(READERS).map_err(internal)?,
             writes: AtomicUsize::new(0),

@@ -44,19 +44,45 @@ impl SessionStore for SqliteStore {
     }
 
     async fn get_session(&self, token: &str) -> StoreResult<Option<Session>> {
+        let known = self.inner.known.as_deref();
+        let tag = match known.map(|k| k.get(token)) {
+            Some(Ok(session)) => return Ok(Some(session)),
+            Some(Err(tag)) => tag,
+            None => None,
+        };
         let t = token.to_owned();
-        self.point_read(move |c| one(c, &GET_SESSION, [t], session_row))
-            .await
+        let session = self
+            .point_read(move |c| one(c, &GET_SESSION, [t], session_row))
+            .await?;
+        match (known, tag, &session) {
+            (Some(k), Some(tag), Some(s)) => k.fill(s, None, tag),
+            (Some(k), _, None) => k.forget(token),
+            _ => {}
+        }
+        Ok(session)
     }
 
     async fn get_session_with_user(
         &self,
         token: &str,
     ) -> StoreResult<Option<(Session, Option<User>)>> {
+        let known = self.inner.known.as_deref();
+        let tag = match known.map(|k| k.get_with_user(token)) {
+            Some(Ok(found)) => return Ok(Some(found)),
+            Some(Err(tag)) => tag,
+            None => None,
+        };
         let t = token.to_owned();
         // One statement (session joined to its user), usually on the calling task.
-        self.point_read(move |c| one(c, &GET_SESSION_WITH_USER, [t], session_with_user_row))
-            .await
+        let found = self
+            .point_read(move |c| one(c, &GET_SESSION_WITH_USER, [t], session_with_user_row))
+            .await?;
+        match (known, tag, &found) {
+            (Some(k), Some(tag), Some((s, u))) => k.fill(s, Some(u.as_ref()), tag),
+            (Some(k), _, None) => k.forget(token),
+            _ => {}
+        }
+        Ok(found)
     }
 
     async fn list_sessions(&self, user_id: &UserId) -> StoreResult<Vec<Session>> {

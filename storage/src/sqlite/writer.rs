@@ -21,6 +21,7 @@ pub(super) fn writer_thread(
     queue: &std::sync::mpsc::Receiver<WriteJob>,
     commits: &AtomicUsize,
     checkpoints: Option<&checkpoint::Checkpoints>,
+    known: Option<&known::Known>,
 ) {
     let mut held = None;
     loop {
@@ -30,18 +31,22 @@ pub(super) fn writer_thread(
         }
         let job = match held.take() {
             Some(job) => job,
-            None => match receive(queue, checkpoints) {
+            None => match receive(queue, checkpoints, known, &conn) {
                 Some(job) => job,
                 None => return,
             },
         };
         if job.alone || control(&conn, "BEGIN IMMEDIATE").is_err() {
-            if let Some(deliver) = run_caught(&mut conn, job) {
-                deliver(Ok(()));
-            }
+            let deliver = run_caught(&mut conn, job);
             // Whatever the write left open (a bug, or a panic) is rolled back.
             if !conn.is_autocommit() {
                 let _ = conn.execute_batch("ROLLBACK");
+            }
+            if let Some(k) = known {
+                k.after_writes(&conn);
+            }
+            if let Some(deliver) = deliver {
+                deliver(Ok(()));
             }
             continue;
         }
@@ -91,6 +96,10 @@ pub(super) fn writer_thread(
         } else if !conn.is_autocommit() {
             let _ = conn.execute_batch("ROLLBACK");
         }
+        // Before any caller hears of a session it changed (see `known.rs`).
+        if let Some(k) = known {
+            k.after_writes(&conn);
+        }
         for deliver in answers {
             deliver(outcome.clone());
         }
@@ -98,17 +107,27 @@ pub(super) fn writer_thread(
 }
 
 /// The next write; `None` once the store is gone. When none comes for `checkpoint::IDLE`,
-/// the log is copied first if it is due (see [`checkpoint::Checkpoints::idle`]).
+/// the log is copied first if it is due (see [`checkpoint::Checkpoints::idle`]), and other
+/// connections' commits are accounted for (see `known.rs`).
 fn receive(
     queue: &std::sync::mpsc::Receiver<WriteJob>,
     checkpoints: Option<&checkpoint::Checkpoints>,
+    known: Option<&known::Known>,
+    conn: &Connection,
 ) -> Option<WriteJob> {
     use std::sync::mpsc::RecvTimeoutError;
-    if let Some(c) = checkpoints {
+    if checkpoints.is_some() || known.is_some() {
         match queue.recv_timeout(checkpoint::IDLE) {
             Ok(job) => return Some(job),
             Err(RecvTimeoutError::Disconnected) => return None,
-            Err(RecvTimeoutError::Timeout) => c.idle(),
+            Err(RecvTimeoutError::Timeout) => {
+                if let Some(c) = checkpoints {
+                    c.idle();
+                }
+                if let Some(k) = known {
+                    k.after_writes(conn);
+                }
+            }
         }
     }
     queue.recv().ok()

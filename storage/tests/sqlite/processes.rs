@@ -89,6 +89,20 @@ async fn another_process_leaves_the_index_alone_and_its_commits_are_read() {
         let (_, found) = s.get_session_with_user(&y.token).await.unwrap().unwrap();
         assert_eq!(found.unwrap().role, None);
     }
+    // Both are answered without a read by now (the store keeps sessions it read while no
+    // commit changed them: `known.rs`).
+    for _ in 0..200 {
+        let before = s.op_counts().0;
+        s.get_session(&x.token).await.unwrap();
+        s.get_session_with_user(&y.token).await.unwrap();
+        if s.op_counts().0 == before {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let before = s.op_counts().0;
+    assert!(s.get_session_with_user(&y.token).await.unwrap().is_some());
+    assert_eq!(s.op_counts().0, before, "held without a read");
     let shm = dir.path().join("t.db-shm");
     assert!(holds_index_lock(&shm), "this process's index lock is held");
 
