@@ -31,6 +31,30 @@ pub struct ConsumerSpec {
     /// is handled once per deployment). `false`: every process handles every event from the
     /// moment it starts, with its progress in memory (a process's own caches).
     pub shared: bool,
+    /// `true`: its handler reads only each event's name and aggregate, so the store may leave
+    /// the payloads' objects out ([`storage::EventStore::read_event_names`]).
+    pub names_only: bool,
+}
+
+impl ConsumerSpec {
+    /// Reads the next events of `shard` after `after` the way this consumer needs them.
+    async fn read(
+        &self,
+        store: &DynStore,
+        shard: u32,
+        after: Option<&str>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> storage::StoreResult<storage::Read> {
+        if self.names_only {
+            store
+                .read_event_names(self.topic, shard, after, self.batch, now)
+                .await
+        } else {
+            store
+                .read_events(self.topic, shard, after, self.batch, now)
+                .await
+        }
+    }
 }
 
 /// A running consumer: wake it to look at once.
@@ -198,6 +222,7 @@ impl crate::Actors {
                 poll,
                 lease: Duration::ZERO,
                 shared: false,
+                names_only: true,
             },
             Arc::new(CacheInvalidation {
                 views: self.shared.views.clone(),
@@ -222,9 +247,7 @@ async fn own_round(
     };
     let r = async {
         loop {
-            let read = store
-                .read_events(spec.topic, shard, at.as_deref(), spec.batch, clock.now())
-                .await?;
+            let read = spec.read(store, shard, at.as_deref(), clock.now()).await?;
             let done = handler.handle(&read.events).await;
             let next = if done < read.events.len() {
                 done.checked_sub(1).map(|i| read.events[i].position.clone())
@@ -268,14 +291,8 @@ async fn round(
         let Some(position) = store.claim_events(&lease(clock.now())).await? else {
             return Ok(());
         };
-        let read = store
-            .read_events(
-                spec.topic,
-                shard,
-                position.as_deref(),
-                spec.batch,
-                clock.now(),
-            )
+        let read = spec
+            .read(store, shard, position.as_deref(), clock.now())
             .await?;
         let done = handler.handle(&read.events).await;
         let next = if done < read.events.len() {

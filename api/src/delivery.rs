@@ -171,6 +171,7 @@ impl MailConsumer {
             poll: (redeliver_after / 4).clamp(Duration::from_millis(200), Duration::from_secs(5)),
             lease: Duration::from_secs(30),
             shared: true,
+            names_only: false,
         }
     }
 }

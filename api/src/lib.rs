@@ -442,6 +442,7 @@ impl AppState {
                 poll: Duration::from_secs(2),
                 lease: Duration::from_secs(30),
                 shared: true,
+                names_only: true,
             },
             Arc::new(metrics::EventCounter(metrics.events.clone())),
         );

@@ -34,6 +34,7 @@ pub(super) async fn two_consumers_handle_each_event_once(backend: Backend) {
         // the case where a consumer may hand an event over again (at least once).
         lease: Duration::from_secs(5),
         shared: true,
+        names_only: false,
     };
     let counted = Arc::new(Counting(Default::default()));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);

@@ -173,32 +173,20 @@ impl EventStore for SqliteStore {
         limit: u32,
         _now: DateTime<Utc>,
     ) -> StoreResult<Read> {
-        let after: i64 = match after {
-            None => 0,
-            Some(p) => p
-                .parse()
-                .map_err(|_| StoreError::Internal(format!("not an event position: {p:?}")))?,
-        };
-        self.read(move |c| {
-            let rows = all(
-                c,
-                "SELECT seq, body FROM events WHERE topic = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
-                params![topic.as_str(), after, i64::from(limit)],
-                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
-            )?;
-            let events = rows
-                .into_iter()
-                .map(|(seq, body)| {
-                    Ok(Delivery {
-                        position: seq.to_string(),
-                        event: serde_json::from_str(&body).map_err(internal)?,
-                    })
-                })
-                .collect::<StoreResult<Vec<_>>>()?;
-            let upto = events.last().map(|d| d.position.clone());
-            Ok(Read { events, upto })
-        })
-        .await
+        self.read_stream(topic, after, limit, |body| serde_json::from_str(body))
+            .await
+    }
+
+    async fn read_event_names(
+        &self,
+        topic: Topic,
+        _shard: u32,
+        after: Option<&str>,
+        limit: u32,
+        _now: DateTime<Utc>,
+    ) -> StoreResult<Read> {
+        self.read_stream(topic, after, limit, crate::events::event_without_data)
+            .await
     }
 
     async fn event_head(&self, topic: Topic, _shard: u32) -> StoreResult<Option<String>> {
@@ -250,5 +238,43 @@ impl EventStore for SqliteStore {
                 return Ok(total);
             }
         }
+    }
+}
+
+impl SqliteStore {
+    /// Events of `topic` after `after`, each parsed by `parse` (whole, or without its object).
+    async fn read_stream(
+        &self,
+        topic: Topic,
+        after: Option<&str>,
+        limit: u32,
+        parse: fn(&str) -> serde_json::Result<Event>,
+    ) -> StoreResult<Read> {
+        let after: i64 = match after {
+            None => 0,
+            Some(p) => p
+                .parse()
+                .map_err(|_| StoreError::Internal(format!("not an event position: {p:?}")))?,
+        };
+        self.read(move |c| {
+            let rows = all(
+                c,
+                "SELECT seq, body FROM events WHERE topic = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+                params![topic.as_str(), after, i64::from(limit)],
+                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
+            )?;
+            let events = rows
+                .into_iter()
+                .map(|(seq, body)| {
+                    Ok(Delivery {
+                        position: seq.to_string(),
+                        event: parse(&body).map_err(internal)?,
+                    })
+                })
+                .collect::<StoreResult<Vec<_>>>()?;
+            let upto = events.last().map(|d| d.position.clone());
+            Ok(Read { events, upto })
+        })
+        .await
     }
 }

@@ -302,6 +302,29 @@ pub async fn reading_in_pages_sees_each_event_once_in_order(s: S) {
                 .read_events(Topic::Domain, shard, after.as_deref(), 7, later())
                 .await
                 .unwrap();
+            // The same page for a consumer of names: the same events and positions, their
+            // objects left out or whole.
+            let named = s
+                .read_event_names(Topic::Domain, shard, after.as_deref(), 7, later())
+                .await
+                .unwrap();
+            assert_eq!(named.upto, read.upto);
+            assert_eq!(named.events.len(), read.events.len());
+            for (n, d) in named.events.iter().zip(&read.events) {
+                assert_eq!(n.position, d.position);
+                assert_eq!((&n.event.id, n.event.at), (&d.event.id, d.event.at));
+                assert_eq!(n.event.aggregate, d.event.aggregate);
+                match (&n.event.payload, &d.event.payload) {
+                    (
+                        Payload::Domain { name, data },
+                        Payload::Domain {
+                            name: whole,
+                            data: object,
+                        },
+                    ) => assert!(name == whole && (data.is_null() || data == object)),
+                    other => panic!("domain events: {other:?}"),
+                }
+            }
             seen.extend(read.events.iter().map(|d| match &d.event.payload {
                 Payload::Domain { data, .. } => data["n"].as_u64().unwrap(),
                 _ => panic!("a domain event"),

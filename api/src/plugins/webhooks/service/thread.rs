@@ -101,6 +101,7 @@ impl Webhooks {
             // Renewed every round: a process killed mid-way hands its shards over soon.
             lease: Duration::from_secs(10),
             shared: true,
+            names_only: false,
         }
     }
 
