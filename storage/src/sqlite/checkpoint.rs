@@ -85,7 +85,7 @@ const RESTART_TRIES: u8 = 8;
 
 /// The writer's side: owned by the writer thread; the checkpoint thread ends with it.
 pub(super) struct Checkpoints {
-    header: WalHeader,
+    header: Arc<WalHeader>,
     shared: Arc<Shared>,
     /// After the writer copied the log up to this frame, hoping its next write starts the log
     /// over, and how many more times it tries.
@@ -94,15 +94,14 @@ pub(super) struct Checkpoints {
 
 impl Checkpoints {
     /// Starts the checkpoint thread with its own connection (`conn`), and turns the
-    /// writer's automatic checkpoint off. `None`, leaving the automatic checkpoint on, when
-    /// `header` cannot be mapped or the thread cannot start.
+    /// writer's automatic checkpoint off; it watches the log through `header`. `None`, leaving
+    /// the automatic checkpoint on, when the thread cannot start.
     pub(super) fn start(
         writer: &Connection,
         conn: Connection,
-        header: Option<WalHeader>,
+        header: Arc<WalHeader>,
         shared: &Arc<Shared>,
     ) -> Option<Self> {
-        let header = header?;
         let on_thread = shared.clone();
         std::thread::Builder::new()
             .name("sqlite-checkpoint".into())

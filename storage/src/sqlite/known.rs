@@ -45,7 +45,7 @@ const PER_SHARD: usize = 256;
 type Words = [u32; 12];
 
 pub(super) struct Known {
-    header: WalHeader,
+    header: Arc<WalHeader>,
     /// What the writer accounted for last (`None` header: nothing answers).
     published: Mutex<Published>,
     /// Set by the writer connection's update hook when a row of `sessions` or `users` changed.
@@ -70,10 +70,8 @@ struct Entry {
 }
 
 impl Known {
-    /// Watches the writer connection `writer`; `None` without a header to watch (then every
-    /// session is read).
-    pub(super) fn new(header: Option<WalHeader>, writer: &Connection) -> Option<Self> {
-        let header = header?;
+    /// Watches the writer connection `writer` and the database's `header`.
+    pub(super) fn new(header: Arc<WalHeader>, writer: &Connection) -> Self {
         let touched = Arc::new(AtomicBool::new(false));
         let hook = touched.clone();
         writer.update_hook(Some(move |_: Action, _: &str, table: &str, _: i64| {
@@ -93,7 +91,7 @@ impl Known {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
         };
         known.after_writes(writer);
-        Some(known)
+        known
     }
 
     fn live(&self) -> Option<Words> {

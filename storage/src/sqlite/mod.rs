@@ -255,14 +255,13 @@ impl SqliteStore {
                 Ok(Mutex::new(Reader::new(c)))
             })
             .collect::<StoreResult<Vec<_>>>()?;
-        let header = watched_header(path, header, before);
-        // A header of its own (the readers' moves into `Snapshots`), when it moves.
+        // One mapping (SQLite's, through one connection) for the readers, the checkpoints and
+        // the sessions held.
+        let header = watched_header(path, header, before).map(Arc::new);
         let known = header
-            .as_ref()
-            .and_then(|_| known::Known::new(WalHeader::map(path), &writer))
-            .map(Arc::new);
+            .clone()
+            .map(|h| Arc::new(known::Known::new(h, &writer)));
         let known_by_writer = known.clone();
-        // The writer's own view of the header, for its checkpoints (the readers' is theirs).
         let shared = Arc::new(checkpoint::Shared::default());
         let checkpoints = match (
             &header,
@@ -271,8 +270,8 @@ impl SqliteStore {
                 OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             ),
         ) {
-            (Some(_), Ok(conn)) => {
-                checkpoint::Checkpoints::start(&writer, conn, WalHeader::map(path), &shared)
+            (Some(h), Ok(conn)) => {
+                checkpoint::Checkpoints::start(&writer, conn, h.clone(), &shared)
             }
             _ => None,
         };

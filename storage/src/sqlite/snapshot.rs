@@ -227,7 +227,7 @@ impl Reader {
 
 /// What the store's readers share to keep snapshots: the mapped header, and the sweeper.
 pub(super) struct Snapshots {
-    header: Option<WalHeader>,
+    header: Option<Arc<WalHeader>>,
     max_age: Duration,
     sweeper: OnceLock<std::thread::Thread>,
     /// The sweeper found no snapshot open and sleeps until a read leaves one.
@@ -242,7 +242,7 @@ pub(super) struct Snapshots {
 }
 
 impl Snapshots {
-    pub(super) fn new(header: Option<WalHeader>, max_age: Duration) -> Self {
+    pub(super) fn new(header: Option<Arc<WalHeader>>, max_age: Duration) -> Self {
         Self {
             header,
             max_age,
