@@ -4,7 +4,6 @@
 //! mail it sends. A refused decision writes nothing, so it emits nothing; the caller records
 //! the refusal itself ([`crate::Actors::record`]).
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use storage::{
     AuditEvent, Event, Invitation, Member, Organization, Payload, Session, Team, User, UserId,
 };
@@ -230,11 +229,6 @@ impl Emit {
     }
 }
 
-/// The JSON of an object in a domain event (never a secret: see the `data` functions).
-fn json(v: impl Serialize) -> serde_json::Value {
-    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
-}
-
 /// Domain events' objects: the fields an API client sees, without tokens or hashes.
 pub(crate) mod data {
     use super::*;
@@ -273,10 +267,10 @@ pub(crate) mod data {
     }
 
     pub(crate) fn member(m: &Member) -> serde_json::Value {
-        json(serde_json::json!({
+        serde_json::json!({
             "id": m.id, "organizationId": m.organization_id, "userId": m.user_id,
             "role": m.role, "teamId": m.team_id, "createdAt": m.created_at,
-        }))
+        })
     }
 
     pub(crate) fn invitation(i: &Invitation) -> serde_json::Value {
