@@ -188,14 +188,14 @@ impl Emit {
         }
     }
 
-    /// A domain event: `name` and the object as JSON.
-    pub(crate) fn domain(mut self, name: &str, data: serde_json::Value) -> Self {
+    /// A domain event: `name` and the object, written as JSON once, here.
+    pub(crate) fn domain(mut self, name: &str, data: impl serde::Serialize) -> Self {
         self.events.push(Event::new(
             self.aggregate.clone(),
             self.now,
             Payload::Domain {
                 name: name.to_owned(),
-                data,
+                data: storage::Json::of(&data),
             },
         ));
         self
@@ -229,62 +229,182 @@ impl Emit {
     }
 }
 
-/// Domain events' objects: the fields an API client sees, without tokens or hashes.
+/// Domain events' objects: the fields an API client sees (camelCase), without tokens or
+/// hashes; borrowed from the entity and written straight to JSON (see [`storage::Json`]).
 pub(crate) mod data {
     use super::*;
+    use serde::Serialize;
+    use storage::{ApiKey, InvitationId, MemberId, OrgId, SessionId, TeamId};
 
-    pub(crate) fn user(u: &User) -> serde_json::Value {
-        serde_json::json!({
-            "id": u.id, "email": u.email, "emailVerified": u.email_verified, "name": u.name,
-            "image": u.image, "role": u.role, "banned": u.banned, "createdAt": u.created_at,
-            "updatedAt": u.updated_at, "twoFactorEnabled": u.two_factor_enabled,
-        })
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(crate) struct UserData<'a> {
+        id: &'a UserId,
+        email: &'a str,
+        email_verified: bool,
+        name: &'a str,
+        image: &'a Option<String>,
+        role: &'a Option<String>,
+        banned: bool,
+        created_at: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
+        two_factor_enabled: bool,
+    }
+
+    pub(crate) fn user(u: &User) -> UserData<'_> {
+        UserData {
+            id: &u.id,
+            email: &u.email,
+            email_verified: u.email_verified,
+            name: &u.name,
+            image: &u.image,
+            role: &u.role,
+            banned: u.banned,
+            created_at: u.created_at,
+            updated_at: u.updated_at,
+            two_factor_enabled: u.two_factor_enabled,
+        }
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(crate) struct SessionData<'a> {
+        id: &'a SessionId,
+        user_id: &'a UserId,
+        expires_at: DateTime<Utc>,
+        ip_address: &'a Option<String>,
+        user_agent: &'a Option<String>,
+        created_at: DateTime<Utc>,
+        impersonated_by: &'a Option<UserId>,
     }
 
     /// A session without its token.
-    pub(crate) fn session(s: &Session) -> serde_json::Value {
-        serde_json::json!({
-            "id": s.id, "userId": s.user_id, "expiresAt": s.expires_at,
-            "ipAddress": s.ip_address, "userAgent": s.user_agent, "createdAt": s.created_at,
-            "impersonatedBy": s.impersonated_by,
-        })
+    pub(crate) fn session(s: &Session) -> SessionData<'_> {
+        SessionData {
+            id: &s.id,
+            user_id: &s.user_id,
+            expires_at: s.expires_at,
+            ip_address: &s.ip_address,
+            user_agent: &s.user_agent,
+            created_at: s.created_at,
+            impersonated_by: &s.impersonated_by,
+        }
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(crate) struct ApiKeyData<'a> {
+        id: &'a storage::ApiKeyId,
+        name: &'a Option<String>,
+        start: &'a Option<String>,
+        prefix: &'a Option<String>,
+        user_id: &'a UserId,
+        reference_id: &'a str,
+        enabled: bool,
+        expires_at: Option<DateTime<Utc>>,
+        created_at: DateTime<Utc>,
     }
 
     /// An API key without its hash: what the key's listing shows.
-    pub(crate) fn api_key(k: &storage::ApiKey) -> serde_json::Value {
-        serde_json::json!({
-            "id": k.id, "name": k.name, "start": k.start, "prefix": k.prefix,
-            "userId": k.user_id, "referenceId": k.reference_id(), "enabled": k.enabled,
-            "expiresAt": k.expires_at, "createdAt": k.created_at,
-        })
+    pub(crate) fn api_key(k: &ApiKey) -> ApiKeyData<'_> {
+        ApiKeyData {
+            id: &k.id,
+            name: &k.name,
+            start: &k.start,
+            prefix: &k.prefix,
+            user_id: &k.user_id,
+            reference_id: k.reference_id(),
+            enabled: k.enabled,
+            expires_at: k.expires_at,
+            created_at: k.created_at,
+        }
     }
 
-    pub(crate) fn org(o: &Organization) -> serde_json::Value {
-        serde_json::json!({
-            "id": o.id, "name": o.name, "slug": o.slug, "logo": o.logo,
-            "metadata": o.metadata, "createdAt": o.created_at,
-        })
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(crate) struct OrgData<'a> {
+        id: &'a OrgId,
+        name: &'a str,
+        slug: &'a str,
+        logo: &'a Option<String>,
+        metadata: &'a Option<String>,
+        created_at: DateTime<Utc>,
     }
 
-    pub(crate) fn member(m: &Member) -> serde_json::Value {
-        serde_json::json!({
-            "id": m.id, "organizationId": m.organization_id, "userId": m.user_id,
-            "role": m.role, "teamId": m.team_id, "createdAt": m.created_at,
-        })
+    pub(crate) fn org(o: &Organization) -> OrgData<'_> {
+        OrgData {
+            id: &o.id,
+            name: &o.name,
+            slug: &o.slug,
+            logo: &o.logo,
+            metadata: &o.metadata,
+            created_at: o.created_at,
+        }
     }
 
-    pub(crate) fn invitation(i: &Invitation) -> serde_json::Value {
-        serde_json::json!({
-            "id": i.id, "organizationId": i.organization_id, "email": i.email, "role": i.role,
-            "status": i.status.as_str(), "teamId": i.team_id, "inviterId": i.inviter_id,
-            "expiresAt": i.expires_at,
-        })
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(crate) struct MemberData<'a> {
+        id: &'a MemberId,
+        organization_id: &'a OrgId,
+        user_id: &'a UserId,
+        role: &'a str,
+        team_id: &'a Option<TeamId>,
+        created_at: DateTime<Utc>,
     }
 
-    pub(crate) fn team(t: &Team) -> serde_json::Value {
-        serde_json::json!({
-            "id": t.id, "name": t.name, "organizationId": t.organization_id,
-            "createdAt": t.created_at,
-        })
+    pub(crate) fn member(m: &Member) -> MemberData<'_> {
+        MemberData {
+            id: &m.id,
+            organization_id: &m.organization_id,
+            user_id: &m.user_id,
+            role: &m.role,
+            team_id: &m.team_id,
+            created_at: m.created_at,
+        }
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(crate) struct InvitationData<'a> {
+        id: &'a InvitationId,
+        organization_id: &'a OrgId,
+        email: &'a str,
+        role: &'a str,
+        status: &'static str,
+        team_id: &'a Option<TeamId>,
+        inviter_id: &'a UserId,
+        expires_at: DateTime<Utc>,
+    }
+
+    pub(crate) fn invitation(i: &Invitation) -> InvitationData<'_> {
+        InvitationData {
+            id: &i.id,
+            organization_id: &i.organization_id,
+            email: &i.email,
+            role: &i.role,
+            status: i.status.as_str(),
+            team_id: &i.team_id,
+            inviter_id: &i.inviter_id,
+            expires_at: i.expires_at,
+        }
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(crate) struct TeamData<'a> {
+        id: &'a TeamId,
+        name: &'a str,
+        organization_id: &'a OrgId,
+        created_at: DateTime<Utc>,
+    }
+
+    pub(crate) fn team(t: &Team) -> TeamData<'_> {
+        TeamData {
+            id: &t.id,
+            name: &t.name,
+            organization_id: &t.organization_id,
+            created_at: t.created_at,
+        }
     }
 }

@@ -27,7 +27,7 @@ pub struct Event {
 
 /// What an event says, by who reads it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "topic", rename_all = "lowercase")]
+#[serde(tag = "topic", rename_all = "lowercase", try_from = "PayloadWire")]
 pub enum Payload {
     /// A record of the audit log, kept at least `keep_for_secs`.
     Audit {
@@ -36,10 +36,7 @@ pub enum Payload {
     },
     /// A domain event: a stable name (`member.added`) and the object it is about, as JSON with
     /// no secret in it (no token, no hash): what webhooks deliver.
-    Domain {
-        name: String,
-        data: serde_json::Value,
-    },
+    Domain { name: String, data: Json },
     /// A message to send once the change is stored. It may hold a single-use link: only the
     /// mail consumer reads it.
     Mail { data: serde_json::Value },
@@ -57,6 +54,86 @@ impl Topic {
         match self {
             Self::Domain => "domain",
             Self::Mail => "mail",
+        }
+    }
+}
+
+/// A JSON value kept as its text: an event's object is written once, when the decision
+/// makes it, copied into the stored body as it is, and parsed only by a consumer that needs
+/// its fields ([`Json::value`]) — not built as a tree to be serialized, nor read back as one.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Json(Box<serde_json::value::RawValue>);
+
+impl Json {
+    /// `v` as JSON text (`null` if it cannot be: a map with keys that are not strings).
+    pub fn of<T: Serialize + ?Sized>(v: &T) -> Self {
+        serde_json::value::to_raw_value(v).map_or_else(|_| Self::null(), Self)
+    }
+
+    pub fn null() -> Self {
+        Self::of(&())
+    }
+
+    /// The text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// Parsed (`Null` if the text is not JSON, which [`Json::of`] and a read never make).
+    pub fn value(&self) -> serde_json::Value {
+        serde_json::from_str(self.get()).unwrap_or_default()
+    }
+}
+
+/// The same text (an object written from a struct and the same object parsed and written again
+/// may differ in the order of their keys).
+impl PartialEq for Json {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl From<serde_json::Value> for Json {
+    fn from(v: serde_json::Value) -> Self {
+        Self::of(&v)
+    }
+}
+
+/// A payload as stored: read as a plain struct and then told apart by its topic, so that
+/// [`Json`] reads straight from the text (the tagged enum's derived reader would first copy
+/// every field into a buffer of its own, where a raw value cannot be taken).
+#[derive(Deserialize)]
+struct PayloadWire {
+    topic: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    data: Option<Json>,
+    #[serde(default)]
+    record: Option<Box<AuditEvent>>,
+    #[serde(default)]
+    keep_for_secs: Option<u64>,
+}
+
+impl TryFrom<PayloadWire> for Payload {
+    type Error = String;
+
+    fn try_from(w: PayloadWire) -> Result<Self, String> {
+        let data = w.data.unwrap_or_else(Json::null);
+        match w.topic.as_str() {
+            "domain" => Ok(Self::Domain {
+                name: w.name.ok_or("a domain event without its name")?,
+                data,
+            }),
+            "mail" => Ok(Self::Mail { data: data.value() }),
+            "audit" => Ok(Self::Audit {
+                record: w.record.ok_or("an audit event without its record")?,
+                keep_for_secs: w
+                    .keep_for_secs
+                    .ok_or("an audit event without keep_for_secs")?,
+            }),
+            other => Err(format!("an event of unknown topic {other:?}")),
         }
     }
 }
@@ -140,7 +217,7 @@ pub fn event_without_data(json: &str) -> serde_json::Result<Event> {
     let payload = match e.payload.topic.as_str() {
         "domain" => Payload::Domain {
             name: e.payload.name,
-            data: serde_json::Value::Null,
+            data: Json::null(),
         },
         "mail" => Payload::Mail {
             data: serde_json::Value::Null,
@@ -254,12 +331,23 @@ mod tests {
             DateTime::from_timestamp_millis(1_700_000_000_000).unwrap(),
             Payload::Domain {
                 name: "member.added".into(),
-                data: serde_json::json!({"id": "m"}),
+                data: serde_json::json!({"id": "m", "n": [1, {"b": null}]}).into(),
             },
         );
         let json = serde_json::to_value(&e).unwrap();
         assert_eq!(json["payload"]["topic"], "domain");
+        assert_eq!(
+            json["payload"]["data"]["n"][0], 1,
+            "the object, not its text"
+        );
         assert_eq!(serde_json::from_value::<Event>(json).unwrap(), e);
+        let text = serde_json::to_string(&e).unwrap();
+        assert_eq!(serde_json::from_str::<Event>(&text).unwrap(), e);
+        let Payload::Domain { data, .. } = serde_json::from_str::<Event>(&text).unwrap().payload
+        else {
+            panic!("not a domain event")
+        };
+        assert_eq!(data.value()["n"][1], serde_json::json!({"b": null}));
         // Read without its object: the same event with `data` null.
         let text = serde_json::to_string(&e).unwrap();
         let named = event_without_data(&text).unwrap();
@@ -267,7 +355,7 @@ mod tests {
             named.payload,
             Payload::Domain {
                 name: "member.added".into(),
-                data: serde_json::Value::Null
+                data: Json::null()
             }
         );
         assert_eq!(
@@ -281,7 +369,9 @@ mod tests {
                 data: serde_json::json!({"to": "x"}),
             },
         );
-        let named = event_without_data(&serde_json::to_string(&mail).unwrap()).unwrap();
+        let text = serde_json::to_string(&mail).unwrap();
+        assert_eq!(serde_json::from_str::<Event>(&text).unwrap(), mail);
+        let named = event_without_data(&text).unwrap();
         assert_eq!(
             named.payload,
             Payload::Mail {
@@ -290,6 +380,8 @@ mod tests {
         );
         let a = Event::audit("user:1", AuditEvent::new("user.sign-in", e.at), 60);
         let text = serde_json::to_string(&a).unwrap();
+        assert_eq!(serde_json::from_str::<Event>(&text).unwrap(), a);
+        assert!(serde_json::from_str::<Event>(&text.replace("\"audit\"", "\"x\"")).is_err());
         assert_eq!(
             event_without_data(&text).unwrap(),
             a,

@@ -31,7 +31,7 @@ use std::sync::Arc;
 pub use audit::{AuditEvent, AuditOutcome, AuditQuery, AuditStore};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use entities::*;
-pub use events::{Delivery, Event, EventStore, Lease, Payload, Read, Topic};
+pub use events::{Delivery, Event, EventStore, Json, Lease, Payload, Read, Topic};
 pub use ids::*;
 pub use query::{FieldValue, FilterOp, SearchOp, UserField, UserList, UserQuery};
 pub use rate_limit::{stored_key, MemoryRateLimits, RateLimitStore, WindowCount};

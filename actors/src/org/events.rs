@@ -49,8 +49,9 @@ impl OrgActor {
         if d.changes.is_empty() {
             e = e.domain("organization.updated", data::org(&d.next));
         }
-        let about_member = || member.map(data::member).unwrap_or_default();
-        let about_invitation = || invitation.map(data::invitation).unwrap_or_default();
+        // `null` when the answer did not name it (never, for these changes).
+        let about_member = || member.map(data::member);
+        let about_invitation = || invitation.map(data::invitation);
         for c in &d.changes {
             e = match c {
                 OrgChange::AddMember(m) => {

@@ -61,7 +61,7 @@ pub(super) async fn two_consumers_handle_each_event_once(backend: Backend) {
             SystemClock.now(),
             Payload::Domain {
                 name: "team.created".into(),
-                data: serde_json::json!({ "i": i }),
+                data: serde_json::json!({ "i": i }).into(),
             },
         );
         ids.push(e.id.clone());

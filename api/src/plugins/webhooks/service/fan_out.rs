@@ -130,10 +130,10 @@ impl Webhooks {
         &self,
         name: &str,
         at: DateTime<Utc>,
-        data: &serde_json::Value,
+        data: &storage::Json,
         users: &mut HashMap<String, serde_json::Value>,
     ) -> storage::StoreResult<String> {
-        let mut data = data.clone();
+        let mut data = data.value();
         let uid = name
             .starts_with("member.")
             .then(|| {
