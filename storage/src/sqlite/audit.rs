@@ -234,8 +234,14 @@ impl SqliteStore {
 
     /// Moves every event of `audit_recent` (appended by any process) under the indexes, a
     /// batch at a time: copied on the audit file's connection, then deleted by the writer (a
-    /// short write of the main file's).
+    /// short write of the main file's). One move or purge at a time in this process.
     async fn settle_audit(&self) -> StoreResult<usize> {
+        let _moving = self.inner.audit_moving.lock().await;
+        self.move_audit().await
+    }
+
+    /// [`SqliteStore::settle_audit`], its caller holding `audit_moving`.
+    async fn move_audit(&self) -> StoreResult<usize> {
         let chunk = self.inner.audit_batch.load(Ordering::Relaxed);
         let mut total = 0;
         loop {
@@ -433,6 +439,13 @@ impl AuditStore for SqliteStore {
     async fn purge_audit(&self, before: DateTime<Utc>) -> StoreResult<u64> {
         let before = ms(&before);
         let mut total = 0u64;
+        // No move of this process between the two tables (an event copied under the indexes
+        // and not yet deleted from `audit_recent` would be counted twice); what is unmoved is
+        // moved first (housekeeping: a quiet process may have left some), so the file's pass
+        // purges most of it. Another process's move may still come in between: its events are
+        // purged all the same, and the count can then name one of them twice.
+        let _moving = self.inner.audit_moving.lock().await;
+        self.move_audit().await?;
         // Each table on the connection that writes its file.
         for table in ["main.audit_recent", "audit.audit_events"] {
             let sql = format!(
@@ -456,8 +469,6 @@ impl AuditStore for SqliteStore {
                 }
             }
         }
-        // Housekeeping also moves what a quiet process left unmoved.
-        self.settle_audit().await?;
         Ok(total)
     }
 }

@@ -108,6 +108,9 @@ struct Inner {
     audit_settling: std::sync::atomic::AtomicBool,
     /// A move was asked for since the running one began (it goes again: see `audit_appended`).
     audit_again: std::sync::atomic::AtomicBool,
+    /// Held by a move of the audit log's events and by a purge, so that a purge never sees an
+    /// event of this process in both tables (copied, not yet deleted) and counts it twice.
+    audit_moving: tokio::sync::Mutex<()>,
 }
 
 /// The SQLite store. Cheap to clone.
@@ -306,6 +309,7 @@ impl SqliteStore {
             audit_batch: AtomicUsize::new(audit::SETTLE_BATCH),
             audit_settling: Default::default(),
             audit_again: Default::default(),
+            audit_moving: Default::default(),
         });
         if inner.snapshots.on() {
             Snapshots::start_sweeper(&inner, |i| (&i.snapshots, &i.readers)).map_err(internal)?;
