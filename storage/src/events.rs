@@ -72,7 +72,7 @@ impl Json {
     }
 
     pub fn null() -> Self {
-        Self::of(&())
+        Self(serde_json::value::RawValue::NULL.to_owned())
     }
 
     /// The text.

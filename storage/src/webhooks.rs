@@ -124,7 +124,9 @@ pub struct WebhookDelivery {
     pub scope: String,
     pub event_id: String,
     pub event_type: String,
-    /// The JSON body, as sent.
+    /// The JSON body, as sent (a store may keep it beside the document: then the document
+    /// leaves it out).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub body: String,
     /// Order among the endpoint's deliveries (the event's time in microseconds, then its
     /// place in its write).

@@ -360,6 +360,12 @@ ALTER TABLE audit_recent_14 RENAME TO audit_recent;
 CREATE UNIQUE INDEX audit_recent_at ON audit_recent(at, id);
 "#
     ),
+    // 15: a delivery's body has a column of its own, written once when the delivery is made
+    // (its document, rewritten at each attempt, no longer carries it).
+    r#"
+ALTER TABLE webhook_deliveries ADD COLUMN body TEXT;
+UPDATE webhook_deliveries SET body = json_extract(doc, '$.body'), doc = json_remove(doc, '$.body');
+"#,
 ];
 
 /// The migration that drops the audit log's indexed table from the main file (14).
@@ -623,5 +629,78 @@ mod tests {
             6
         );
         assert_eq!(count(&path, "sqlite_master WHERE name = 'audit_events'"), 0);
+    }
+
+    /// Migration 15 on a file at schema 13 holding a delivery in the old form (its body in its
+    /// document): the body moves to its own column, read back the same; a settle keeps it.
+    #[tokio::test]
+    async fn migration_15_moves_a_deliverys_body_out_of_its_document() {
+        use crate::{Webhook, WebhookDelivery, WebhookStore};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        super::super::configure_sqlite();
+        let now = Utc.timestamp_millis_opt(1_700_000_000_000).unwrap();
+        let w = Webhook::new(
+            "w1".into(),
+            "global".into(),
+            "https://h".into(),
+            vec![],
+            "s".into(),
+            now,
+        );
+        let body = r#"{"type":"user.created","data":{"name":"A \"B\""}}"#;
+        let mut d = WebhookDelivery {
+            id: "msg_1".into(),
+            webhook_id: w.id.clone(),
+            scope: w.scope.clone(),
+            event_id: "e1".into(),
+            event_type: "user.created".into(),
+            body: body.into(),
+            seq: 1,
+            created_at: now,
+            status: crate::DeliveryStatus::Pending,
+            attempts: vec![],
+            tries: 0,
+            next_at: Some(now),
+            holder: Some("p1".into()),
+            lease_until: Some(now),
+        };
+        {
+            let mut c = Connection::open(&path).unwrap();
+            let tx = c.transaction().unwrap();
+            for sql in &MIGRATIONS[..13] {
+                tx.execute_batch(sql).unwrap();
+            }
+            tx.execute_batch("PRAGMA user_version = 13").unwrap();
+            tx.execute(
+                "INSERT INTO webhooks (id, scope, created_at, version, doc) VALUES ('w1', 'global', 0, 1, ?1)",
+                [serde_json::to_string(&w).unwrap()],
+            )
+            .unwrap();
+            tx.execute(
+                "INSERT INTO webhook_deliveries (id, webhook_id, seq, created_at, status, next_at, holder, lease_until, doc) \
+                 VALUES ('msg_1', 'w1', 1, 0, 'pending', 0, 'p1', 0, ?1)",
+                [serde_json::to_string(&d).unwrap()],
+            )
+            .unwrap();
+            tx.commit().unwrap();
+        }
+        let store = super::super::SqliteStore::open(&path).await.unwrap();
+        assert_eq!(
+            store.get_delivery("msg_1").await.unwrap().unwrap().body,
+            body
+        );
+        let doc: String = Connection::open(&path)
+            .unwrap()
+            .query_row("SELECT doc FROM webhook_deliveries", [], |r| r.get(0))
+            .unwrap();
+        assert!(!doc.contains("\"body\""), "{doc}");
+        d.status = crate::DeliveryStatus::Succeeded;
+        assert_eq!(store.settle_deliveries(&[d], "p1").await.unwrap(), [true]);
+        let got = store.get_delivery("msg_1").await.unwrap().unwrap();
+        assert_eq!(
+            (got.body.as_str(), got.status),
+            (body, crate::DeliveryStatus::Succeeded)
+        );
     }
 }

@@ -20,7 +20,9 @@ fn webhook_row(r: &Row) -> rusqlite::Result<Webhook> {
     webhook_of(r.get(0)?)
 }
 
-/// A delivery from its document, with the queried columns (which writes keep current) over it.
+/// A delivery from its document and its body (a column of its own since schema 15, whose
+/// migration moved older rows' bodies there), with the queried columns (which writes keep
+/// current) over it.
 fn delivery_row(r: &Row) -> rusqlite::Result<WebhookDelivery> {
     let text: String = r.get(0)?;
     let mut d: WebhookDelivery = serde_json::from_str(&text).map_err(|e| {
@@ -34,13 +36,18 @@ fn delivery_row(r: &Row) -> rusqlite::Result<WebhookDelivery> {
     d.next_at = ts_opt(r.get(2)?)?;
     d.holder = r.get(3)?;
     d.lease_until = ts_opt(r.get(4)?)?;
+    if let Some(body) = r.get(5)? {
+        d.body = body;
+    }
     Ok(d)
 }
 
-const DELIVERY_COLS: &str = "doc, status, next_at, holder, lease_until";
+const DELIVERY_COLS: &str = "doc, status, next_at, holder, lease_until, body";
 
-/// A delivery's row as written: its document and the columns that are queried, made by the
-/// caller (so that the JSON is not built on the writer's thread).
+/// A delivery's row as written: its document (without the body, which has a column of its
+/// own, written once: a settled delivery's document is its attempts and state) and the
+/// columns that are queried, made by the caller (so that the JSON is not built on the
+/// writer's thread).
 struct Columns {
     id: String,
     doc: String,
@@ -51,26 +58,26 @@ struct Columns {
 }
 
 impl Columns {
-    fn of(d: &WebhookDelivery) -> StoreResult<Self> {
-        Ok(Self {
-            id: d.id.clone(),
-            doc: doc(d)?,
+    /// The row of `d`, and its body.
+    fn of(mut d: WebhookDelivery) -> StoreResult<(Self, String)> {
+        let body = std::mem::take(&mut d.body);
+        let row = Self {
+            doc: doc(&d)?,
             status: d.status.as_str(),
             next_at: ms_opt(&d.next_at),
-            holder: d.holder.clone(),
             lease_until: ms_opt(&d.lease_until),
-        })
+            holder: d.holder,
+            id: d.id,
+        };
+        Ok((row, body))
     }
 
-    /// The row of `d` settled: held by no one (a copy only when `d` still names its holder).
+    /// The row of `d` settled: held by no one.
     fn settled(d: &WebhookDelivery) -> StoreResult<Self> {
-        if d.holder.is_none() && d.lease_until.is_none() {
-            return Self::of(d);
-        }
         let mut d = d.clone();
         d.holder = None;
         d.lease_until = None;
-        Self::of(&d)
+        Ok(Self::of(d)?.0)
     }
 }
 
@@ -194,18 +201,18 @@ impl WebhookStore for SqliteStore {
                     d.webhook_id.clone(),
                     d.seq,
                     ms(&d.created_at),
-                    Columns::of(d)?,
+                    Columns::of(d.clone())?,
                 ))
             })
             .collect::<StoreResult<Vec<_>>>()?;
         self.write(move |c| {
             rows.iter()
-                .map(|(webhook, seq, created, row)| {
+                .map(|(webhook, seq, created, (row, body))| {
                     let n = c
                         .exec(
                             "INSERT OR IGNORE INTO webhook_deliveries (id, webhook_id, seq, \
-                             created_at, status, next_at, holder, lease_until, doc) \
-                             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 \
+                             created_at, status, next_at, holder, lease_until, doc, body) \
+                             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10 \
                              WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = ?2)",
                             params![
                                 row.id,
@@ -216,7 +223,8 @@ impl WebhookStore for SqliteStore {
                                 row.next_at,
                                 row.holder,
                                 row.lease_until,
-                                row.doc
+                                row.doc,
+                                body
                             ],
                         )
                         .map_err(map_err)?;
@@ -265,7 +273,7 @@ impl WebhookStore for SqliteStore {
                 if due.len() >= limit as usize {
                     break;
                 }
-                let endpoint: String = r.get(5).map_err(map_err)?;
+                let endpoint: String = r.get(6).map_err(map_err)?;
                 if busy.contains(&endpoint) {
                     continue;
                 }
@@ -362,7 +370,7 @@ impl WebhookStore for SqliteStore {
             d.tries = 0;
             d.holder = None;
             d.lease_until = None;
-            let row = Columns::of(&d)?;
+            let (row, _) = Columns::of(d)?;
             Ok(write_delivery(c, &row, "AND status != 'pending' AND ?7 = ?7", "")? == 1)
         })
         .await

@@ -1,6 +1,8 @@
 //! The fan-out (step 1 of the module): each domain event read from the stream becomes a
 //! stored delivery for every endpoint that wants it, handed to this process's sender.
 use super::*;
+use serde_json::value::RawValue;
+use std::collections::BTreeMap;
 
 /// The order of a new delivery among its endpoint's: the event's time (µs × 1000), but after
 /// every delivery this process made before — events of one aggregate are read in order by
@@ -37,7 +39,7 @@ impl Consume for FanOut {
 impl Webhooks {
     async fn fan_out(&self, events: &[Delivery]) -> storage::StoreResult<()> {
         let mut endpoints: HashMap<String, Vec<Webhook>> = HashMap::new();
-        let mut users: HashMap<String, serde_json::Value> = HashMap::new();
+        let mut users: HashMap<String, Option<Raw>> = HashMap::new();
         let mut out = Vec::new();
         for d in events {
             let Payload::Domain { name, data } = &d.event.payload else {
@@ -125,44 +127,79 @@ impl Webhooks {
         Ok(())
     }
 
-    /// The body of an event: `{type, timestamp, data}`; a member's event carries its user.
+    /// The body of an event: `{type, timestamp, data}`, `data` copied as the event stored it;
+    /// a member's event carries its user (`data.user`), put in beside the other keys, whose
+    /// values stay text.
     async fn body(
         &self,
         name: &str,
         at: DateTime<Utc>,
         data: &storage::Json,
-        users: &mut HashMap<String, serde_json::Value>,
+        users: &mut HashMap<String, Option<Raw>>,
     ) -> storage::StoreResult<String> {
-        let mut data = data.value();
-        let uid = name
-            .starts_with("member.")
-            .then(|| {
-                data.get("userId")
-                    .and_then(|v| v.as_str())
-                    .map(str::to_owned)
-            })
-            .flatten();
+        let timestamp = at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        if !name.starts_with("member.") {
+            return body_text(name, timestamp, data);
+        }
+        let Ok(mut keys) = serde_json::from_str::<BTreeMap<String, &RawValue>>(data.get()) else {
+            return body_text(name, timestamp, data);
+        };
+        let uid = keys
+            .get("userId")
+            .and_then(|v| serde_json::from_str::<String>(v.get()).ok());
         if let Some(uid) = uid {
             if !users.contains_key(&uid) {
                 let user = self.store.get_user(&storage::UserId(uid.clone())).await?;
-                let json = user.map_or(serde_json::Value::Null, |u| {
-                    serde_json::json!({
-                        "id": u.id, "email": u.email, "name": u.name, "image": u.image,
+                let brief = user
+                    .map(|u| {
+                        serde_json::value::to_raw_value(&UserBrief {
+                            id: &u.id.0,
+                            email: &u.email,
+                            name: &u.name,
+                            image: &u.image,
+                        })
                     })
-                });
-                users.insert(uid.clone(), json);
+                    .transpose()
+                    .map_err(|e| storage::StoreError::Internal(e.to_string()))?;
+                users.insert(uid.clone(), brief);
             }
-            if let (Some(u), Some(obj)) = (users.get(&uid), data.as_object_mut()) {
-                if !u.is_null() {
-                    obj.insert("user".into(), u.clone());
-                }
+            if let Some(Some(u)) = users.get(&uid) {
+                keys.insert("user".into(), &**u);
             }
         }
-        let body = serde_json::json!({
-            "type": name,
-            "timestamp": at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            "data": data,
-        });
-        Ok(body.to_string())
+        body_text(name, timestamp, keys)
     }
+}
+
+/// A JSON value kept as text.
+type Raw = Box<RawValue>;
+
+/// A member's user, as a member event's body carries it.
+#[derive(serde::Serialize)]
+struct UserBrief<'a> {
+    id: &'a str,
+    email: &'a str,
+    name: &'a str,
+    image: &'a Option<String>,
+}
+
+/// `{type, timestamp, data}` as text.
+fn body_text(
+    name: &str,
+    timestamp: String,
+    data: impl serde::Serialize,
+) -> storage::StoreResult<String> {
+    #[derive(serde::Serialize)]
+    struct Body<'a, D> {
+        #[serde(rename = "type")]
+        kind: &'a str,
+        timestamp: String,
+        data: D,
+    }
+    serde_json::to_string(&Body {
+        kind: name,
+        timestamp,
+        data,
+    })
+    .map_err(|e| storage::StoreError::Internal(e.to_string()))
 }
