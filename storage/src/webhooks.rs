@@ -192,7 +192,9 @@ pub trait WebhookStore: Send + Sync {
     ) -> StoreResult<Vec<WebhookDelivery>>;
     /// Writes deliveries after their attempts (status, attempts, next time; the lease let go),
     /// each only while `holder` still holds it: for each, whether it was written (`false`:
-    /// its lease was lost to another holder, nothing written).
+    /// its lease was lost to another holder, nothing written). Each is given as it was leased
+    /// (`holder` and `lease_until` as the claim or the fan-out set them): a store may check
+    /// the lease by them (ScyllaDB's compare-and-set does).
     async fn settle_deliveries(
         &self,
         ds: &[WebhookDelivery],

@@ -22,6 +22,12 @@ impl Pair {
     /// An organization (made on A by `cookie`) with an endpoint at `url` for its renames:
     /// the organization's id and the endpoint's secret.
     async fn hooked_org(&self, cookie: &str, url: &str) -> (String, String) {
+        let (org, secret, _) = self.hooked_org_with_id(cookie, url).await;
+        (org, secret)
+    }
+
+    /// [`Self::hooked_org`], and the endpoint's id.
+    async fn hooked_org_with_id(&self, cookie: &str, url: &str) -> (String, String, String) {
         let org = self.new_org(cookie).await;
         let made = self
             .post(
@@ -32,7 +38,24 @@ impl Pair {
             )
             .await;
         assert_eq!(made.status, 200, "{}", made.body);
-        (org, made.body["secret"].as_str().unwrap().to_owned())
+        (
+            org,
+            made.body["secret"].as_str().unwrap().to_owned(),
+            made.body["id"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    /// The stored deliveries of endpoint `hook` of `org`, as B lists them.
+    async fn deliveries(&self, cookie: &str, org: &str, hook: &str) -> Vec<Value> {
+        let r = self
+            .get(
+                &self.b,
+                &format!("/organization/webhook/deliveries?organizationId={org}&webhookId={hook}"),
+                cookie,
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body["deliveries"].as_array().unwrap().clone()
     }
 
     async fn rename(&self, i: usize, org: &str, cookie: &str, name: &str) {
@@ -100,8 +123,11 @@ pub(super) async fn a_backlog_on_two_processes_is_delivered_once(backend: Backen
     };
     let (cookie, _) = p.user("backlog@example.com").await;
     let mut orgs = Vec::new();
+    let mut hooks = Vec::new();
     for _ in 0..3 {
-        orgs.push(p.hooked_org(&cookie, &rx.url).await);
+        let (org, secret, hook) = p.hooked_org_with_id(&cookie, &rx.url).await;
+        hooks.push((org.clone(), hook));
+        orgs.push((org, secret));
     }
     // Twelve renames of each organization, through both processes.
     let renames = orgs
@@ -131,5 +157,23 @@ pub(super) async fn a_backlog_on_two_processes_is_delivered_once(backend: Backen
         let name = body["data"]["name"].as_str().unwrap();
         let (_, secret) = orgs.iter().find(|(o, _)| name.starts_with(o)).unwrap();
         verified(g, secret);
+    }
+    // Each delivery is stored settled, with the one attempt that was made (a delivery left
+    // pending would be sent again once its lease ran out).
+    for (org, hook) in &hooks {
+        let mut list = Vec::new();
+        for _ in 0..100 {
+            list = p.deliveries(&cookie, org, hook).await;
+            if list.len() == 12 && list.iter().all(|d| d["status"] == "succeeded") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(list.len(), 12, "{list:?}");
+        for d in &list {
+            assert_eq!(d["status"], "succeeded", "{d}");
+            assert_eq!(d["attempts"].as_array().unwrap().len(), 1, "{d}");
+            assert_eq!(d["attempts"][0]["statusCode"], 200, "{d}");
+        }
     }
 }

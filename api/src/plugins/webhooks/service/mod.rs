@@ -253,10 +253,9 @@ impl Webhooks {
         let mut rounds = Vec::with_capacity(tried.len());
         for (hook, list) in tried {
             let mut outcomes = Vec::with_capacity(list.len());
-            for (mut d, outcome) in list {
-                // Settled, it is held by no one (the store then needs no copy of it).
-                d.holder = None;
-                d.lease_until = None;
+            for (d, outcome) in list {
+                // As leased: the store settles it only while this lease holds (and lets it
+                // go as it does).
                 all.push(d);
                 outcomes.push(outcome);
             }
