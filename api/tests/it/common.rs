@@ -21,6 +21,34 @@ pub struct H {
     pub ep: Arc<poem::endpoint::BoxEndpoint<'static>>,
     pub clock: Arc<ManualClock>,
     _dir: tempfile::TempDir,
+    /// The CQL keyspace of a harness on the CQL node, dropped last.
+    _keyspace: Option<storage::scylla::testing::DropKeyspace>,
+}
+
+/// The store a harness runs on.
+#[derive(Clone, Copy, Debug)]
+pub enum Backend {
+    Sqlite,
+    /// A fresh keyspace of the CQL node that `SCYLLA_URI` names.
+    Cql,
+}
+
+/// A harness on `backend`, configured by `tweak`; `None` on the CQL store when no node is
+/// named (`SCYLLA_URI`), as the storage tests skip then.
+pub async fn harness_on(backend: Backend, tweak: impl FnOnce(&mut Config)) -> Option<H> {
+    match backend {
+        Backend::Sqlite => Some(harness_with(tweak).await),
+        Backend::Cql => {
+            let (opts, keyspace) = storage::scylla::testing::throwaway_keyspace("gh_it")?;
+            let store: storage::DynStore =
+                Arc::new(storage::scylla::ScyllaStore::migrate(&opts).await.unwrap());
+            let dir = tempfile::tempdir().unwrap();
+            let config = test_config(dir.path(), tweak);
+            let mut h = start(dir, config, store, Arc::new(ManualClock::default())).await;
+            h._keyspace = Some(keyspace);
+            Some(h)
+        }
+    }
 }
 
 /// Points `env` at the keyspace of `opts` (store, nodes, keyspace, replication) and makes its
@@ -143,12 +171,22 @@ async fn server_on(
     tweak: impl FnOnce(&mut Config),
 ) -> H {
     let data_dir = data_dir.unwrap_or(dir.path());
-    let config = test_config(data_dir, tweak);
     let store: storage::DynStore = Arc::new(
         storage::sqlite::SqliteStore::open(data_dir.join("gatehouse.db"))
             .await
             .unwrap(),
     );
+    let config = test_config(data_dir, tweak);
+    start(dir, config, store, clock).await
+}
+
+/// A server of `config` on `store`; it keeps `dir`.
+async fn start(
+    dir: tempfile::TempDir,
+    config: Config,
+    store: storage::DynStore,
+    clock: Arc<ManualClock>,
+) -> H {
     let state = AppState::start_with_store(config, clock.clone(), store.clone())
         .await
         .unwrap();
@@ -159,6 +197,7 @@ async fn server_on(
         ep,
         clock,
         _dir: dir,
+        _keyspace: None,
     }
 }
 

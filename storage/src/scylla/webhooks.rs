@@ -12,6 +12,8 @@ use async_trait::async_trait;
 
 /// How long deliveries are kept.
 const KEEP_SECS: i32 = 30 * 86_400;
+/// Tries of a redelivery while a settle lets its due row go (50 ms apart).
+const REDELIVER_WAITS: usize = 20;
 /// Partitions of pending deliveries (an endpoint's are in one).
 const DUE_SHARDS: u32 = 8;
 
@@ -494,12 +496,18 @@ impl WebhookStore for ScyllaStore {
         d.status = DeliveryStatus::Pending;
         d.next_at = Some(now);
         d.tries = 0;
-        let (cql, values) = self.due_insert(&d, true);
-        if !self.lwt(&cql, values).await? {
-            return Ok(false);
+        // A settle writes the document first and lets the due row go after it: a delivery
+        // that reads as settled may still have its row for a moment. Waited for (a second at
+        // most); a row that stays is a delivery pending again (redelivered by someone else).
+        for _ in 0..REDELIVER_WAITS {
+            let (cql, values) = self.due_insert(&d, true);
+            if self.lwt(&cql, values).await? {
+                self.write_delivery_doc(&d).await?;
+                return Ok(true);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
-        self.write_delivery_doc(&d).await?;
-        Ok(true)
+        Ok(false)
     }
 
     async fn oldest_pending_delivery(&self) -> StoreResult<Option<DateTime<Utc>>> {

@@ -15,7 +15,17 @@ pub(crate) use receiver::{verified, Plan, Receiver};
 const SERVER_KEY: &str = "webhooks-server-key-0123456789abcdefghij";
 
 async fn hook_harness(tweak: impl FnOnce(&mut gatehouse_api::config::Config)) -> H {
-    harness_with(|c| {
+    hook_harness_on(Backend::Sqlite, tweak)
+        .await
+        .expect("the embedded store")
+}
+
+/// [`hook_harness`] on `backend` (`None`: no CQL node named).
+async fn hook_harness_on(
+    backend: Backend,
+    tweak: impl FnOnce(&mut gatehouse_api::config::Config),
+) -> Option<H> {
+    harness_on(backend, |c| {
         c.server_key = Some(gatehouse_api::config::Secret::new(SERVER_KEY));
         c.webhooks.allow_http = true;
         c.webhooks.allow_private_addresses = true;
@@ -23,6 +33,32 @@ async fn hook_harness(tweak: impl FnOnce(&mut gatehouse_api::config::Config)) ->
     })
     .await
 }
+
+/// These tests on both stores: the embedded one, and a keyspace of the CQL node when
+/// `SCYLLA_URI` names one (the deliveries' leases and settling are each store's own).
+macro_rules! on_both_stores {
+    ($($test:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test]
+            async fn $test() {
+                super::$test(crate::common::Backend::Sqlite).await;
+            })*
+        }
+        mod cql {
+            $(#[tokio::test]
+            async fn $test() {
+                super::$test(crate::common::Backend::Cql).await;
+            })*
+        }
+    };
+}
+
+on_both_stores!(
+    an_organization_hears_of_its_events_signed_in_order_with_their_objects,
+    failures_are_retried_after_their_delays_then_failed_and_the_endpoint_disabled,
+    the_servers_own_endpoint_hears_of_every_user,
+    a_redirect_is_not_followed_and_counts_as_a_failure,
+);
 
 async fn as_server(h: &H, method: Method, path: &str, body: Option<Value>) -> Resp {
     let bearer = format!("Bearer {SERVER_KEY}");
@@ -114,9 +150,10 @@ async fn settled(
     );
 }
 
-#[tokio::test]
-async fn an_organization_hears_of_its_events_signed_in_order_with_their_objects() {
-    let h = hook_harness(|_| {}).await;
+async fn an_organization_hears_of_its_events_signed_in_order_with_their_objects(backend: Backend) {
+    let Some(h) = hook_harness_on(backend, |_| {}).await else {
+        return;
+    };
     let rx = Receiver::start(vec![]).await;
     let (owner, _) = user(&h, "hook-owner@example.com").await;
     let org = create_org(&h, &owner, "hooked").await;
@@ -227,14 +264,18 @@ async fn an_organization_hears_of_its_events_signed_in_order_with_their_objects(
     assert_eq!(gone.code(), "WEBHOOK_NOT_FOUND");
 }
 
-#[tokio::test]
-async fn failures_are_retried_after_their_delays_then_failed_and_the_endpoint_disabled() {
-    let h = hook_harness(|c| {
+async fn failures_are_retried_after_their_delays_then_failed_and_the_endpoint_disabled(
+    backend: Backend,
+) {
+    let Some(h) = hook_harness_on(backend, |c| {
         c.webhooks.retry_delays = vec![60, 120];
         c.webhooks.timeout_ms = 400;
         c.webhooks.disable_after = 2;
     })
-    .await;
+    .await
+    else {
+        return;
+    };
     // A 500, then no answer in time, then 200.
     let rx = Receiver::start(vec![Plan::Status(500), Plan::Slow(Duration::from_secs(2))]).await;
     let (owner, org_id, made) = org_with_hook(
@@ -497,9 +538,10 @@ async fn only_members_allowed_manage_endpoints_and_bad_input_is_refused() {
     );
 }
 
-#[tokio::test]
-async fn the_servers_own_endpoint_hears_of_every_user() {
-    let h = hook_harness(|_| {}).await;
+async fn the_servers_own_endpoint_hears_of_every_user(backend: Backend) {
+    let Some(h) = hook_harness_on(backend, |_| {}).await else {
+        return;
+    };
     let rx = Receiver::start(vec![]).await;
     let made = as_server(
         &h,
@@ -589,9 +631,10 @@ async fn private_addresses_are_refused_on_save_and_on_connection() {
     drop(sender);
 }
 
-#[tokio::test]
-async fn a_redirect_is_not_followed_and_counts_as_a_failure() {
-    let h = hook_harness(|c| c.webhooks.retry_delays = vec![]).await;
+async fn a_redirect_is_not_followed_and_counts_as_a_failure(backend: Backend) {
+    let Some(h) = hook_harness_on(backend, |c| c.webhooks.retry_delays = vec![]).await else {
+        return;
+    };
     let rx = Receiver::start(vec![Plan::Status(307)]).await;
     let (owner, org_id, made) = org_with_hook(
         &h,
