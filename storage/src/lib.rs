@@ -531,11 +531,11 @@ pub trait TwoFactorStore: Send + Sync {
     /// the given version, as [`put_two_factor`](Self::put_two_factor); `None` for a code by
     /// mail when the user has no factor row), the challenge taken (the verification
     /// `challenge`, whose value must be the session's user), the new session and `events` —
-    /// on SQLite one transaction, on ScyllaDB in that order. Errors: the factor moved
-    /// (`ConcurrentModification`) or is gone (`NotFound`, also when the user is), the challenge
-    /// gone or another user's (`Conflict("challenge")`); then nothing of it was written, except
-    /// on ScyllaDB a factor use before a challenge found gone (the code is spent then, as a
-    /// code tried on a dead challenge is).
+    /// on SQLite one transaction, on ScyllaDB the challenge first (put back when the factor's
+    /// write fails). Errors: the factor moved (`ConcurrentModification`) or is gone
+    /// (`NotFound`, also when the user is), the challenge gone or another user's
+    /// (`Conflict("challenge")`); then nothing of it was written (a code is never spent on a
+    /// challenge found gone).
     async fn finish_second_step(&self, step: &SecondStep<'_>) -> StoreResult<()>;
 }
 

@@ -33,6 +33,25 @@ pub enum Backend {
     Cql,
 }
 
+/// Tests taking a [`Backend`], each run on both stores: the embedded one, and a keyspace of
+/// the CQL node when `SCYLLA_URI` names one (tests whose rules each store keeps its own way).
+macro_rules! on_both_stores {
+    ($($test:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test]
+            async fn $test() {
+                super::$test(crate::common::Backend::Sqlite).await;
+            })*
+        }
+        mod cql {
+            $(#[tokio::test]
+            async fn $test() {
+                super::$test(crate::common::Backend::Cql).await;
+            })*
+        }
+    };
+}
+
 /// A harness on `backend`, configured by `tweak`; `None` on the CQL store when no node is
 /// named (`SCYLLA_URI`), as the storage tests skip then.
 pub async fn harness_on(backend: Backend, tweak: impl FnOnce(&mut Config)) -> Option<H> {

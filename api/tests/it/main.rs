@@ -8,6 +8,7 @@ mod api;
 mod api_keys;
 mod audit;
 mod authenticator;
+#[macro_use]
 mod common;
 mod compat;
 mod crash;

@@ -112,16 +112,25 @@ impl TwoFactorStore for ScyllaStore {
         .await
     }
 
-    /// Three partitions, so three writes in the trait's order: the factor's compare-and-set
-    /// first (the code's single use), then the challenge (single use), then the session with
-    /// the events.
+    /// Three partitions, so three writes: the challenge taken first (single use: of second
+    /// steps racing on one challenge one goes on), then the factor's compare-and-set (the
+    /// code's single use; when it fails the challenge is put back, so that a code is never
+    /// spent on a challenge another step took, and the caller may try again with the factor
+    /// read anew), then the session with the events.
     async fn finish_second_step(&self, step: &SecondStep<'_>) -> StoreResult<()> {
+        let challenge = match self.consume_verification(step.challenge).await? {
+            Some(v) if v.value == step.session.user_id.0 => v,
+            Some(other) => {
+                self.insert_verification(&other).await?;
+                return Err(StoreError::Conflict("challenge"));
+            }
+            None => return Err(StoreError::Conflict("challenge")),
+        };
         if let Some((tf, expected)) = step.factor {
-            self.put_two_factor(tf, Some(expected), &[]).await?;
-        }
-        match self.consume_verification(step.challenge).await? {
-            Some(v) if v.value == step.session.user_id.0 => {}
-            _ => return Err(StoreError::Conflict("challenge")),
+            if let Err(e) = self.put_two_factor(tf, Some(expected), &[]).await {
+                self.insert_verification(&challenge).await?;
+                return Err(e);
+            }
         }
         self.create_session(step.session, step.events).await
     }

@@ -194,6 +194,21 @@ pub async fn a_second_step_uses_the_code_takes_the_challenge_and_starts_the_sess
         .await;
     assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
     assert_eq!(s.get_session(&again.token).await.unwrap(), None);
+    // … nor does one with a code, which is not spent on it.
+    let mut spent = used.clone();
+    spent.backup_codes = vec![];
+    spent.version = 3;
+    let r = s
+        .finish_second_step(&SecondStep {
+            factor: Some((&spent, 2)),
+            challenge: &c.identifier,
+            session: &again,
+            events: &[domain(&agg, "session.spent", 3)],
+        })
+        .await;
+    assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+    assert_eq!(s.get_session(&again.token).await.unwrap(), None);
+    assert_eq!(s.get_two_factor(&u.id).await.unwrap(), Some(used.clone()));
 
     // Another user's challenge starts no session of this one.
     let other = user("other-step@example.com");

@@ -1,9 +1,18 @@
 //! The challenge of a sign-in: wrong codes and the lock, races on one challenge, its cookie.
 use super::*;
 
-#[tokio::test]
-async fn five_wrong_codes_end_a_challenge_and_ten_lock_the_factor() {
-    let h = harness().await;
+on_both_stores!(
+    five_wrong_codes_end_a_challenge_and_ten_lock_the_factor,
+    one_code_raced_signs_in_once,
+    different_backup_codes_raced_sign_in_once_and_use_one,
+    challenge_cookies_name_their_user_and_older_ones_still_work,
+    a_right_code_ends_a_run_of_wrong_codes,
+);
+
+async fn five_wrong_codes_end_a_challenge_and_ten_lock_the_factor(backend: Backend) {
+    let Some(h) = harness_on(backend, |_| {}).await else {
+        return;
+    };
     let (_, e) = enrolled(&h, "dan@example.com").await;
     let uri = e["totpURI"].as_str().unwrap().to_owned();
     let cookie = h.sign_in("dan@example.com", PW).await.cookie_header();
@@ -81,9 +90,10 @@ async fn five_wrong_codes_end_a_challenge_and_ten_lock_the_factor() {
 }
 
 /// Eight requests finishing one challenge with one right code at once: one session.
-#[tokio::test]
-async fn one_code_raced_signs_in_once() {
-    let h = harness().await;
+async fn one_code_raced_signs_in_once(backend: Backend) {
+    let Some(h) = harness_on(backend, |_| {}).await else {
+        return;
+    };
     let (_, e) = enrolled(&h, "fay@example.com").await;
     let uri = e["totpURI"].as_str().unwrap().to_owned();
     let cookie = h.sign_in("fay@example.com", PW).await.cookie_header();
@@ -119,9 +129,10 @@ async fn one_code_raced_signs_in_once() {
 /// Eight requests finishing one challenge, each with another right backup code, at once:
 /// each reads the factor before any writes, so all but the first find it moved when they
 /// write. One session, one code used; the others stay usable.
-#[tokio::test]
-async fn different_backup_codes_raced_sign_in_once_and_use_one() {
-    let h = harness().await;
+async fn different_backup_codes_raced_sign_in_once_and_use_one(backend: Backend) {
+    let Some(h) = harness_on(backend, |_| {}).await else {
+        return;
+    };
     let (_, e) = enrolled(&h, "gil@example.com").await;
     let codes: Vec<String> = (0..8)
         .map(|i| e["backupCodes"][i].as_str().unwrap().to_owned())
@@ -205,9 +216,10 @@ async fn totp_with_cookie(h: &H, user: &Value, value: &str) -> Resp {
 /// The challenge cookie names its user and factor version (so that the second step reads
 /// them beside the challenge): one naming another user than its challenge row is refused, a
 /// malformed one too, and one from before it named them (`id.remember`) still works.
-#[tokio::test]
-async fn challenge_cookies_name_their_user_and_older_ones_still_work() {
-    let h = harness().await;
+async fn challenge_cookies_name_their_user_and_older_ones_still_work(backend: Backend) {
+    let Some(h) = harness_on(backend, |_| {}).await else {
+        return;
+    };
     let (_, a) = enrolled(&h, "ada@example.com").await;
     let (_, b) = enrolled(&h, "bea@example.com").await;
     let bea = user_of(&h, "bea@example.com").await;
@@ -235,9 +247,10 @@ async fn challenge_cookies_name_their_user_and_older_ones_still_work() {
 }
 
 /// The lock counts wrong codes in a row: a right code in between starts the count anew.
-#[tokio::test]
-async fn a_right_code_ends_a_run_of_wrong_codes() {
-    let h = harness().await;
+async fn a_right_code_ends_a_run_of_wrong_codes(backend: Backend) {
+    let Some(h) = harness_on(backend, |_| {}).await else {
+        return;
+    };
     let (_, e) = enrolled(&h, "ned@example.com").await;
     let uri = e["totpURI"].as_str().unwrap().to_owned();
     for _ in 0..2 {

@@ -34,25 +34,6 @@ async fn hook_harness_on(
     .await
 }
 
-/// These tests on both stores: the embedded one, and a keyspace of the CQL node when
-/// `SCYLLA_URI` names one (the deliveries' leases and settling are each store's own).
-macro_rules! on_both_stores {
-    ($($test:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test]
-            async fn $test() {
-                super::$test(crate::common::Backend::Sqlite).await;
-            })*
-        }
-        mod cql {
-            $(#[tokio::test]
-            async fn $test() {
-                super::$test(crate::common::Backend::Cql).await;
-            })*
-        }
-    };
-}
-
 on_both_stores!(
     an_organization_hears_of_its_events_signed_in_order_with_their_objects,
     failures_are_retried_after_their_delays_then_failed_and_the_endpoint_disabled,
