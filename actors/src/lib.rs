@@ -444,10 +444,17 @@ impl Actors {
         if ctx.is_empty() {
             return Ok(());
         }
-        let events = events::Emit::of("server".into(), self.shared.clock.now())
-            .request(ctx, &Facts::default())
-            .done();
-        Ok(self.shared.store.append_events(&events).await?)
+        let events = self.events_of("server", ctx);
+        self.append(&events).await
+    }
+
+    /// Stores events made by [`Actors::events_of`] that go with no change (see
+    /// [`Actors::record`]), several requests' at once.
+    pub async fn append(&self, events: &[storage::Event]) -> Result<(), ActorError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        Ok(self.shared.store.append_events(events).await?)
     }
 
     /// The events of a write the request makes itself (a webhook endpoint's): its audit

@@ -4,7 +4,9 @@
 pub use crate::client::Origin;
 use crate::error::{ApiResult, Code};
 use poem::http::HeaderValue;
+use std::sync::{Arc, Mutex};
 use storage::{AuditEvent, AuditOutcome, OrgId, UserId};
+use tokio::sync::{mpsc, watch};
 
 /// The actions recorded, one constant each (the `action` of an event).
 pub mod action {
@@ -250,7 +252,25 @@ pub struct Audit {
     keep_for_secs: u64,
     actors: actors::Actors,
     failures: prometheus::IntCounter,
+    later: Arc<Later>,
 }
+
+/// Records a request leaves for after its answer (refusals): a bounded queue one task drains,
+/// many requests' records in one store write. A refusal is answered without waiting for its
+/// record — in the same time whatever the record holds (an existing key's refusal names its
+/// user: on ScyllaDB one more row), and without a store write per refused request.
+struct Later {
+    queue: mpsc::Sender<(u64, Vec<storage::Event>)>,
+    /// The last number handed to a queued batch of records; numbers go into the queue in order.
+    queued: Mutex<u64>,
+    /// The number of the last batch stored (or given up).
+    stored: watch::Receiver<u64>,
+}
+
+/// Records queued at most (a flood of refusals waits for room, it does not grow memory).
+const LATER_QUEUE: usize = 4096;
+/// Queued requests' records stored in one write at most.
+const LATER_BATCH: usize = 64;
 
 impl Audit {
     pub fn new(
@@ -258,11 +278,19 @@ impl Audit {
         actors: actors::Actors,
         failures: prometheus::IntCounter,
     ) -> Self {
+        let (queue, rx) = mpsc::channel(LATER_QUEUE);
+        let (stored_tx, stored) = watch::channel(0);
+        tokio::spawn(drain(rx, actors.clone(), failures.clone(), stored_tx));
         Self {
             enabled: config.enabled,
             keep_for_secs: config.retention().as_secs(),
             actors,
             failures,
+            later: Arc::new(Later {
+                queue,
+                queued: Mutex::new(0),
+                stored,
+            }),
         }
     }
 
@@ -307,10 +335,38 @@ impl Audit {
     }
 
     /// Records a refusal (when the audit log is on): a refused decision writes nothing, so
-    /// its record is stored on its own. A store that fails to take it is logged and counted,
-    /// never turned into a failure of the request.
+    /// its record is stored on its own, after the answer ([`Audit::record_after`]).
     pub async fn record_refusal(&self, ev: Event, code: Code) {
-        self.record(self.noted(ev.failed(code))).await;
+        self.record_after(self.noted(ev.failed(code))).await;
+    }
+
+    /// Stores records that go with no change after the request's answer (stamped now): the
+    /// request waits only when the queue is full. A store that fails to take them is logged
+    /// and counted, never turned into a failure of the request; a process killed before they
+    /// are stored loses them (they describe refusals: nothing was changed).
+    pub async fn record_after(&self, ctx: actors::Ctx) {
+        if ctx.is_empty() {
+            return;
+        }
+        let events = self.actors.events_of("server", &ctx);
+        let Ok(permit) = self.later.queue.reserve().await else {
+            return;
+        };
+        let Ok(mut queued) = self.later.queued.lock() else {
+            return;
+        };
+        *queued += 1;
+        permit.send((*queued, events));
+    }
+
+    /// Waits until the records queued by [`Audit::record_after`] before this call are stored
+    /// (a read of the audit log sees this process's refusals; a graceful stop).
+    pub async fn flushed(&self) {
+        let Ok(queued) = self.later.queued.lock().map(|q| *q) else {
+            return;
+        };
+        let mut stored = self.later.stored.clone();
+        let _ = stored.wait_for(|s| *s >= queued).await;
     }
 
     /// Stores records (and mail) that go with no change; see [`Audit::record_refusal`].
@@ -331,5 +387,25 @@ impl Audit {
             self.record_refusal(ev, e.code).await;
         }
         result
+    }
+}
+
+/// Stores what [`Audit::record_after`] queued, the records of up to [`LATER_BATCH`] requests a
+/// write, until the service is dropped.
+async fn drain(
+    mut rx: mpsc::Receiver<(u64, Vec<storage::Event>)>,
+    actors: actors::Actors,
+    failures: prometheus::IntCounter,
+    stored: watch::Sender<u64>,
+) {
+    let mut batch = Vec::with_capacity(LATER_BATCH);
+    while rx.recv_many(&mut batch, LATER_BATCH).await > 0 {
+        let last = batch.last().map_or(0, |(n, _)| *n);
+        let events: Vec<storage::Event> = batch.drain(..).flat_map(|(_, e)| e).collect();
+        if let Err(err) = actors.append(&events).await {
+            failures.inc();
+            tracing::warn!(error = %err, records = events.len(), "could not record audit events");
+        }
+        stored.send_replace(last);
     }
 }

@@ -603,10 +603,12 @@ impl AppState {
         })))
     }
 
-    /// Waits for the mail work requests left for after their answers (see
-    /// [`delivery::Mail::after_answer`]).
+    /// Waits for the work requests left for after their answers: mail (see
+    /// [`delivery::Mail::after_answer`]) and refusals' audit records
+    /// ([`audit::Audit::record_after`]).
     pub async fn settled(&self) {
         self.mail.settled().await;
+        self.audit.flushed().await;
     }
 
     /// The whole HTTP application.

@@ -566,12 +566,13 @@ async fn serve(mut config: Config) -> Result<(), Box<dyn std::error::Error>> {
         let _ = m.await;
     }
     housekeeping.abort();
-    // Mail that answered requests left for after their answer (codes, links, resets).
+    // Mail that answered requests left for after their answer (codes, links, resets), and
+    // refusals' audit records.
     if tokio::time::timeout(Duration::from_secs(10), state.settled())
         .await
         .is_err()
     {
-        tracing::warn!("stopped before all mail after the answers was stored");
+        tracing::warn!("stopped before all mail and audit records after the answers were stored");
     }
     state.actors.shutdown().await;
     tracing::info!("gatehouse stopped");

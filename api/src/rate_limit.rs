@@ -506,7 +506,7 @@ impl Limiter {
             .target(req.uri().path().to_owned())
             .detail("limit", r.limit)
             .failed(r.error.code);
-            audit.record(audit.noted(ev)).await;
+            audit.record_after(audit.noted(ev)).await;
         }
         Err(r.error)
     }

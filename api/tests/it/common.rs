@@ -350,6 +350,7 @@ pub async fn call_raw(ep: &poem::endpoint::BoxEndpoint<'static>, req: Request) -
 /// The actions in the audit log within a day of the harness's clock.
 pub async fn audit_actions(h: &H) -> Vec<String> {
     use storage::Clock;
+    h.state.settled().await;
     let now = h.clock.now();
     let q = storage::AuditQuery::range(
         now - chrono::Duration::days(1),

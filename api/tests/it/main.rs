@@ -2,14 +2,15 @@
 //! once instead of once per file): in-process tests over the real endpoint (`api`, `account`,
 //! `organization`), the real binary end to end (`e2e`), and the SMTP transport against a real
 //! SMTP server (`smtp`). `common` is the shared harness.
+// First: the other modules use its macros.
+#[macro_use]
+mod common;
 mod account;
 mod admin;
 mod api;
 mod api_keys;
 mod audit;
 mod authenticator;
-#[macro_use]
-mod common;
 mod compat;
 mod crash;
 mod disk_full;

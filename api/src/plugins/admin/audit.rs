@@ -159,6 +159,8 @@ async fn audit_page(
         limit,
         oldest_first: f.order == Some(OrderParam::Oldest),
     };
+    // This process's refusals, recorded after their answers, are in what it reads.
+    state.audit.flushed().await;
     let page = state.reader.list_audit(&q).await?;
     Ok(Json(AuditPage {
         events: page.items.into_iter().map(AuditEventDto::from).collect(),

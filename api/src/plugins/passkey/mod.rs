@@ -511,7 +511,7 @@ fn credential_json(response: &serde_json::Value) -> ApiResult<()> {
 async fn clone_audited(state: &AppState, req: &Request, e: ApiError) -> ApiError {
     if e.code == Code::PasskeyCloned {
         let ev = Event::new(action::PASSKEY_CLONE_SUSPECTED, &Origin::of(req)).failed(e.code);
-        state.audit.record(state.audit.noted(ev)).await;
+        state.audit.record_after(state.audit.noted(ev)).await;
     }
     e
 }

@@ -297,7 +297,7 @@ impl SocialFlow {
                     }
                 };
                 let ev = attempt().target(account_email.clone()).failed_because(code);
-                self.audit.record(self.audit.noted(ev)).await;
+                self.audit.record_after(self.audit.noted(ev)).await;
                 return self.error_redirect(&error_url, code, None);
             }
         };

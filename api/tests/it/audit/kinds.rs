@@ -483,3 +483,50 @@ async fn the_other_event_kinds() {
         assert!(!text.contains(secret), "an event holds {secret}");
     }
 }
+
+/// A refusal's record is stored after its answer, many requests' in one write: a burst of
+/// refused sign-ins leaves one record each, and a read of the log made at once sees them all
+/// (the read route also waits for what this process queued before it).
+#[tokio::test]
+async fn refusals_are_recorded_after_their_answers_every_one() {
+    let h = audit_harness().await;
+    let refused = (0..200).map(|i| {
+        let ep = h.ep.clone();
+        async move {
+            call(
+                &ep,
+                Method::POST,
+                "/api/auth/sign-in/email",
+                Some(
+                    json!({"email": format!("nobody{i}@example.com"), "password": "whatever-123"}),
+                ),
+                None,
+                &[("origin", ORIGIN)],
+            )
+            .await
+            .status
+            .as_u16()
+        }
+    });
+    let statuses = futures::future::join_all(refused).await;
+    assert!(statuses.iter().all(|s| *s == 401), "{statuses:?}");
+    let page = server(
+        &h,
+        Method::GET,
+        "/api/auth/admin/audit-log?action=user.sign-in&outcome=failure&limit=500",
+        None,
+    )
+    .await
+    .expect(200)
+    .json();
+    let mut targets: Vec<String> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["target"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    targets.sort();
+    let mut expected: Vec<String> = (0..200).map(|i| format!("nobody{i}@example.com")).collect();
+    expected.sort();
+    assert_eq!(targets, expected);
+}

@@ -477,6 +477,7 @@ async fn rewrite_user(h: &H, email: &str, change: impl FnOnce(&mut storage::User
 /// stands still, so time does not order them).
 async fn audit_actions(h: &H) -> Vec<String> {
     let now = chrono::Utc::now();
+    h.state.settled().await;
     let q = storage::AuditQuery::range(
         now - chrono::Duration::days(30),
         now + chrono::Duration::days(30),

@@ -225,6 +225,7 @@ async fn a_provider_may_override_the_users_name_image_and_email_at_each_sign_in(
             assert!(user("mona@local.test").await.is_none());
         }
         // The replaced address is in the audit log, once, with the one it replaced.
+        h.state.settled().await;
         let mut q = storage::AuditQuery::range(
             chrono::DateTime::from_timestamp(0, 0).unwrap(),
             storage::Clock::now(&*h.clock) + chrono::Duration::days(1),

@@ -475,6 +475,7 @@ async fn two_factor_changes_are_audited() {
     .await
     .expect(200);
     let user = user_of(&h, "ida@example.com").await;
+    h.state.settled().await;
     let mut q = storage::AuditQuery::range(
         h.clock.now() - Duration::hours(1),
         h.clock.now() + Duration::hours(1),
@@ -575,6 +576,7 @@ async fn an_administrator_turns_a_users_second_factor_off() {
     let r = h.sign_in("max@example.com", PW).await.expect(200);
     assert!(r.json()["token"].is_string());
     assert!(h.store.get_two_factor(&user.id).await.unwrap().is_none());
+    h.state.settled().await;
     let mut q = storage::AuditQuery::range(
         h.clock.now() - Duration::hours(1),
         h.clock.now() + Duration::hours(1),
