@@ -179,7 +179,9 @@ pub trait WebhookStore: Send + Sync {
     /// Removes an endpoint and its deliveries; `false` when there was none.
     async fn delete_webhook(&self, id: &str, events: &[Event]) -> StoreResult<bool>;
     /// Stores the deliveries not stored yet (by id), with their lease if they carry one (the
-    /// process that makes them sends them at once): for each, whether it was new.
+    /// process that makes them sends them at once), or already settled (succeeded or failed,
+    /// or waiting for a retry: the first try made before the delivery was stored): for each,
+    /// whether it was new.
     async fn enqueue_deliveries(&self, d: &[WebhookDelivery]) -> StoreResult<Vec<bool>>;
     /// Leases to `holder` until `until` up to `limit` pending deliveries due by `now` whose
     /// lease is free, oldest first, skipping endpoints another holder is sending to.

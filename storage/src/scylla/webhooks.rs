@@ -348,10 +348,10 @@ impl WebhookStore for ScyllaStore {
                 out.push(false);
                 continue;
             }
-            // Made again after a crash, it is the same delivery written over itself.
-            self.batch(vec![
+            // Made again after a crash, it is the same delivery written over itself; one that
+            // ended at its first try is due no more.
+            let mut writes = vec![
                 self.doc_insert(d)?,
-                self.due_insert(d, false),
                 (
                     format!(
                         "INSERT INTO {} (id, webhook_id, seq) VALUES (?, ?, ?) USING TTL ?",
@@ -359,8 +359,11 @@ impl WebhookStore for ScyllaStore {
                     ),
                     vec![text(&d.id), text(&d.webhook_id), big(d.seq), int(KEEP_SECS)],
                 ),
-            ])
-            .await?;
+            ];
+            if d.status == DeliveryStatus::Pending {
+                writes.push(self.due_insert(d, false));
+            }
+            self.batch(writes).await?;
             out.push(true);
         }
         Ok(out)

@@ -166,6 +166,7 @@ macro_rules! contract_tests {
             deliveries_are_stored_once_leased_settled_and_listed,
             concurrent_claims_lease_each_delivery_once,
             deliveries_made_leased_are_their_makers,
+            deliveries_stored_after_their_first_try,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {$(

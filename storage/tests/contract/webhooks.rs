@@ -286,3 +286,64 @@ pub async fn deliveries_made_leased_are_their_makers(s: S) {
     done.status = DeliveryStatus::Succeeded;
     assert!(settle(&s, &done, "other").await);
 }
+
+/// A delivery stored after its first try (the maker sent it before storing it): stored as it
+/// ended, no holder's to take — succeeded and failed ones not due, one waiting for a retry due
+/// at its time; a redelivery of the succeeded one makes it due again; made again, stored once.
+pub async fn deliveries_stored_after_their_first_try(s: S) {
+    let w = hook("org:wh5", now());
+    s.create_webhook(&w, &[]).await.unwrap();
+    let t = now();
+    let tried = |event: &str, seq: i64, status: DeliveryStatus, next: Option<i64>| {
+        let mut d = delivery(&w, event, seq);
+        d.status = status;
+        d.tries = u32::from(next.is_some() || status == DeliveryStatus::Failed);
+        d.next_at = next.map(|secs| t + Duration::seconds(secs));
+        d.push_attempt(Attempt {
+            at: t,
+            status_code: Some(if status == DeliveryStatus::Succeeded {
+                200
+            } else {
+                503
+            }),
+            error: None,
+            duration_ms: 3,
+        });
+        d
+    };
+    let ok = tried("e1", 1, DeliveryStatus::Succeeded, None);
+    let failed = tried("e2", 2, DeliveryStatus::Failed, None);
+    let retry = tried("e3", 3, DeliveryStatus::Pending, Some(60));
+    let all = [ok.clone(), failed.clone(), retry.clone()];
+    assert_eq!(s.enqueue_deliveries(&all).await.unwrap(), [true; 3]);
+    assert_eq!(s.enqueue_deliveries(&all).await.unwrap(), [false; 3]);
+    let stored = s.get_delivery(&ok.id).await.unwrap().unwrap();
+    assert_eq!(stored.status, DeliveryStatus::Succeeded);
+    assert_eq!(stored.attempts.len(), 1);
+    assert_eq!(stored.attempts[0].status_code, Some(200));
+    assert_eq!(
+        s.get_delivery(&failed.id).await.unwrap().unwrap().status,
+        DeliveryStatus::Failed
+    );
+    let lease = |at: chrono::DateTime<Utc>| at + Duration::seconds(30);
+    assert!(s
+        .claim_deliveries("p", t, lease(t), 10)
+        .await
+        .unwrap()
+        .is_empty());
+    let later = t + Duration::seconds(61);
+    let due = s
+        .claim_deliveries("p", later, lease(later), 10)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = due.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids, [retry.id.as_str()]);
+    assert_eq!(due[0].attempts.len(), 1);
+    assert!(s.redeliver(&ok.id, later).await.unwrap());
+    let again = s
+        .claim_deliveries("p", later, lease(later), 10)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = again.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids, [ok.id.as_str()]);
+}

@@ -39,6 +39,7 @@ on_both_stores!(
     failures_are_retried_after_their_delays_then_failed_and_the_endpoint_disabled,
     the_servers_own_endpoint_hears_of_every_user,
     a_redirect_is_not_followed_and_counts_as_a_failure,
+    a_first_try_still_out_after_a_second_is_stored_then_settled,
 );
 
 async fn as_server(h: &H, method: Method, path: &str, body: Option<Value>) -> Resp {
@@ -633,4 +634,42 @@ async fn a_redirect_is_not_followed_and_counts_as_a_failure(backend: Backend) {
     assert_eq!(d["attempts"][0]["statusCode"], 307);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(rx.got().len(), 1, "not followed");
+}
+
+/// A delivery's first try is made before the delivery is stored; one still out after a
+/// second is stored pending (leased, so no other round sends it) and settled when it ends.
+async fn a_first_try_still_out_after_a_second_is_stored_then_settled(backend: Backend) {
+    let Some(h) = hook_harness_on(backend, |c| c.webhooks.timeout_ms = 6000).await else {
+        return;
+    };
+    let rx = Receiver::start(vec![Plan::Slow(Duration::from_secs(3))]).await;
+    let (owner, org_id, made) = org_with_hook(
+        &h,
+        "slow-owner@example.com",
+        "slow",
+        &rx.url,
+        json!(["organization.updated"]),
+    )
+    .await;
+    let hook = made["id"].as_str().unwrap().to_owned();
+    rename(&h, &owner, &org_id, "Slowly").await;
+    let mut arrived = None;
+    for _ in 0..400 {
+        if !rx.got().is_empty() {
+            arrived = Some(std::time::Instant::now());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let arrived = arrived.expect("the first try reached the receiver");
+    let d = settled(&h, &owner, &org_id, &hook, "pending", 0).await;
+    assert!(
+        arrived.elapsed() < Duration::from_millis(2500),
+        "stored only after {:?}",
+        arrived.elapsed()
+    );
+    assert_eq!(rx.got().len(), 1, "{d}");
+    let d = settled(&h, &owner, &org_id, &hook, "succeeded", 1).await;
+    assert_eq!(d["attempts"][0]["statusCode"], 200);
+    assert_eq!(rx.got().len(), 1, "sent once");
 }

@@ -19,6 +19,19 @@ fn next_seq(at: DateTime<Utc>) -> i64 {
     want.max(prev + 1)
 }
 
+/// How long the fan-out waits for its deliveries' first tries before it stores them (see
+/// `fan_out`).
+const FIRST_WAIT: Duration = Duration::from_secs(1);
+
+/// A delivery without its maker's lease: due for any process's round.
+fn unleased(d: WebhookDelivery) -> WebhookDelivery {
+    WebhookDelivery {
+        holder: None,
+        lease_until: None,
+        ..d
+    }
+}
+
 /// The fan-out consumer (see the module).
 pub(super) struct FanOut(pub(super) Webhooks);
 
@@ -86,8 +99,8 @@ impl Webhooks {
         if out.is_empty() {
             return Ok(());
         }
-        // Stored leased to this process, which sends them at once (no claim to wait for);
-        // a bounded number of such batches at a time, the fan-out waiting for room.
+        // Leased to this process, which sends them at once; a bounded number of batches at a
+        // time, the fan-out waiting for room.
         let permit = self.handed.clone().acquire_owned().await.ok();
         let most = {
             let mut per: HashMap<&str, u32> = HashMap::new();
@@ -97,29 +110,78 @@ impl Webhooks {
             per.into_values().max().unwrap_or(1)
         };
         let until = self.clock.now()
-            + chrono::Duration::from_std(self.per_try() * (most + 1))
+            + chrono::Duration::from_std(self.per_try() * (most + 1) + FIRST_WAIT)
                 .unwrap_or(chrono::Duration::minutes(5));
         for d in &mut out {
             d.holder = Some(self.holder.clone());
             d.lease_until = Some(until);
         }
-        let new = self.store.enqueue_deliveries(&out).await?;
-        let mine: Vec<WebhookDelivery> = out
-            .into_iter()
-            .zip(new)
-            .filter_map(|(d, new)| new.then_some(d))
+        // The endpoints as this batch read them: the sender need not read them again.
+        let read: HashMap<String, Webhook> = endpoints
+            .into_values()
+            .flatten()
+            .map(|w| (w.id.clone(), w))
             .collect();
-        if permit.is_some() {
-            // The endpoints as this batch read them: the sender need not read them again.
-            let read: HashMap<String, Webhook> = endpoints
-                .into_values()
-                .flatten()
-                .map(|w| (w.id.clone(), w))
-                .collect();
+        // First tries before the rows: a delivery whose first try ends within `FIRST_WAIT`
+        // is stored as it ended (one write, no lease to let go); the others are stored leased
+        // and settled when their tries end. The events are not done until the rows are
+        // stored: a process that dies before sends them again after its restart (at least
+        // once), and while it holds the stream's shard no other process makes them.
+        let deadline = tokio::time::Instant::now() + FIRST_WAIT;
+        let mut rows: Vec<WebhookDelivery> = Vec::with_capacity(out.len());
+        let mut tried: Vec<Tried> = Vec::new();
+        let mut running = Vec::new();
+        for (given, mut task) in self.start_sends(out, read, true) {
+            match tokio::time::timeout_at(deadline, &mut task).await {
+                Ok(Ok(Some((hook, list)))) => {
+                    for (d, _) in &list {
+                        rows.push(WebhookDelivery {
+                            holder: None,
+                            lease_until: None,
+                            ..d.clone()
+                        });
+                    }
+                    // Any not tried (a lease too short for them all): due at once.
+                    rows.extend(
+                        given
+                            .into_iter()
+                            .filter(|g| list.iter().all(|(d, _)| d.id != g.id))
+                            .map(unleased),
+                    );
+                    tried.push((hook, list));
+                }
+                // Its task failed: due at once, for a round of any process.
+                Ok(_) => rows.extend(given.into_iter().map(unleased)),
+                Err(_) => {
+                    rows.extend(given);
+                    running.push(task);
+                }
+            }
+        }
+        let new = self.store.enqueue_deliveries(&rows).await?;
+        let new: HashMap<&str, bool> = rows.iter().map(|d| d.id.as_str()).zip(new).collect();
+        let mut rounds = Vec::with_capacity(tried.len());
+        let mut written = Vec::new();
+        for (hook, list) in tried {
+            let mut outcomes = Vec::with_capacity(list.len());
+            for (d, outcome) in list {
+                written.push(new.get(d.id.as_str()).copied().unwrap_or(false));
+                outcomes.push(outcome);
+            }
+            rounds.push((hook, outcomes));
+        }
+        self.count(rounds, written).await;
+        if !running.is_empty() {
             let me = self.clone();
             tokio::spawn(async move {
                 let _permit = permit;
-                if let Err(e) = me.deliver(mine, read).await {
+                let mut tried = Vec::new();
+                for task in running {
+                    if let Ok(Some(t)) = task.await {
+                        tried.push(t);
+                    }
+                }
+                if let Err(e) = me.settle(tried).await {
                     tracing::warn!(error = %e, "webhook deliveries: settling failed; they are sent again once their lease ends");
                 }
             });

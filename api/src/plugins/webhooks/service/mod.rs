@@ -4,7 +4,10 @@
 //!    the store) turns each domain event into a stored delivery for every endpoint that wants
 //!    it — the organization's endpoints for its events, the server's own for every event. A
 //!    delivery's id comes from the event and the endpoint, so reading an event twice (after a
-//!    crash) stores it once.
+//!    crash) stores it once. Its first try is made before it is stored (a second of waiting
+//!    at most; what is still being sent then is stored leased and settled when it ends): one
+//!    write for most deliveries instead of a leased row and its settling. The events count as
+//!    read only once the rows are stored, so a crash before sends them again (at least once).
 //! 2. **Sending**: each process leases due deliveries from the store (a lease per delivery;
 //!    an endpoint another process is sending to is left to it, so an endpoint that keeps up
 //!    gets its events in order), signs them (Standard Webhooks), sends them with bounded
@@ -38,6 +41,13 @@ const BODY_READ: usize = 4 * 1024;
 const CLAIM_PER_SENDER: u32 = 4;
 /// Batches the fan-out may have in flight at once.
 const HANDED_BATCHES: usize = 4;
+
+/// One endpoint's deliveries being sent: as they were given (see `start_sends`), and the task
+/// that answers them tried.
+type Sending = (Vec<WebhookDelivery>, tokio::task::JoinHandle<Option<Tried>>);
+/// An endpoint (as read) and its deliveries tried, each with its outcome (`succeeded`,
+/// `retried`, `failed`).
+type Tried = (Option<Webhook>, Vec<(WebhookDelivery, &'static str)>);
 
 /// Counters of deliveries.
 #[derive(Clone)]
@@ -217,8 +227,26 @@ impl Webhooks {
     async fn deliver(
         &self,
         due: Vec<WebhookDelivery>,
-        mut read: HashMap<String, Webhook>,
+        read: HashMap<String, Webhook>,
     ) -> storage::StoreResult<usize> {
+        let mut tried = Vec::new();
+        for (_, task) in self.start_sends(due, read, false) {
+            if let Ok(Some(t)) = task.await {
+                tried.push(t);
+            }
+        }
+        self.settle(tried).await
+    }
+
+    /// Starts sending leased deliveries, a task per endpoint (its deliveries in order; the
+    /// tasks side by side up to the concurrency): each with the endpoint's deliveries as
+    /// given when `keep` (else none).
+    fn start_sends(
+        &self,
+        due: Vec<WebhookDelivery>,
+        mut read: HashMap<String, Webhook>,
+        keep: bool,
+    ) -> Vec<Sending> {
         let mut by_endpoint: Vec<(String, Vec<WebhookDelivery>)> = Vec::new();
         for d in due {
             match by_endpoint.iter_mut().find(|(w, _)| *w == d.webhook_id) {
@@ -231,24 +259,27 @@ impl Webhooks {
         for (endpoint, list) in by_endpoint {
             let (me, gate) = (self.clone(), gate.clone());
             let known = read.remove(&endpoint);
-            tasks.push(tokio::spawn(async move {
-                let _permit = gate.acquire_owned().await.ok()?;
-                match me.send_all(&endpoint, known, list).await {
-                    Ok(tried) => Some(tried),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "webhook deliveries: reading an endpoint failed");
-                        None
+            let given = if keep { list.clone() } else { Vec::new() };
+            tasks.push((
+                given,
+                tokio::spawn(async move {
+                    let _permit = gate.acquire_owned().await.ok()?;
+                    match me.send_all(&endpoint, known, list).await {
+                        Ok(tried) => Some(tried),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "webhook deliveries: reading an endpoint failed");
+                            None
+                        }
                     }
-                }
-            }));
+                }),
+            ));
         }
-        let mut tried = Vec::new();
-        for t in tasks {
-            if let Ok(Some(t)) = t.await {
-                tried.push(t);
-            }
-        }
-        // One write settles the round (what was not settled comes again once its lease ends).
+        tasks
+    }
+
+    /// Settles tried deliveries in one write (what was not settled comes again once its
+    /// lease ends), then counts their outcomes. How many.
+    async fn settle(&self, tried: Vec<Tried>) -> storage::StoreResult<usize> {
         let mut all: Vec<WebhookDelivery> = Vec::new();
         let mut rounds = Vec::with_capacity(tried.len());
         for (hook, list) in tried {
@@ -262,16 +293,21 @@ impl Webhooks {
             rounds.push((hook, outcomes));
         }
         let n = all.len();
-        let mut settled = self
-            .store
-            .settle_deliveries(&all, &self.holder)
-            .await?
-            .into_iter();
+        let settled = self.store.settle_deliveries(&all, &self.holder).await?;
+        self.count(rounds, settled).await;
+        Ok(n)
+    }
+
+    /// Counts tried deliveries' outcomes (`rounds`: each endpoint's, in order) that were
+    /// written (`written`, in the same order: `false` for one whose lease was lost to another
+    /// process, or made before: its outcome is that one's), and keeps each endpoint's
+    /// failures in a row.
+    async fn count(&self, rounds: Vec<(Option<Webhook>, Vec<&'static str>)>, written: Vec<bool>) {
+        let mut written = written.into_iter();
         for (hook, outcomes) in rounds {
             let mut ended = Vec::new();
             for outcome in outcomes {
-                // A lease lost to another process: its outcome is that one's.
-                if settled.next() != Some(true) {
+                if written.next() != Some(true) {
                     continue;
                 }
                 self.metrics.attempts.with_label_values(&[outcome]).inc();
@@ -283,7 +319,6 @@ impl Webhooks {
                 self.count_outcomes(&w, &ended).await;
             }
         }
-        Ok(n)
     }
 
     /// Sends one endpoint's leased deliveries in order: the endpoint as read (`known`, or
@@ -294,7 +329,7 @@ impl Webhooks {
         endpoint: &str,
         known: Option<Webhook>,
         list: Vec<WebhookDelivery>,
-    ) -> storage::StoreResult<(Option<Webhook>, Vec<(WebhookDelivery, &'static str)>)> {
+    ) -> storage::StoreResult<Tried> {
         let hook = match known {
             Some(w) => Some(w),
             None => self.store.get_webhook(endpoint).await?,
