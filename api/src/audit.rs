@@ -267,7 +267,8 @@ struct Later {
     stored: watch::Receiver<u64>,
 }
 
-/// Records queued at most (a flood of refusals waits for room, it does not grow memory).
+/// Requests' records queued at most (a flood of refusals waits for room, it does not grow
+/// memory).
 const LATER_QUEUE: usize = 4096;
 /// Queued requests' records stored in one write at most.
 const LATER_BATCH: usize = 64;

@@ -134,13 +134,6 @@ impl Webhooks {
         for (given, mut task) in self.start_sends(out, read, true) {
             match tokio::time::timeout_at(deadline, &mut task).await {
                 Ok(Ok(Some((hook, list)))) => {
-                    for (d, _) in &list {
-                        rows.push(WebhookDelivery {
-                            holder: None,
-                            lease_until: None,
-                            ..d.clone()
-                        });
-                    }
                     // Any not tried (a lease too short for them all): due at once.
                     rows.extend(
                         given
@@ -158,18 +151,14 @@ impl Webhooks {
                 }
             }
         }
+        let (done, rounds) = split(tried);
+        rows.extend(done.iter().cloned().map(unleased));
         let new = self.store.enqueue_deliveries(&rows).await?;
         let new: HashMap<&str, bool> = rows.iter().map(|d| d.id.as_str()).zip(new).collect();
-        let mut rounds = Vec::with_capacity(tried.len());
-        let mut written = Vec::new();
-        for (hook, list) in tried {
-            let mut outcomes = Vec::with_capacity(list.len());
-            for (d, outcome) in list {
-                written.push(new.get(d.id.as_str()).copied().unwrap_or(false));
-                outcomes.push(outcome);
-            }
-            rounds.push((hook, outcomes));
-        }
+        let written = done
+            .iter()
+            .map(|d| new.get(d.id.as_str()).copied().unwrap_or(false))
+            .collect();
         self.count(rounds, written).await;
         if !running.is_empty() {
             let me = self.clone();

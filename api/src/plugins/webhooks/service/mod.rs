@@ -49,6 +49,25 @@ type Sending = (Vec<WebhookDelivery>, tokio::task::JoinHandle<Option<Tried>>);
 /// `retried`, `failed`).
 type Tried = (Option<Webhook>, Vec<(WebhookDelivery, &'static str)>);
 
+/// Tried deliveries apart from their outcomes: the deliveries, in order, and each endpoint's
+/// outcomes in the same order (as [`Webhooks::count`] takes them).
+fn split(tried: Vec<Tried>) -> (Vec<WebhookDelivery>, Rounds) {
+    let mut all = Vec::new();
+    let mut rounds = Vec::with_capacity(tried.len());
+    for (hook, list) in tried {
+        let mut outcomes = Vec::with_capacity(list.len());
+        for (d, outcome) in list {
+            all.push(d);
+            outcomes.push(outcome);
+        }
+        rounds.push((hook, outcomes));
+    }
+    (all, rounds)
+}
+
+/// Each endpoint (as read) with its deliveries' outcomes, in order.
+type Rounds = Vec<(Option<Webhook>, Vec<&'static str>)>;
+
 /// Counters of deliveries.
 #[derive(Clone)]
 pub struct WebhookMetrics {
@@ -280,18 +299,9 @@ impl Webhooks {
     /// Settles tried deliveries in one write (what was not settled comes again once its
     /// lease ends), then counts their outcomes. How many.
     async fn settle(&self, tried: Vec<Tried>) -> storage::StoreResult<usize> {
-        let mut all: Vec<WebhookDelivery> = Vec::new();
-        let mut rounds = Vec::with_capacity(tried.len());
-        for (hook, list) in tried {
-            let mut outcomes = Vec::with_capacity(list.len());
-            for (d, outcome) in list {
-                // As leased: the store settles it only while this lease holds (and lets it
-                // go as it does).
-                all.push(d);
-                outcomes.push(outcome);
-            }
-            rounds.push((hook, outcomes));
-        }
+        // As leased: the store settles each only while this lease holds (and lets it go as
+        // it does).
+        let (all, rounds) = split(tried);
         let n = all.len();
         let settled = self.store.settle_deliveries(&all, &self.holder).await?;
         self.count(rounds, settled).await;
@@ -302,7 +312,7 @@ impl Webhooks {
     /// written (`written`, in the same order: `false` for one whose lease was lost to another
     /// process, or made before: its outcome is that one's), and keeps each endpoint's
     /// failures in a row.
-    async fn count(&self, rounds: Vec<(Option<Webhook>, Vec<&'static str>)>, written: Vec<bool>) {
+    async fn count(&self, rounds: Rounds, written: Vec<bool>) {
         let mut written = written.into_iter();
         for (hook, outcomes) in rounds {
             let mut ended = Vec::new();
