@@ -362,9 +362,43 @@ pub async fn audit_actions(h: &H) -> Vec<String> {
 }
 
 /// The median of timing samples.
-pub fn median(v: &mut [std::time::Duration]) -> std::time::Duration {
+fn median(v: &mut [Duration]) -> Duration {
     v.sort();
     v[v.len() / 2]
+}
+
+/// Asserts that two kinds of request are answered in the same time: `ask(kind)` (0 or 1)
+/// makes one and checks its answer; `samples` of them interleaved K U U K … (each kind follows
+/// each kind as often), the first 40 unmeasured, each after the work of the one before it
+/// ended (`AppState::settled`). Their medians must be within 100 µs of each other in one of
+/// three rounds: a real difference shows in every round, a round the machine's load skews does
+/// not repeat.
+pub async fn answered_in_the_same_time<F, Fut>(h: &H, label: &str, samples: usize, mut ask: F)
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut gaps = Vec::new();
+    for _round in 0..3 {
+        let mut times = [Vec::new(), Vec::new()];
+        for i in 0..samples {
+            let kind = usize::from(matches!(i % 4, 1 | 2));
+            let started = std::time::Instant::now();
+            ask(kind).await;
+            let took = started.elapsed();
+            h.state.settled().await;
+            if i >= 40 {
+                times[kind].push(took);
+            }
+        }
+        let (first, second) = (median(&mut times[0]), median(&mut times[1]));
+        eprintln!("{label}: {first:?} against {second:?}");
+        gaps.push(first.abs_diff(second));
+        if first.abs_diff(second) < Duration::from_micros(100) {
+            return;
+        }
+    }
+    panic!("{label}: the medians were apart by {gaps:?}");
 }
 
 /// Every message in the outbox, oldest first.
