@@ -14,6 +14,8 @@ use async_trait::async_trait;
 const KEEP_SECS: i32 = 30 * 86_400;
 /// Tries of a redelivery while a settle lets its due row go (50 ms apart).
 const REDELIVER_WAITS: usize = 20;
+/// Deliveries (and endpoints) [`WebhookStore::enqueue_deliveries`] reads or writes at once.
+const ENQUEUE_AT_ONCE: usize = 32;
 /// Partitions of pending deliveries (an endpoint's are in one).
 const DUE_SHARDS: u32 = 8;
 
@@ -41,6 +43,44 @@ struct Due {
 }
 
 impl ScyllaStore {
+    /// Writes one delivery unless `write` is false (its endpoint is gone, or it came twice)
+    /// or it is stored already: whether it was written.
+    async fn enqueue_delivery(&self, d: &WebhookDelivery, write: bool) -> StoreResult<bool> {
+        if !write {
+            return Ok(false);
+        }
+        let known = self
+            .row(
+                &format!(
+                    "SELECT seq FROM {} WHERE id = ?",
+                    self.t("webhook_delivery_ids")
+                ),
+                vec![text(&d.id)],
+            )
+            .await?
+            .is_some();
+        if known {
+            return Ok(false);
+        }
+        // Made again after a crash, it is the same delivery written over itself; one that
+        // ended at its first try is due no more.
+        let mut writes = vec![
+            self.doc_insert(d)?,
+            (
+                format!(
+                    "INSERT INTO {} (id, webhook_id, seq) VALUES (?, ?, ?) USING TTL ?",
+                    self.t("webhook_delivery_ids")
+                ),
+                vec![text(&d.id), text(&d.webhook_id), big(d.seq), int(KEEP_SECS)],
+            ),
+        ];
+        if d.status == DeliveryStatus::Pending {
+            writes.push(self.due_insert(d, false));
+        }
+        self.batch(writes).await?;
+        Ok(true)
+    }
+
     /// The write of a delivery's document (expiring after [`KEEP_SECS`]).
     fn doc_insert(&self, d: &WebhookDelivery) -> StoreResult<(String, Vec<V>)> {
         Ok((
@@ -332,39 +372,31 @@ impl WebhookStore for ScyllaStore {
     }
 
     async fn enqueue_deliveries(&self, ds: &[WebhookDelivery]) -> StoreResult<Vec<bool>> {
+        // Each endpoint is looked up once; the deliveries are written side by side, a few
+        // dozen at a time (one partition each), not one after another.
+        let mut endpoints: Vec<&str> = ds.iter().map(|d| d.webhook_id.as_str()).collect();
+        endpoints.sort_unstable();
+        endpoints.dedup();
+        let mut live = std::collections::HashSet::new();
+        for chunk in endpoints.chunks(ENQUEUE_AT_ONCE) {
+            let found =
+                futures::future::try_join_all(chunk.iter().map(|id| self.get_webhook(id))).await?;
+            live.extend(found.into_iter().flatten().map(|w| w.id));
+        }
+        // A delivery given twice is stored once, as its first.
+        let mut seen = std::collections::HashSet::new();
+        let firsts: Vec<bool> = ds.iter().map(|d| seen.insert(d.id.as_str())).collect();
         let mut out = Vec::with_capacity(ds.len());
-        for d in ds {
-            let known = self
-                .row(
-                    &format!(
-                        "SELECT seq FROM {} WHERE id = ?",
-                        self.t("webhook_delivery_ids")
-                    ),
-                    vec![text(&d.id)],
-                )
-                .await?
-                .is_some();
-            if known || self.get_webhook(&d.webhook_id).await?.is_none() {
-                out.push(false);
-                continue;
-            }
-            // Made again after a crash, it is the same delivery written over itself; one that
-            // ended at its first try is due no more.
-            let mut writes = vec![
-                self.doc_insert(d)?,
-                (
-                    format!(
-                        "INSERT INTO {} (id, webhook_id, seq) VALUES (?, ?, ?) USING TTL ?",
-                        self.t("webhook_delivery_ids")
-                    ),
-                    vec![text(&d.id), text(&d.webhook_id), big(d.seq), int(KEEP_SECS)],
-                ),
-            ];
-            if d.status == DeliveryStatus::Pending {
-                writes.push(self.due_insert(d, false));
-            }
-            self.batch(writes).await?;
-            out.push(true);
+        for (chunk, firsts) in ds
+            .chunks(ENQUEUE_AT_ONCE)
+            .zip(firsts.chunks(ENQUEUE_AT_ONCE))
+        {
+            let written =
+                futures::future::try_join_all(chunk.iter().zip(firsts).map(|(d, first)| {
+                    self.enqueue_delivery(d, *first && live.contains(&d.webhook_id))
+                }))
+                .await?;
+            out.extend(written);
         }
         Ok(out)
     }
@@ -502,13 +534,15 @@ impl WebhookStore for ScyllaStore {
         // A settle writes the document first and lets the due row go after it: a delivery
         // that reads as settled may still have its row for a moment. Waited for (a second at
         // most); a row that stays is a delivery pending again (redelivered by someone else).
-        for _ in 0..REDELIVER_WAITS {
+        for attempt in 1..=REDELIVER_WAITS {
             let (cql, values) = self.due_insert(&d, true);
             if self.lwt(&cql, values).await? {
                 self.write_delivery_doc(&d).await?;
                 return Ok(true);
             }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            if attempt < REDELIVER_WAITS {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
         }
         Ok(false)
     }

@@ -232,11 +232,12 @@ pub async fn concurrent_claims_lease_each_delivery_once(s: S) {
     for i in 0..4 {
         let w = hook(&format!("org:wh3-{i}"), now());
         s.create_webhook(&w, &[]).await.unwrap();
-        for e in 0..3 {
+        for e in 0..12 {
             all.push(delivery(&w, &format!("e{e}"), e));
         }
     }
-    s.enqueue_deliveries(&all).await.unwrap();
+    // More than one store writes at once (ScyllaDB: 32).
+    assert_eq!(s.enqueue_deliveries(&all).await.unwrap(), vec![true; 48]);
     let t = now();
     let claims = (0..8).map(|i| {
         let s = s.clone();
@@ -317,6 +318,18 @@ pub async fn deliveries_stored_after_their_first_try(s: S) {
     let all = [ok.clone(), failed.clone(), retry.clone()];
     assert_eq!(s.enqueue_deliveries(&all).await.unwrap(), [true; 3]);
     assert_eq!(s.enqueue_deliveries(&all).await.unwrap(), [false; 3]);
+    // A delivery given twice in one call is stored once, as its first.
+    let twice = tried("e4", 4, DeliveryStatus::Succeeded, None);
+    let mut again = twice.clone();
+    again.status = DeliveryStatus::Failed;
+    assert_eq!(
+        s.enqueue_deliveries(&[twice.clone(), again]).await.unwrap(),
+        [true, false]
+    );
+    assert_eq!(
+        s.get_delivery(&twice.id).await.unwrap().unwrap().status,
+        DeliveryStatus::Succeeded
+    );
     let stored = s.get_delivery(&ok.id).await.unwrap().unwrap();
     assert_eq!(stored.status, DeliveryStatus::Succeeded);
     assert_eq!(stored.attempts.len(), 1);
