@@ -316,6 +316,23 @@ fn valid_identifier(s: &str) -> bool {
         && s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
 }
 
+/// Calls made side by side at most (each usually one partition's round trip).
+const SIDE_BY_SIDE: usize = 32;
+
+/// `f` of every item, [`SIDE_BY_SIDE`] at a time side by side instead of one after another;
+/// the results in the items' order.
+pub(crate) async fn side_by_side<'a, T, R, F, Fut>(items: &'a [T], f: F) -> StoreResult<Vec<R>>
+where
+    F: Fn(&'a T) -> Fut,
+    Fut: std::future::Future<Output = StoreResult<R>>,
+{
+    let mut out = Vec::with_capacity(items.len());
+    for chunk in items.chunks(SIDE_BY_SIDE) {
+        out.extend(futures::future::try_join_all(chunk.iter().map(&f)).await?);
+    }
+    Ok(out)
+}
+
 /// A statement (prepared once by the caching session), observed as `call` (`query`, or `lwt`
 /// for a conditional one).
 pub(crate) async fn execute(

@@ -280,14 +280,9 @@ impl UserStore for ScyllaStore {
     }
 
     async fn get_users(&self, ids: &[UserId]) -> StoreResult<Vec<User>> {
-        // One partition each: read side by side, a few dozen at a time.
-        let mut out = Vec::with_capacity(ids.len());
-        for chunk in ids.chunks(32) {
-            let found =
-                futures::future::try_join_all(chunk.iter().map(|id| self.get_user(id))).await?;
-            out.extend(found.into_iter().flatten());
-        }
-        Ok(out)
+        // One partition each: read side by side.
+        let found = side_by_side(ids, |id| self.get_user(id)).await?;
+        Ok(found.into_iter().flatten().collect())
     }
 
     async fn get_user_by_email(&self, email: &str) -> StoreResult<Option<User>> {

@@ -14,8 +14,6 @@ use async_trait::async_trait;
 const KEEP_SECS: i32 = 30 * 86_400;
 /// Tries of a redelivery while a settle lets its due row go (50 ms apart).
 const REDELIVER_WAITS: usize = 20;
-/// Deliveries (and endpoints) [`WebhookStore::enqueue_deliveries`] reads or writes at once.
-const ENQUEUE_AT_ONCE: usize = 32;
 /// Partitions of pending deliveries (an endpoint's are in one).
 const DUE_SHARDS: u32 = 8;
 
@@ -43,12 +41,8 @@ struct Due {
 }
 
 impl ScyllaStore {
-    /// Writes one delivery unless `write` is false (its endpoint is gone, or it came twice)
-    /// or it is stored already: whether it was written.
-    async fn enqueue_delivery(&self, d: &WebhookDelivery, write: bool) -> StoreResult<bool> {
-        if !write {
-            return Ok(false);
-        }
+    /// Writes one delivery unless it is stored already: whether it was written.
+    async fn enqueue_delivery(&self, d: &WebhookDelivery) -> StoreResult<bool> {
         let known = self
             .row(
                 &format!(
@@ -372,33 +366,32 @@ impl WebhookStore for ScyllaStore {
     }
 
     async fn enqueue_deliveries(&self, ds: &[WebhookDelivery]) -> StoreResult<Vec<bool>> {
-        // Each endpoint is looked up once; the deliveries are written side by side, a few
-        // dozen at a time (one partition each), not one after another.
+        // Each endpoint is looked up once; the deliveries are written side by side (one
+        // partition each), not one after another.
         let mut endpoints: Vec<&str> = ds.iter().map(|d| d.webhook_id.as_str()).collect();
         endpoints.sort_unstable();
         endpoints.dedup();
-        let mut live = std::collections::HashSet::new();
-        for chunk in endpoints.chunks(ENQUEUE_AT_ONCE) {
-            let found =
-                futures::future::try_join_all(chunk.iter().map(|id| self.get_webhook(id))).await?;
-            live.extend(found.into_iter().flatten().map(|w| w.id));
-        }
-        // A delivery given twice is stored once, as its first.
+        let found = side_by_side(&endpoints, |id| self.get_webhook(id)).await?;
+        let live: std::collections::HashSet<String> =
+            found.into_iter().flatten().map(|w| w.id).collect();
+        // A delivery given twice is stored once, as its first; none of an endpoint gone.
         let mut seen = std::collections::HashSet::new();
-        let firsts: Vec<bool> = ds.iter().map(|d| seen.insert(d.id.as_str())).collect();
-        let mut out = Vec::with_capacity(ds.len());
-        for (chunk, firsts) in ds
-            .chunks(ENQUEUE_AT_ONCE)
-            .zip(firsts.chunks(ENQUEUE_AT_ONCE))
-        {
-            let written =
-                futures::future::try_join_all(chunk.iter().zip(firsts).map(|(d, first)| {
-                    self.enqueue_delivery(d, *first && live.contains(&d.webhook_id))
-                }))
-                .await?;
-            out.extend(written);
-        }
-        Ok(out)
+        let todo: Vec<(&WebhookDelivery, bool)> = ds
+            .iter()
+            .map(|d| {
+                (
+                    d,
+                    seen.insert(d.id.as_str()) && live.contains(&d.webhook_id),
+                )
+            })
+            .collect();
+        side_by_side(&todo, |&(d, write)| async move {
+            match write {
+                true => self.enqueue_delivery(d).await,
+                false => Ok(false),
+            }
+        })
+        .await
     }
 
     async fn claim_deliveries(
